@@ -1,0 +1,7 @@
+"""Graph IR, ops, ONNX import, built-in models, patterns, BYOC passes and the packed-module reader.
+Imports nothing else of accel-tune (the import direction is partition <- sim <- tuner)."""
+from .ir import Function, Graph, IRError, Node, TensorType, Value, clone_graph
+from .interpreter import Interpreter, InterpretError, interpret
+
+__all__ = ["Graph", "Node", "Value", "TensorType", "Function", "IRError", "clone_graph",
+           "Interpreter", "InterpretError", "interpret"]

@@ -1,0 +1,40 @@
+"""Op registry: a table of immutable OpDefs assembled from the op modules, and the entry points
+shape inference, the interpreter and costing use."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..ir import TensorType
+from .base import InferContext, OpCost, OpDef, OpError, check
+
+from . import nn, elementwise, tensor, control  # noqa: E402
+
+OPS: dict[str, OpDef] = {d.name: d for mod in (nn, elementwise, tensor, control) for d in mod.DEFS}
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise OpError(f"unknown op '{name}'") from None
+
+
+def infer_types(op: str, in_types: Sequence[TensorType], attrs: dict[str, Any],
+                functions: dict[str, Any] | None = None,
+                consts: Sequence[np.ndarray | None] | None = None) -> list[TensorType]:
+    d = get_op(op)
+    lo, hi = d.num_inputs
+    check(lo <= len(in_types) <= hi, f"{op} takes {lo}..{hi} inputs, got {len(in_types)}")
+    ctx = InferContext(list(consts) if consts is not None else [None] * len(in_types), functions or {})
+    return list(d.infer(list(in_types), attrs, ctx))
+
+
+def op_cost(node) -> OpCost:
+    """MACs/FLOPs of one node (a call node counts its callee's body when attached in meta)."""
+    d = get_op(node.op)
+    return d.cost([v.type for v in node.inputs], [o.type for o in node.outputs], node.attrs)
+
+
+__all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost"]

@@ -1,0 +1,80 @@
+"""Control flow and calls. Their numerics need the interpreter (bodies are graphs), so ``compute``
+is None here and ``partition.interpreter`` runs them.
+
+Conventions (closed sub-graphs, see ``partition.ir``):
+- ``if``: inputs ``[cond, *captured]``; attrs ``then_branch``/``else_branch`` are Graphs whose
+  inputs match ``captured`` one to one; both branches give outputs of the same types.
+- ``loop``: inputs ``[max_trip (int64 scalar), cond (bool scalar), *carried, *captured]``; attr
+  ``num_carried``; attr ``body`` is a Graph with inputs ``[iter (int64 scalar), cond, *carried,
+  *captured]`` and outputs ``[cond, *carried, *scan]``. Node outputs are ``[*carried, *scan]``;
+  a scan output's leading dimension is the trip count, which must be a constant: the type carries
+  it as an upper bound when the body's condition can stop the loop early (the runtime array is then
+  shorter), the same rule as every data-dependent size (see ``non_max_suppression``).
+- ``call``: attr ``callee`` names a Function in scope; inputs match its graph's inputs.
+"""
+from __future__ import annotations
+
+from ..ir import TensorType
+from .base import OpCost, OpDef, check
+
+
+def _same_types(a, b) -> bool:
+    return [t for t in a] == [t for t in b]
+
+
+def _infer_if(ins, attrs, ctx):
+    check("then_branch" in attrs and "else_branch" in attrs, "if needs then_branch and else_branch")
+    check(ins[0].size == 1, f"if condition must have one element, got shape {list(ins[0].shape)}")
+    then_g, else_g = attrs["then_branch"], attrs["else_branch"]
+    for br, g in (("then_branch", then_g), ("else_branch", else_g)):
+        check(len(g.inputs) == len(ins) - 1,
+              f"if {br} takes {len(g.inputs)} inputs but the node passes {len(ins) - 1}")
+    t_out = [v.type for v in then_g.outputs]
+    e_out = [v.type for v in else_g.outputs]
+    check(len(t_out) == len(e_out), "if branches return different numbers of outputs")
+    for a, b in zip(t_out, e_out):
+        check(a.dtype == b.dtype and len(a.shape) == len(b.shape),
+              f"if branches disagree on output type: {a} vs {b}")
+    # Where shapes differ the larger is the bound.
+    return [TensorType(tuple(max(x, y) for x, y in zip(a.shape, b.shape)), a.dtype)
+            for a, b in zip(t_out, e_out)]
+
+
+def _infer_loop(ins, attrs, ctx):
+    body = attrs.get("body")
+    check(body is not None, "loop needs a body")
+    k = int(attrs.get("num_carried", 0))
+    check(len(ins) >= 2 + k, f"loop with {k} carried values needs at least {2 + k} inputs")
+    check(len(body.inputs) == len(ins), f"loop body takes {len(body.inputs)} inputs, node passes {len(ins)}")
+    check(len(body.outputs) >= 1 + k, "loop body must return cond and every carried value")
+    trip = ctx.consts[0] if ctx.consts else None
+    check(trip is not None, "loop max trip count must be a constant (needed to bound scan outputs)")
+    trip = int(trip.reshape(-1)[0])
+    carried = [v.type for v in body.outputs[1:1 + k]]
+    for i, (a, b) in enumerate(zip(ins[2:2 + k], carried)):
+        check(a == b, f"loop carried value {i} enters as {a} but the body returns {b}")
+    scans = [TensorType((trip, *v.shape), v.dtype) for v in body.outputs[1 + k:]]
+    return carried + scans
+
+
+def _infer_call(ins, attrs, ctx):
+    callee = attrs.get("callee")
+    check(isinstance(callee, str), "call needs a callee name")
+    fn = ctx.functions.get(callee)
+    check(fn is not None, f"call to unknown function '{callee}'")
+    params = fn.graph.inputs
+    check(len(params) == len(ins), f"@{callee} takes {len(params)} arguments, got {len(ins)}")
+    for p, t in zip(params, ins):
+        check(p.type == t, f"@{callee} argument {p.name} expects {p.type}, got {t}")
+    return [v.type for v in fn.graph.outputs]
+
+
+def _no_cost(ins, outs, attrs):
+    return OpCost(0, 0, 0, 0)
+
+
+DEFS = [
+    OpDef("if", _infer_if, None, _no_cost, "control", (1, 1 << 30)),
+    OpDef("loop", _infer_loop, None, _no_cost, "control", (2, 1 << 30)),
+    OpDef("call", _infer_call, None, _no_cost, "call"),
+]

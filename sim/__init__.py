@@ -1,0 +1,1 @@
+"""Hardware configs, workloads, schedules, kernel simulators, subgraph costing and the device runtime."""

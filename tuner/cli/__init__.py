@@ -1,0 +1,69 @@
+"""The ``accel-tune`` command. Each subcommand lives in its own module with ``add_parser(sub)`` and
+``run(args) -> int``; errors from bad input become one line on stderr and exit status 2."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "sweep", "report"]
+
+
+class CLIError(Exception):
+    """A user-facing error: printed as one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="accel-tune", description="Partition, cost, tune and export models for a new accelerator.")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"tuner.cli.cmd_{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"tuner.cli.cmd_{name}":
+                raise
+            continue
+        sp = mod.add_parser(sub)
+        sp.set_defaults(_run=mod.run)
+    return p
+
+
+def print_json(obj) -> None:
+    json.dump(obj, sys.stdout, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def _json_default(o):
+    import numpy as np
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except KeyboardInterrupt:
+        print("accel-tune: interrupted", file=sys.stderr)
+        return 130
+    except (CLIError, ValueError, KeyError, LookupError, OSError, TypeError) as e:
+        if args.debug:
+            raise
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if isinstance(e, KeyError):
+            msg = msg.strip("'\"")
+        print(f"accel-tune: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
