@@ -1,1 +1,269 @@
-DEFS = []
+"""Elementwise ops: broadcasting arithmetic, comparisons, logic, unary math and activations,
+``where`` and ``cast``.
+
+Dtype rule (shared by ``infer`` and ``compute`` so the two never disagree): equal input dtypes keep
+that dtype; a float mixed with an integer or bool gives the float (a Python scalar folded to an
+int64 constant must not turn a float32 tensor into float64); otherwise numpy promotion. Float math
+runs in the input's float dtype, as onnxruntime does.
+
+FLOPs per output element (cost): 1 for plain arithmetic, comparisons, logic and selections; the
+transcendental activations count the arithmetic of their usual formula, listed in ``_FLOPS``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+from scipy import special
+
+from ..ir import TensorType
+from .base import OpDef, broadcast_shapes, check, elementwise_cost
+
+# flops per output element for ops that are not a single arithmetic operation
+_FLOPS = {
+    "sigmoid": 4,       # neg, exp, add, div
+    "silu": 5,          # sigmoid + mul
+    "tanh": 5,          # exp-based: ~2 exp + add/sub/div counted as 5
+    "erf": 5,
+    "gelu": 9,          # exact: mul (x/sqrt2), erf (5), add, mul, mul
+    "gelu_tanh": 12,    # x^3 (2), mul-add (2), mul, tanh (5), add, mul, mul -> 12 incl. the outer 0.5*x
+    "hard_sigmoid": 3,  # mul-add, min, max counted as mul+add+clamp
+    "hard_swish": 4,    # add, clamp, mul, div
+    "relu6": 2,         # min + max
+    "clip": 2,
+    "leaky_relu": 2,    # compare-select + mul
+}
+
+
+def _is_float(dtype: str) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.floating)
+
+
+def result_dtype(*dtypes: str) -> str:
+    ds = [np.dtype(d) for d in dtypes]
+    if all(d == ds[0] for d in ds):
+        return ds[0].name
+    floats = [d for d in ds if np.issubdtype(d, np.floating)]
+    if floats and len(floats) < len(ds):
+        return np.result_type(*floats).name
+    return np.result_type(*ds).name
+
+
+# ----------------------------------------------------------------------------- binary
+def _binary(name: str, fn: Callable, out_bool: bool = False, need_bool: bool = False,
+            flops: int = 1) -> OpDef:
+    def infer(ins, attrs, ctx):
+        a, b = ins
+        if need_bool:
+            check(a.dtype == "bool" and b.dtype == "bool",
+                  f"{name}: inputs must be bool, got {a.dtype} and {b.dtype}")
+        shape = broadcast_shapes(a.shape, b.shape)
+        return [TensorType(shape, "bool" if out_bool else result_dtype(a.dtype, b.dtype))]
+
+    def compute(args, attrs):
+        a, b = (np.asarray(x) for x in args)
+        if out_bool:
+            return [np.asarray(fn(a, b), dtype=bool)]
+        dt = np.dtype(result_dtype(a.dtype.name, b.dtype.name))
+        return [np.asarray(fn(a.astype(dt, copy=False), b.astype(dt, copy=False))).astype(dt, copy=False)]
+
+    return OpDef(name, infer, compute, elementwise_cost(flops), "elementwise", (2, 2))
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if np.issubdtype(a.dtype, np.integer):
+        check(not np.any(b == 0), "div: integer division by zero")
+        # ONNX (C semantics) truncates toward zero; numpy's // floors.
+        q = np.abs(a) // np.abs(b)
+        return np.where((a < 0) != (b < 0), -q, q)
+    return a / b
+
+
+def _pow_infer(ins, attrs, ctx):
+    a, b = ins
+    return [TensorType(broadcast_shapes(a.shape, b.shape), a.dtype)]
+
+
+def _pow_compute(args, attrs):
+    # ONNX Pow: the result has the base's type whatever the exponent's type.
+    a, b = (np.asarray(x) for x in args)
+    if _is_float(a.dtype.name):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # nan/inf as in ORT
+            return [np.power(a, b.astype(a.dtype, copy=False))]
+    check(not np.any(b < 0), "pow: negative exponent for an integer base")
+    return [np.power(a, b.astype(a.dtype, copy=False))]
+
+
+# ----------------------------------------------------------------------------- unary
+def _unary(name: str, fn: Callable, float_only: bool = False, flops: int = 1,
+           out_dtype: str | None = None) -> OpDef:
+    def infer(ins, attrs, ctx):
+        (x,) = ins
+        if float_only:
+            check(_is_float(x.dtype), f"{name}: input must be a float tensor, got {x.dtype}")
+        if name == "not":
+            check(x.dtype == "bool", f"not: input must be bool, got {x.dtype}")
+        _check_attrs(name, attrs)
+        return [TensorType(x.shape, out_dtype or x.dtype)]
+
+    def compute(args, attrs):
+        x = np.asarray(args[0])
+        return [np.asarray(fn(x, attrs)).astype(out_dtype or x.dtype, copy=False)]
+
+    return OpDef(name, infer, compute, elementwise_cost(flops), "elementwise", (1, 1))
+
+
+def _check_attrs(name: str, attrs: dict) -> None:
+    if name == "gelu":
+        approx = attrs.get("approximate", "none")
+        check(approx in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got {approx!r}")
+    if name == "clip":
+        lo, hi = attrs.get("min"), attrs.get("max")
+        if lo is not None and hi is not None:
+            # ONNX allows min > max (result is max everywhere); only reject non-numbers.
+            check(all(isinstance(v, (int, float)) for v in (lo, hi)), "clip: min/max must be numbers")
+
+
+def _sigmoid(x, attrs):
+    return special.expit(x)
+
+
+def _silu(x, attrs):
+    return x * special.expit(x)
+
+
+def _relu(x, attrs):
+    return np.maximum(x, np.zeros((), x.dtype))
+
+
+def _relu6(x, attrs):
+    return np.clip(x, np.asarray(0, x.dtype), np.asarray(6, x.dtype))
+
+
+def _clip(x, attrs):
+    lo, hi = attrs.get("min"), attrs.get("max")
+    out = x
+    if lo is not None:
+        out = np.maximum(out, np.asarray(lo).astype(x.dtype))
+    if hi is not None:
+        out = np.minimum(out, np.asarray(hi).astype(x.dtype))
+    return out
+
+
+def _gelu(x, attrs):
+    if attrs.get("approximate", "none") == "tanh":
+        c = np.asarray(math.sqrt(2.0 / math.pi), x.dtype)
+        return np.asarray(0.5, x.dtype) * x * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x * x * x)))
+    return np.asarray(0.5, x.dtype) * x * (1 + special.erf(x * np.asarray(1 / math.sqrt(2.0), x.dtype)))
+
+
+def _hard_sigmoid(x, attrs):
+    alpha = np.asarray(attrs.get("alpha", 0.2), x.dtype)
+    beta = np.asarray(attrs.get("beta", 0.5), x.dtype)
+    return np.clip(alpha * x + beta, np.asarray(0, x.dtype), np.asarray(1, x.dtype))
+
+
+def _hard_swish(x, attrs):
+    # ONNX HardSwish = x * HardSigmoid(x; alpha=1/6, beta=0.5)
+    return x * np.clip(x * np.asarray(1 / 6, x.dtype) + np.asarray(0.5, x.dtype),
+                       np.asarray(0, x.dtype), np.asarray(1, x.dtype))
+
+
+def _leaky_relu(x, attrs):
+    alpha = np.asarray(attrs.get("alpha", 0.01), x.dtype)
+    return np.where(x >= 0, x, alpha * x)
+
+
+def _sqrt(x, attrs):
+    return np.sqrt(x)
+
+
+def _log(x, attrs):
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) = -inf, log(<0) = nan as in ORT
+        return np.log(x)
+
+
+def _reciprocal(x, attrs):
+    with np.errstate(divide="ignore"):
+        return np.reciprocal(x)
+
+
+# ----------------------------------------------------------------------------- where / cast
+def _where_infer(ins, attrs, ctx):
+    c, a, b = ins
+    check(c.dtype == "bool", f"where: condition must be bool, got {c.dtype}")
+    check(a.dtype == b.dtype, f"where: branches have different dtypes {a.dtype} and {b.dtype}")
+    return [TensorType(broadcast_shapes(c.shape, a.shape, b.shape), a.dtype)]
+
+
+def _where_compute(args, attrs):
+    c, a, b = (np.asarray(x) for x in args)
+    return [np.where(c.astype(bool), a, b).astype(result_dtype(a.dtype.name, b.dtype.name), copy=False)]
+
+
+def _cast_dtype(attrs) -> np.dtype:
+    name = attrs.get("dtype")
+    check(name is not None, "cast: missing attribute 'dtype'")
+    try:
+        return np.dtype(name)
+    except TypeError:
+        check(False, f"cast: unknown dtype {name!r}")
+        raise
+
+
+def _cast_infer(ins, attrs, ctx):
+    return [TensorType(ins[0].shape, _cast_dtype(attrs).name)]
+
+
+def _cast_compute(args, attrs):
+    x = np.asarray(args[0])
+    dt = _cast_dtype(attrs)
+    if np.issubdtype(x.dtype, np.floating) and np.issubdtype(dt, np.integer):
+        with np.errstate(invalid="ignore"):
+            return [x.astype(dt)]
+    return [x.astype(dt)]
+
+
+# ----------------------------------------------------------------------------- table
+def _float_unary(name, fn, flops=1):
+    return _unary(name, fn, float_only=True, flops=flops)
+
+
+DEFS = [
+    _binary("add", np.add),
+    _binary("sub", np.subtract),
+    _binary("mul", np.multiply),
+    _binary("div", _div),
+    OpDef("pow", _pow_infer, _pow_compute, elementwise_cost(1), "elementwise", (2, 2)),
+    _binary("equal", np.equal, out_bool=True),
+    _binary("less", np.less, out_bool=True),
+    _binary("greater", np.greater, out_bool=True),
+    _binary("less_equal", np.less_equal, out_bool=True),
+    _binary("greater_equal", np.greater_equal, out_bool=True),
+    _binary("and", np.logical_and, out_bool=True, need_bool=True),
+    _binary("or", np.logical_or, out_bool=True, need_bool=True),
+    _unary("not", lambda x, a: np.logical_not(x), out_dtype="bool"),
+    _unary("neg", lambda x, a: np.negative(x)),
+    _unary("abs", lambda x, a: np.abs(x)),
+    _float_unary("sqrt", _sqrt),
+    _float_unary("exp", lambda x, a: np.exp(x)),
+    _float_unary("log", _log),
+    _float_unary("reciprocal", _reciprocal),
+    _float_unary("erf", lambda x, a: special.erf(x), _FLOPS["erf"]),
+    _float_unary("sigmoid", _sigmoid, _FLOPS["sigmoid"]),
+    _float_unary("tanh", lambda x, a: np.tanh(x), _FLOPS["tanh"]),
+    _unary("relu", _relu),
+    _float_unary("silu", _silu, _FLOPS["silu"]),
+    _unary("identity", lambda x, a: x.copy()),
+    _unary("relu6", _relu6, flops=_FLOPS["relu6"]),
+    _unary("clip", _clip, flops=_FLOPS["clip"]),
+    OpDef("gelu", _unary("gelu", _gelu, float_only=True).infer, _unary("gelu", _gelu).compute,
+          lambda i, o, a: elementwise_cost(_FLOPS["gelu_tanh" if a.get("approximate") == "tanh" else "gelu"])(i, o, a),
+          "elementwise", (1, 1)),
+    _float_unary("hard_sigmoid", _hard_sigmoid, _FLOPS["hard_sigmoid"]),
+    _float_unary("hard_swish", _hard_swish, _FLOPS["hard_swish"]),
+    _float_unary("leaky_relu", _leaky_relu, _FLOPS["leaky_relu"]),
+    OpDef("where", _where_infer, _where_compute, elementwise_cost(1), "elementwise", (3, 3)),
+    OpDef("cast", _cast_infer, _cast_compute, elementwise_cost(1), "elementwise", (1, 1)),
+]

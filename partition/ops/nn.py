@@ -1,1 +1,663 @@
-DEFS = []
+"""Neural-network ops: convolution, matrix products, normalisation, pooling, softmax, reductions,
+argmax, top-k and non-max suppression.
+
+Numerics follow onnxruntime's CPU kernels for the matching ONNX ops (float32 in, float32 out).
+Convolution is im2col + one GEMM per group (a strided window view, so no Python loop over
+pixels); depthwise convolution accumulates over the R*S kernel taps instead, which is vectorised
+over every pixel and channel.
+
+FLOP counts (cost): 2 per MAC (+1 per output element for a bias); batch_norm 2 per element (the
+per-channel scale/shift folded, as inference runtimes do); softmax 5 per element (max, sub, exp,
+sum, div); layer_norm 8 per element (mean, sub, square, sum, mul by rstd, mul gamma, add beta,
+plus the per-row rsqrt amortised as 1); pools kh*kw per output element (compares or adds, +1 for
+the average's divide); reductions 1 per input element.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..ir import TensorType
+from .base import OpCost, OpDef, broadcast_shapes, check, elementwise_cost
+from .tensor import int_tuple, norm_axis
+
+
+def _nbytes(ts: Sequence[TensorType]) -> int:
+    return sum(t.nbytes for t in ts)
+
+
+def _float(name: str, t: TensorType, what: str) -> None:
+    check(np.issubdtype(np.dtype(t.dtype), np.floating), f"{name}: {what} must be a float tensor, got {t.dtype}")
+
+
+# ============================================================================ conv2d
+def _conv_params(attrs: dict) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
+    strides = int_tuple(attrs.get("strides", (1, 1)), "conv2d", "strides", 2)
+    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), "conv2d", "pads", 4)
+    dil = int_tuple(attrs.get("dilations", (1, 1)), "conv2d", "dilations", 2)
+    groups = int(attrs.get("groups", 1))
+    check(all(s >= 1 for s in strides), f"conv2d: strides must be >= 1, got {list(strides)}")
+    check(all(d >= 1 for d in dil), f"conv2d: dilations must be >= 1, got {list(dil)}")
+    check(all(p >= 0 for p in pads), f"conv2d: pads must be >= 0, got {list(pads)}")
+    check(groups >= 1, f"conv2d: groups must be >= 1, got {groups}")
+    return strides, pads, dil, groups
+
+
+def _out_len(size: int, k: int, stride: int, pad0: int, pad1: int, dil: int, ceil: bool = False) -> int:
+    span = dil * (k - 1) + 1
+    num = size + pad0 + pad1 - span
+    if num < 0:
+        return 0
+    out = (-(-num // stride) if ceil else num // stride) + 1
+    # A window may not start inside the trailing padding (ONNX/PyTorch ceil_mode rule).
+    if ceil and (out - 1) * stride >= size + pad0:
+        out -= 1
+    return out
+
+
+def _infer_conv2d(ins, attrs, ctx):
+    x, w = ins[0], ins[1]
+    check(len(x.shape) == 4, f"conv2d: input must be 4-D NCHW, got shape {list(x.shape)}")
+    check(len(w.shape) == 4, f"conv2d: weight must be 4-D (K, C/groups, R, S), got shape {list(w.shape)}")
+    _float("conv2d", x, "input")
+    check(x.dtype == w.dtype, f"conv2d: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), g = _conv_params(attrs)
+    n, c, h, wd = x.shape
+    k, cg, r, s = w.shape
+    check(c == cg * g, f"conv2d: input has {c} channels but weight expects {cg * g} (groups={g})")
+    check(k % g == 0, f"conv2d: {k} output channels are not divisible by groups={g}")
+    if len(ins) == 3:
+        check(ins[2].shape == (k,), f"conv2d: bias must have shape [{k}], got {list(ins[2].shape)}")
+    oh = _out_len(h, r, sh, pt, pb, dh)
+    ow = _out_len(wd, s, sw, pl, pr, dw)
+    check(oh >= 1 and ow >= 1,
+          f"conv2d: kernel {r}x{s} (dilations {dh},{dw}) does not fit the padded {h}x{wd} input")
+    return [TensorType((n, k, oh, ow), x.dtype)]
+
+
+def _windows(xp: np.ndarray, oh: int, ow: int, r: int, s: int, strides, dil) -> np.ndarray:
+    """(N, C, OH, OW, R, S) read-only view of the padded input's sliding windows."""
+    sn, sc, shh, sww = xp.strides
+    return as_strided(xp, (xp.shape[0], xp.shape[1], oh, ow, r, s),
+                      (sn, sc, shh * strides[0], sww * strides[1], shh * dil[0], sww * dil[1]),
+                      writeable=False)
+
+
+def _conv2d(args, attrs):
+    x, w = np.asarray(args[0]), np.asarray(args[1])
+    bias = np.asarray(args[2]) if len(args) > 2 else None
+    strides, (pt, pl, pb, pr), dil, g = _conv_params(attrs)
+    n, c, h, wd = x.shape
+    k, cg, r, s = w.shape
+    oh = _out_len(h, r, strides[0], pt, pb, dil[0])
+    ow = _out_len(wd, s, strides[1], pl, pr, dil[1])
+    dt = x.dtype
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr))) if (pt or pl or pb or pr) else x
+    xp = np.ascontiguousarray(xp)
+    kg = k // g
+    if g > 1 and cg == 1:
+        out = _depthwise(xp, w, oh, ow, strides, dil, g)
+    elif r == 1 and s == 1 and strides == (1, 1):
+        # 1x1 stride-1 convolution is a plain GEMM over channels; no window copy needed.
+        xs = xp[:, :, :oh, :ow].reshape(n, g, cg, oh * ow)
+        wg = w.reshape(g, kg, cg)
+        out = np.matmul(wg[None], xs).reshape(n, k, oh, ow)
+    else:
+        win = _windows(xp, oh, ow, r, s, strides, dil)  # N, C, OH, OW, R, S
+        out = np.empty((n, k, oh, ow), dt)
+        for gi in range(g):
+            cols = win[:, gi * cg:(gi + 1) * cg]  # N, cg, OH, OW, R, S
+            # columns (N, OH*OW, cg*R*S) times weights (cg*R*S, kg)
+            cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n, oh * ow, cg * r * s)
+            wm = w[gi * kg:(gi + 1) * kg].reshape(kg, cg * r * s)
+            res = np.matmul(cols, wm.T)  # N, OH*OW, kg
+            out[:, gi * kg:(gi + 1) * kg] = res.transpose(0, 2, 1).reshape(n, kg, oh, ow)
+    if bias is not None:
+        out = out + bias.astype(dt, copy=False).reshape(1, k, 1, 1)
+    return [np.ascontiguousarray(out, dtype=dt)]
+
+
+def _depthwise(xp, w, oh, ow, strides, dil, g):
+    """groups == C with one input channel per group; K = C * m. Loops over kernel taps only."""
+    n, c = xp.shape[:2]
+    k, _, r, s = w.shape
+    m = k // g
+    wr = w.reshape(c, m, r, s)
+    acc = np.zeros((n, c, m, oh, ow), np.float64 if xp.dtype == np.float64 else np.float32)
+    for i in range(r):
+        for j in range(s):
+            h0, w0 = i * dil[0], j * dil[1]
+            tap = xp[:, :, h0:h0 + strides[0] * (oh - 1) + 1:strides[0], w0:w0 + strides[1] * (ow - 1) + 1:strides[1]]
+            acc += tap[:, :, None] * wr[None, :, :, i, j, None, None]
+    return acc.reshape(n, k, oh, ow).astype(xp.dtype, copy=False)
+
+
+def _cost_conv2d(ins, outs, attrs):
+    k, cg, r, s = ins[1].shape
+    n, _, oh, ow = outs[0].shape
+    macs = n * k * oh * ow * cg * r * s
+    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
+    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+
+
+# ============================================================================ matmul family
+def _matmul_shape(name: str, a: tuple, b: tuple) -> tuple[tuple, int, int, int, tuple]:
+    """Output shape and (batch, M, K, N) of numpy matmul semantics."""
+    check(len(a) >= 1 and len(b) >= 1, f"{name}: operands must have rank >= 1")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    check(a2[-1] == b2[-2],
+          f"{name}: inner dimensions differ: {list(a)} @ {list(b)} ({a2[-1]} vs {b2[-2]})")
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
+    out = batch + ((a2[-2],) if len(a) > 1 else ()) + ((b2[-1],) if len(b) > 1 else ())
+    return out, a2[-2], a2[-1], b2[-1], batch
+
+
+def _infer_matmul(ins, attrs, ctx):
+    a, b = ins
+    check(a.dtype == b.dtype, f"matmul: operand dtypes differ ({a.dtype} vs {b.dtype})")
+    out, *_ = _matmul_shape("matmul", a.shape, b.shape)
+    return [TensorType(out, a.dtype)]
+
+
+def _matmul(args, attrs):
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    return [np.matmul(a, b).astype(a.dtype, copy=False)]
+
+
+def _cost_matmul(ins, outs, attrs):
+    _, m, k, n, batch = _matmul_shape("matmul", ins[0].shape, ins[1].shape)
+    macs = int(np.prod(batch, dtype=np.int64)) * m * k * n
+    return OpCost(macs, 2 * macs, _nbytes(ins), _nbytes(outs))
+
+
+def _infer_dense(ins, attrs, ctx):
+    x, w = ins[0], ins[1]
+    check(len(x.shape) >= 1, "dense: input must have rank >= 1")
+    check(len(w.shape) == 2, f"dense: weight must be 2-D [N, K], got shape {list(w.shape)}")
+    check(x.dtype == w.dtype, f"dense: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    check(x.shape[-1] == w.shape[1],
+          f"dense: input has {x.shape[-1]} features but weight expects {w.shape[1]}")
+    if len(ins) == 3:
+        check(ins[2].shape == (w.shape[0],),
+              f"dense: bias must have shape [{w.shape[0]}], got {list(ins[2].shape)}")
+    return [TensorType(x.shape[:-1] + (w.shape[0],), x.dtype)]
+
+
+def _dense(args, attrs):
+    x, w = np.asarray(args[0]), np.asarray(args[1])
+    out = np.matmul(x, w.T)
+    if len(args) > 2:
+        out = out + np.asarray(args[2]).astype(x.dtype, copy=False)
+    return [out.astype(x.dtype, copy=False)]
+
+
+def _cost_dense(ins, outs, attrs):
+    macs = outs[0].size * ins[1].shape[1]
+    return OpCost(macs, 2 * macs + (outs[0].size if len(ins) == 3 else 0), _nbytes(ins), _nbytes(outs))
+
+
+def _bmm_dims(ins, attrs):
+    a, b = ins
+    check(len(a.shape) >= 2 and len(b.shape) >= 2,
+          f"batch_matmul: operands must have rank >= 2, got {list(a.shape)} and {list(b.shape)}")
+    ta, tb = bool(attrs.get("transpose_a", False)), bool(attrs.get("transpose_b", False))
+    m, ka = (a.shape[-1], a.shape[-2]) if ta else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if tb else (b.shape[-2], b.shape[-1])
+    check(ka == kb, f"batch_matmul: inner dimensions differ ({ka} vs {kb}) for shapes "
+                    f"{list(a.shape)} and {list(b.shape)} (transpose_a={ta}, transpose_b={tb})")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return batch, m, ka, n
+
+
+def _infer_bmm(ins, attrs, ctx):
+    check(ins[0].dtype == ins[1].dtype, f"batch_matmul: operand dtypes differ ({ins[0].dtype} vs {ins[1].dtype})")
+    batch, m, _, n = _bmm_dims(ins, attrs)
+    return [TensorType(batch + (m, n), ins[0].dtype)]
+
+
+def _bmm(args, attrs):
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    if attrs.get("transpose_a", False):
+        a = np.swapaxes(a, -1, -2)
+    if attrs.get("transpose_b", False):
+        b = np.swapaxes(b, -1, -2)
+    return [np.matmul(a, b).astype(args[0].dtype, copy=False)]
+
+
+def _cost_bmm(ins, outs, attrs):
+    batch, m, k, n = _bmm_dims(ins, attrs)
+    macs = int(np.prod(batch, dtype=np.int64)) * m * k * n
+    return OpCost(macs, 2 * macs, _nbytes(ins), _nbytes(outs))
+
+
+def _gemm_dims(ins, attrs):
+    a, b = ins[0], ins[1]
+    check(len(a.shape) == 2 and len(b.shape) == 2,
+          f"gemm: A and B must be 2-D, got {list(a.shape)} and {list(b.shape)}")
+    ta, tb = int(attrs.get("trans_a", 0)), int(attrs.get("trans_b", 0))
+    m, ka = (a.shape[1], a.shape[0]) if ta else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if tb else b.shape
+    check(ka == kb, f"gemm: inner dimensions differ ({ka} vs {kb}) for A {list(a.shape)} "
+                    f"(trans_a={ta}) and B {list(b.shape)} (trans_b={tb})")
+    return m, ka, n
+
+
+def _infer_gemm(ins, attrs, ctx):
+    check(ins[0].dtype == ins[1].dtype, f"gemm: operand dtypes differ ({ins[0].dtype} vs {ins[1].dtype})")
+    m, _, n = _gemm_dims(ins, attrs)
+    if len(ins) == 3:
+        c = ins[2].shape
+        ok = len(c) <= 2 and all(d in (1, t) for d, t in zip(reversed(c), (n, m)))
+        check(ok, f"gemm: C of shape {list(c)} does not broadcast to [{m}, {n}]")
+    return [TensorType((m, n), ins[0].dtype)]
+
+
+def _gemm(args, attrs):
+    a, b = np.asarray(args[0]), np.asarray(args[1])
+    dt = a.dtype
+    if int(attrs.get("trans_a", 0)):
+        a = a.T
+    if int(attrs.get("trans_b", 0)):
+        b = b.T
+    alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
+    y = np.matmul(a, b)
+    if alpha != 1.0:
+        y = y * np.asarray(alpha, dt)
+    if len(args) > 2:
+        c = np.asarray(args[2]).astype(dt, copy=False)
+        y = y + (c if beta == 1.0 else c * np.asarray(beta, dt))
+    return [np.broadcast_to(y, (a.shape[0], b.shape[1])).astype(dt)]
+
+
+def _cost_gemm(ins, outs, attrs):
+    m, k, n = _gemm_dims(ins, attrs)
+    macs = m * k * n
+    return OpCost(macs, 2 * macs + (m * n if len(ins) == 3 else 0), _nbytes(ins), _nbytes(outs))
+
+
+# ============================================================================ bias / norms
+def _infer_bias_add(ins, attrs, ctx):
+    x, b = ins
+    axis = norm_axis(attrs.get("axis", 1), len(x.shape), "bias_add")
+    check(b.shape == (x.shape[axis],),
+          f"bias_add: bias must have shape [{x.shape[axis]}] (axis {axis} of {list(x.shape)}), got {list(b.shape)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _bias_add(args, attrs):
+    x, b = np.asarray(args[0]), np.asarray(args[1])
+    axis = norm_axis(attrs.get("axis", 1), x.ndim, "bias_add")
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    return [(x + b.astype(x.dtype, copy=False).reshape(shape)).astype(x.dtype, copy=False)]
+
+
+def _infer_batch_norm(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) >= 2, f"batch_norm: input must have rank >= 2 (N, C, ...), got {list(x.shape)}")
+    _float("batch_norm", x, "input")
+    c = x.shape[1]
+    for name, t in zip(("scale", "bias", "mean", "var"), ins[1:]):
+        check(t.shape == (c,), f"batch_norm: {name} must have shape [{c}], got {list(t.shape)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _batch_norm(args, attrs):
+    x, scale, bias, mean, var = (np.asarray(a) for a in args)
+    eps = float(attrs.get("epsilon", 1e-5))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    # Fold into one scale/shift per channel (what ORT does); float64 for the fold is harmless.
+    s = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+    t = bias.astype(np.float64) - mean.astype(np.float64) * s
+    y = x * s.astype(x.dtype).reshape(shape) + t.astype(x.dtype).reshape(shape)
+    return [y.astype(x.dtype, copy=False)]
+
+
+def _infer_layer_norm(ins, attrs, ctx):
+    x = ins[0]
+    _float("layer_norm", x, "input")
+    axis = norm_axis(attrs.get("axis", -1), len(x.shape), "layer_norm")
+    norm_shape = x.shape[axis:]
+    for name, t in zip(("gamma", "beta"), ins[1:]):
+        try:
+            ok = broadcast_shapes(t.shape, norm_shape) == tuple(norm_shape) and len(t.shape) <= len(norm_shape)
+        except Exception:
+            ok = False
+        check(ok, f"layer_norm: {name} of shape {list(t.shape)} does not broadcast to the normalised "
+                  f"shape {list(norm_shape)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _layer_norm(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim, "layer_norm")
+    eps = float(attrs.get("epsilon", 1e-5))
+    axes = tuple(range(axis, x.ndim))
+    xd = x.astype(np.float64)
+    mean = xd.mean(axis=axes, keepdims=True)
+    d = xd - mean  # two-pass variance: no cancellation for large means
+    var = np.mean(d * d, axis=axes, keepdims=True)
+    y = d / np.sqrt(var + eps) * np.asarray(args[1]).astype(np.float64)
+    if len(args) > 2:
+        y = y + np.asarray(args[2]).astype(np.float64)
+    return [y.astype(x.dtype)]
+
+
+# ============================================================================ pooling
+def _pool_params(name: str, attrs: dict):
+    check("kernel" in attrs, f"{name}: missing attribute 'kernel'")
+    kernel = int_tuple(attrs["kernel"], name, "kernel", 2)
+    strides = int_tuple(attrs.get("strides", (1, 1)), name, "strides", 2)
+    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), name, "pads", 4)
+    dil = int_tuple(attrs.get("dilations", (1, 1)), name, "dilations", 2)
+    check(all(v >= 1 for v in kernel + strides + dil), f"{name}: kernel, strides and dilations must be >= 1")
+    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
+    check(pads[0] < kernel[0] * dil[0] and pads[2] < kernel[0] * dil[0] and pads[1] < kernel[1] * dil[1]
+          and pads[3] < kernel[1] * dil[1], f"{name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
+    return kernel, strides, pads, dil, bool(attrs.get("ceil_mode", False))
+
+
+def _pool_out(name, x: tuple, attrs):
+    check(len(x) == 4, f"{name}: input must be 4-D NCHW, got shape {list(x)}")
+    (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw), ceil = _pool_params(name, attrs)
+    oh = _out_len(x[2], kh, sh, pt, pb, dh, ceil)
+    ow = _out_len(x[3], kw, sw, pl, pr, dw, ceil)
+    check(oh >= 1 and ow >= 1, f"{name}: kernel {kh}x{kw} does not fit the padded {x[2]}x{x[3]} input")
+    return oh, ow
+
+
+def _infer_pool(name):
+    def infer(ins, attrs, ctx):
+        x = ins[0]
+        if name == "avg_pool2d":
+            _float(name, x, "input")
+        oh, ow = _pool_out(name, x.shape, attrs)
+        return [TensorType(x.shape[:2] + (oh, ow), x.dtype)]
+    return infer
+
+
+def _pool_windows(x: np.ndarray, attrs, name: str, fill) -> tuple[np.ndarray, tuple]:
+    (kh, kw), strides, (pt, pl, pb, pr), dil, _ = _pool_params(name, attrs)
+    oh, ow = _pool_out(name, x.shape, attrs)
+    # extra bottom/right rows so ceil-mode windows that overhang the padded input exist
+    need_h = (oh - 1) * strides[0] + dil[0] * (kh - 1) + 1
+    need_w = (ow - 1) * strides[1] + dil[1] * (kw - 1) + 1
+    eh = max(0, need_h - (x.shape[2] + pt + pb))
+    ew = max(0, need_w - (x.shape[3] + pl + pr))
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=fill)
+    return _windows(np.ascontiguousarray(xp), oh, ow, kh, kw, strides, dil), (pt, pl, pb, pr, eh, ew)
+
+
+def _max_pool(args, attrs):
+    x = np.asarray(args[0])
+    if np.issubdtype(x.dtype, np.floating):
+        fill = -np.inf
+    else:
+        fill = np.iinfo(x.dtype).min
+    win, _ = _pool_windows(x, attrs, "max_pool2d", fill)
+    return [win.max(axis=(4, 5)).astype(x.dtype, copy=False)]
+
+
+def _avg_pool(args, attrs):
+    x = np.asarray(args[0])
+    win, (pt, pl, pb, pr, eh, ew) = _pool_windows(x, attrs, "avg_pool2d", 0)
+    total = win.sum(axis=(4, 5), dtype=np.float64)
+    # Divisor: real pixels only, or real + explicit padding (never the ceil-mode overhang), as ORT.
+    h, w = x.shape[2:]
+    if attrs.get("count_include_pad", False):
+        mh = np.r_[np.ones(pt + h + pb), np.zeros(eh)]
+        mw = np.r_[np.ones(pl + w + pr), np.zeros(ew)]
+    else:
+        mh = np.r_[np.zeros(pt), np.ones(h), np.zeros(pb + eh)]
+        mw = np.r_[np.zeros(pl), np.ones(w), np.zeros(pr + ew)]
+    mask = np.ascontiguousarray(np.outer(mh, mw)[None, None])
+    (kh, kw), strides, _, dil, _ = _pool_params("avg_pool2d", attrs)
+    count = _windows(mask, win.shape[2], win.shape[3], kh, kw, strides, dil).sum(axis=(4, 5))
+    return [(total / np.maximum(count, 1)).astype(x.dtype)]
+
+
+def _cost_pool(extra: int):
+    def cost(ins, outs, attrs):
+        kh, kw = int_tuple(attrs["kernel"], "pool", "kernel", 2)
+        return OpCost(0, outs[0].size * (kh * kw + extra), _nbytes(ins), _nbytes(outs))
+    return cost
+
+
+def _infer_gap(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) == 4, f"global_avg_pool2d: input must be 4-D NCHW, got shape {list(x.shape)}")
+    _float("global_avg_pool2d", x, "input")
+    return [TensorType(x.shape[:2] + (1, 1), x.dtype)]
+
+
+def _gap(args, attrs):
+    x = np.asarray(args[0])
+    return [x.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(x.dtype)]
+
+
+# ============================================================================ softmax
+def _infer_softmax(ins, attrs, ctx):
+    x = ins[0]
+    _float("softmax", x, "input")
+    norm_axis(attrs.get("axis", -1), len(x.shape), "softmax")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _softmax(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
+
+
+# ============================================================================ reductions
+def _reduce_axes(name: str, attrs: dict, rank: int) -> tuple[int, ...]:
+    axes = attrs.get("axes")
+    if axes is None:
+        return tuple(range(rank))
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    norm = tuple(sorted(norm_axis(a, rank, name) for a in axes))
+    check(len(set(norm)) == len(norm), f"{name}: repeated axes {list(axes)}")
+    return norm
+
+
+def _reduce(name: str, fn):
+    def infer(ins, attrs, ctx):
+        x = ins[0]
+        axes = _reduce_axes(name, attrs, len(x.shape))
+        if name == "reduce_max":
+            check(all(x.shape[a] > 0 for a in axes), f"{name}: cannot reduce an empty axis")
+        if name == "reduce_mean":
+            _float(name, x, "input")
+        keep = bool(attrs.get("keepdims", True))
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+        return [TensorType(shape, x.dtype)]
+
+    def compute(args, attrs):
+        x = np.asarray(args[0])
+        axes = _reduce_axes(name, attrs, x.ndim)
+        return [np.asarray(fn(x, axes, bool(attrs.get("keepdims", True)))).astype(x.dtype, copy=False)]
+
+    def cost(ins, outs, attrs):
+        return OpCost(0, ins[0].size, _nbytes(ins), _nbytes(outs))
+
+    return OpDef(name, infer, compute, cost, "reduce", (1, 1))
+
+
+def _mean(x, axes, keep):
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    return np.mean(x, axis=axes, keepdims=keep, dtype=acc)
+
+
+def _sum(x, axes, keep):
+    return np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
+
+
+def _max(x, axes, keep):
+    return np.max(x, axis=axes, keepdims=keep)
+
+
+# ============================================================================ argmax / topk
+def _infer_argmax(ins, attrs, ctx):
+    x = ins[0]
+    axis = norm_axis(attrs.get("axis", 0), len(x.shape), "argmax")
+    check(x.shape[axis] > 0, "argmax: cannot reduce an empty axis")
+    keep = bool(attrs.get("keepdims", True))
+    shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape) if keep or i != axis)
+    return [TensorType(shape, "int64")]
+
+
+def _argmax(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs.get("axis", 0), x.ndim, "argmax")
+    if attrs.get("select_last_index", False):
+        n = x.shape[axis]
+        idx = n - 1 - np.argmax(np.flip(x, axis=axis), axis=axis)
+    else:
+        idx = np.argmax(x, axis=axis)
+    if attrs.get("keepdims", True):
+        idx = np.expand_dims(idx, axis)
+    return [idx.astype(np.int64)]
+
+
+def _topk_params(attrs, rank):
+    check("k" in attrs, "topk: missing attribute 'k'")
+    k = int(attrs["k"])
+    axis = norm_axis(attrs.get("axis", -1), rank, "topk")
+    return k, axis
+
+
+def _infer_topk(ins, attrs, ctx):
+    x = ins[0]
+    k, axis = _topk_params(attrs, len(x.shape))
+    check(0 <= k <= x.shape[axis], f"topk: k={k} is outside [0, {x.shape[axis]}] (axis {axis} of {list(x.shape)})")
+    shape = tuple(k if i == axis else d for i, d in enumerate(x.shape))
+    return [TensorType(shape, x.dtype), TensorType(shape, "int64")]
+
+
+def _topk(args, attrs):
+    x = np.asarray(args[0])
+    k, axis = _topk_params(attrs, x.ndim)
+    n = x.shape[axis]
+    if attrs.get("largest", True):
+        # Stable ascending sort of the reversed axis, read backwards: descending values with ties
+        # broken by the lower index, as ORT does; works for every dtype (no negation overflow).
+        order = np.argsort(np.flip(x, axis=axis), axis=axis, kind="stable")
+        idx = (n - 1 - np.flip(order, axis=axis))
+    else:
+        idx = np.argsort(x, axis=axis, kind="stable")
+    idx = np.take(idx, np.arange(k), axis=axis)
+    return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
+
+
+def _cost_topk(ins, outs, attrs):
+    n = ins[0].size
+    return OpCost(0, n * max(1, int(np.ceil(np.log2(max(2, int(attrs.get("k", 1))))))), _nbytes(ins), _nbytes(outs))
+
+
+# ============================================================================ NMS
+def _nms_params(attrs) -> tuple[int, float, float | None, int]:
+    max_out = int(attrs.get("max_output_boxes_per_class", 0) or 0)
+    iou = float(attrs.get("iou_threshold", 0.0) or 0.0)
+    st = attrs.get("score_threshold")
+    cpb = int(attrs.get("center_point_box", 0))
+    check(max_out >= 0, f"non_max_suppression: max_output_boxes_per_class must be >= 0, got {max_out}")
+    check(0.0 <= iou <= 1.0, f"non_max_suppression: iou_threshold must be in [0, 1], got {iou}")
+    check(cpb in (0, 1), f"non_max_suppression: center_point_box must be 0 or 1, got {cpb}")
+    return max_out, iou, (None if st is None else float(st)), cpb
+
+
+def _infer_nms(ins, attrs, ctx):
+    boxes, scores = ins
+    check(len(boxes.shape) == 3 and boxes.shape[2] == 4,
+          f"non_max_suppression: boxes must be [B, N, 4], got {list(boxes.shape)}")
+    check(len(scores.shape) == 3, f"non_max_suppression: scores must be [B, C, N], got {list(scores.shape)}")
+    b, n, _ = boxes.shape
+    check(scores.shape[0] == b and scores.shape[2] == n,
+          f"non_max_suppression: scores {list(scores.shape)} do not match boxes {list(boxes.shape)} "
+          f"(expected [{b}, C, {n}])")
+    max_out, *_ = _nms_params(attrs)
+    # Upper bound on the data-dependent row count: a class never selects more than its N boxes.
+    return [TensorType((b * scores.shape[1] * min(max_out, n), 3), "int64")]
+
+
+def _corners(boxes: np.ndarray, center: int) -> np.ndarray:
+    """(N, 4) -> (N, 4) as (y_min, x_min, y_max, x_max) in float32."""
+    b = boxes.astype(np.float32)
+    if center:
+        xc, yc, w, h = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+        hw, hh = w / np.float32(2), h / np.float32(2)
+        return np.stack([yc - hh, xc - hw, yc + hh, xc + hw], axis=1)
+    y0, x0, y1, x1 = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    return np.stack([np.minimum(y0, y1), np.minimum(x0, x1), np.maximum(y0, y1), np.maximum(x0, x1)], axis=1)
+
+
+def _iou_row(c: np.ndarray, i: int, js: np.ndarray) -> np.ndarray:
+    """IoU of box i with boxes js; 0 where ORT treats the pair as non-overlapping."""
+    a, b = c[i], c[js]
+    ih = np.minimum(a[2], b[:, 2]) - np.maximum(a[0], b[:, 0])
+    iw = np.minimum(a[3], b[:, 3]) - np.maximum(a[1], b[:, 1])
+    inter = np.where((ih > 0) & (iw > 0), ih * iw, np.float32(0))
+    area_a = (a[2] - a[0]) * (a[3] - a[1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    union = area_a + area_b - inter
+    ok = (inter > 0) & (area_a > 0) & (area_b > 0) & (union > 0)
+    return np.where(ok, inter / np.where(ok, union, np.float32(1)), np.float32(0))
+
+
+def _nms(args, attrs):
+    boxes, scores = np.asarray(args[0]), np.asarray(args[1])
+    max_out, iou_t, score_t, cpb = _nms_params(attrs)
+    rows: list[tuple[int, int, int]] = []
+    if max_out > 0:
+        for bi in range(boxes.shape[0]):
+            corners = _corners(boxes[bi], cpb)
+            for ci in range(scores.shape[1]):
+                sc = scores[bi, ci].astype(np.float32)
+                cand = np.arange(sc.shape[0]) if score_t is None else np.nonzero(sc > np.float32(score_t))[0]
+                # highest score first, ties to the lower box index (ORT's priority queue order)
+                cand = cand[np.lexsort((cand, -sc[cand]))]
+                keep: list[int] = []
+                for i in cand:
+                    if len(keep) == max_out:
+                        break
+                    if keep and np.any(_iou_row(corners, int(i), np.asarray(keep)) > np.float32(iou_t)):
+                        continue
+                    keep.append(int(i))
+                rows.extend((bi, ci, i) for i in keep)
+    return [np.asarray(rows, dtype=np.int64).reshape(-1, 3)]
+
+
+def _cost_nms(ins, outs, attrs):
+    b, n, _ = ins[0].shape
+    c = ins[1].shape[1]
+    # sort (n log n) plus at worst every pair's IoU (~10 flops) per class
+    flops = b * c * (n * max(1, int(np.log2(max(n, 2)))) + 10 * n * n)
+    return OpCost(0, flops, _nbytes(ins), _nbytes(outs))
+
+
+DEFS = [
+    OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
+    OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
+    OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),
+    OpDef("batch_matmul", _infer_bmm, _bmm, _cost_bmm, "gemm", (2, 2)),
+    OpDef("gemm", _infer_gemm, _gemm, _cost_gemm, "gemm", (2, 3)),
+    OpDef("bias_add", _infer_bias_add, _bias_add, elementwise_cost(1), "elementwise", (2, 2)),
+    OpDef("batch_norm", _infer_batch_norm, _batch_norm, elementwise_cost(2), "norm", (5, 5)),
+    OpDef("max_pool2d", _infer_pool("max_pool2d"), _max_pool, _cost_pool(0), "pool", (1, 1)),
+    OpDef("avg_pool2d", _infer_pool("avg_pool2d"), _avg_pool, _cost_pool(1), "pool", (1, 1)),
+    OpDef("global_avg_pool2d", _infer_gap, _gap,
+          lambda i, o, a: OpCost(0, i[0].size + o[0].size, _nbytes(i), _nbytes(o)), "pool", (1, 1)),
+    OpDef("softmax", _infer_softmax, _softmax, elementwise_cost(5), "softmax", (1, 1)),
+    OpDef("layer_norm", _infer_layer_norm, _layer_norm, elementwise_cost(8), "norm", (2, 3)),
+    _reduce("reduce_mean", _mean),
+    _reduce("reduce_sum", _sum),
+    _reduce("reduce_max", _max),
+    OpDef("argmax", _infer_argmax, _argmax,
+          lambda i, o, a: OpCost(0, i[0].size, _nbytes(i), _nbytes(o)), "reduce", (1, 1)),
+    OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
+    OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 2)),
+]
