@@ -15,13 +15,13 @@ from .base import OpDef, broadcast_shapes, check, zero_cost
 
 # ---------------------------------------------------------------------------- shared helpers
 def norm_axis(axis: Any, rank: int, op: str, allow_end: bool = False) -> int:
-    """Axis in [-rank, rank) (or [-rank, rank] with ``allow_end``) -> non-negative axis."""
+    """Axis in [-rank, rank) (or [-rank, rank] with ``allow_end``, as Flatten) -> non-negative axis."""
     check(isinstance(axis, (int, np.integer)) and not isinstance(axis, bool),
           f"{op}: axis must be an int, got {axis!r}")
     hi = rank + 1 if allow_end else rank
     a = int(axis)
-    check(-hi <= a < hi, f"{op}: axis {a} is out of range for rank {rank}")
-    return a + hi if a < 0 else a
+    check(-rank <= a < hi, f"{op}: axis {a} is out of range for rank {rank}")
+    return a + rank if a < 0 else a
 
 
 def int_tuple(v: Any, op: str, name: str, length: int | None = None) -> tuple[int, ...]:
