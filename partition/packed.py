@@ -1,0 +1,475 @@
+"""The packed module: one zip archive holding a partitioned model, readable from any language.
+
+Members (specified in docs/FORMAT.md): ``manifest.json``, ``graph.json`` (the host graph),
+``external/<symbol>.json`` (one per external function: its body, schedules, buffer plan, codegen
+options) and ``params.npz`` (every constant, no pickle). Writing is deterministic: the same inputs
+give the same bytes. Reading treats the file as untrusted: it never unpickles, checks every member
+name and size before reading it, verifies every sha256, and reports each fault as one
+``PackedFormatError`` line naming the member.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from .ir import Function, Graph
+from .serialize import (SerializeError, canonical_json, function_from_json, function_to_json,
+                        graph_from_json, graph_to_json)
+
+FORMAT_VERSION = "1.0"
+PRODUCER = "accel-tune"
+MANIFEST = "manifest.json"
+GRAPH = "graph.json"
+PARAMS = "params.npz"
+EXTERNAL_DIR = "external/"
+DEFAULT_MAX_MEMBER_BYTES = 1 << 30   # 1 GiB uncompressed
+DEFAULT_MAX_TOTAL_BYTES = 2 << 30    # 2 GiB uncompressed, all members (and all arrays) together
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps keep archives byte-identical across runs
+_SYMBOL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+
+
+class PackedFormatError(ValueError):
+    """A packed module that cannot be written or read; the message is one line naming the member."""
+
+
+@dataclass(frozen=True)
+class PackedModule:
+    """What ``read_packed`` returns. ``host_graph.functions`` has every external function attached,
+    so ``partition.interpret(host_graph, inputs)`` runs the whole model. ``externals`` maps each
+    symbol to its ``external/<symbol>.json`` document as read (its ``function`` still in JSON form);
+    ``params`` is every array in params.npz by key."""
+    manifest: dict
+    host_graph: Graph
+    externals: dict[str, dict]
+    params: dict[str, np.ndarray]
+
+    @property
+    def format_version(self) -> str:
+        return self.manifest["format_version"]
+
+    def function(self, symbol: str) -> Function:
+        return self.host_graph.functions[symbol]
+
+
+# =========================================================================== writing
+def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any], host_graph: Graph,
+                 externals: Mapping[str, Mapping[str, Any]],
+                 params: Mapping[str, np.ndarray] | None = None,
+                 producer_version: str | None = None) -> dict:
+    """Write the archive at ``path`` (atomically) and return the manifest written.
+
+    ``manifest_fields``: ``model`` ({name, source_graph_hash}), ``hardware`` (object),
+    ``objective`` (str), ``predicted`` ({latency_s, energy_j, functions: {symbol: {latency_s,
+    energy_j, ...}}}); other keys are copied through. ``externals``: symbol -> the document for
+    ``external/<symbol>.json`` (``schedules``, ``buffer_plan``, ``codegen``, ...). Its ``function``
+    may be a ``Function`` (serialised here), its JSON form (constants then in ``params``), or left
+    out, when ``host_graph.functions[symbol]`` is used. External functions are stored only in their
+    own member; graph.json's ``functions`` list refers to them by member name.
+    """
+    params = dict(params or {})
+    for sym in externals:
+        external_member(sym)
+    fields = _check_manifest_fields(manifest_fields, externals)
+
+    host_doc, host_params = graph_to_json(_without_functions(host_graph, externals))
+    _merge_params(params, host_params, GRAPH)
+    order = list(host_graph.functions)
+    order += [s for s in externals if s not in host_graph.functions]
+    host_doc["functions"] = _ordered_functions(host_doc["functions"], order, externals)
+
+    ext_docs: dict[str, dict] = {}
+    for sym, ext in externals.items():
+        member = external_member(sym)
+        doc = dict(ext)
+        fn = doc.get("function", host_graph.functions.get(sym))
+        if fn is None:
+            raise PackedFormatError(f"{member}: external @{sym} has no function (not given and not in the host graph)")
+        if isinstance(fn, Function):
+            fdoc, fparams = function_to_json(fn, f"{member}/")
+            _merge_params(params, fparams, member)
+            fn = fdoc
+        doc = {"symbol": sym, "function": fn, "schedules": doc.get("schedules", {}),
+               "buffer_plan": doc.get("buffer_plan", {}), "codegen": doc.get("codegen", {}),
+               **{k: v for k, v in doc.items() if k not in ("symbol", "function")}}
+        _check_external_doc(doc, sym, member)
+        ext_docs[sym] = doc
+
+    members: dict[str, bytes] = {GRAPH: _json_bytes(host_doc, GRAPH)}
+    for sym, doc in ext_docs.items():
+        members[external_member(sym)] = _json_bytes(doc, external_member(sym))
+    _check_param_refs(params, host_doc, ext_docs)
+    members[PARAMS] = _npz_bytes(params)
+
+    manifest = {"format_version": FORMAT_VERSION, "producer": PRODUCER,
+                "producer_version": producer_version or _own_version(),
+                **fields,
+                "externals": {sym: external_member(sym) for sym in externals},
+                "members": {name: {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+                            for name, data in members.items()}}
+    manifest_bytes = _json_bytes(manifest, MANIFEST)
+
+    path = os.fspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=".packed-", suffix=".zip", dir=os.path.dirname(os.path.abspath(path)))
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+            for name, data in [(MANIFEST, manifest_bytes), *members.items()]:
+                info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return manifest
+
+
+def external_member(symbol: str) -> str:
+    if not isinstance(symbol, str) or not _SYMBOL.match(symbol) or ".." in symbol:
+        raise PackedFormatError(f"external symbol {symbol!r} is not a safe member name "
+                                f"(letters, digits, '_', '.', '-'; no '..')")
+    return f"{EXTERNAL_DIR}{symbol}.json"
+
+
+def _without_functions(g: Graph, drop: Mapping[str, Any]) -> Graph:
+    """A shallow view of ``g`` minus the external functions (they go to their own members)."""
+    view = Graph(g.name)
+    view.inputs, view.outputs, view.nodes, view.constants = g.inputs, g.outputs, g.nodes, g.constants
+    view.meta = g.meta
+    view.functions = {s: f for s, f in g.functions.items() if s not in drop}
+    return view
+
+
+def _ordered_functions(local: list[dict], order: list[str], externals: Mapping) -> list[dict]:
+    by_sym = {f["symbol"]: f for f in local}
+    return [{"symbol": s, "external": external_member(s)} if s in externals else by_sym[s] for s in order]
+
+
+def _check_manifest_fields(fields: Mapping[str, Any], externals: Mapping) -> dict:
+    where = MANIFEST
+    reserved = {"format_version", "producer", "producer_version", "externals", "members"}
+    clash = sorted(reserved & set(fields))
+    _w(not clash, f"{where}: field(s) {', '.join(clash)} are written by write_packed, not given")
+    for k in ("model", "hardware", "objective", "predicted"):
+        _w(k in fields, f"{where}: manifest_fields needs '{k}'")
+    model = fields["model"]
+    _w(isinstance(model, Mapping) and isinstance(model.get("name"), str)
+       and isinstance(model.get("source_graph_hash"), str),
+       f"{where}: model must be {{name: str, source_graph_hash: str}}")
+    _w(isinstance(fields["hardware"], Mapping), f"{where}: hardware must be an object")
+    _w(isinstance(fields["objective"], str), f"{where}: objective must be a string")
+    pred = fields["predicted"]
+    _w(isinstance(pred, Mapping), f"{where}: predicted must be an object")
+    for k in ("latency_s", "energy_j"):
+        _w(_finite(pred.get(k)), f"{where}: predicted.{k} must be a finite number")
+    per_fn = pred.get("functions")
+    _w(isinstance(per_fn, Mapping), f"{where}: predicted.functions must be an object (symbol -> costs)")
+    missing, extra = sorted(set(externals) - set(per_fn)), sorted(set(per_fn) - set(externals))
+    _w(not missing, f"{where}: predicted.functions lacks external(s) {', '.join(missing)}")
+    _w(not extra, f"{where}: predicted.functions names unknown external(s) {', '.join(extra)}")
+    for sym, c in per_fn.items():
+        _w(isinstance(c, Mapping) and _finite(c.get("latency_s")) and _finite(c.get("energy_j")),
+           f"{where}: predicted.functions.{sym} needs finite latency_s and energy_j")
+    return dict(fields)
+
+
+def _check_external_doc(doc: dict, sym: str, member: str) -> None:
+    _w(isinstance(doc["function"], Mapping), f"{member}: function must be a Function or its JSON object")
+    for k in ("schedules", "buffer_plan", "codegen"):
+        _w(isinstance(doc[k], Mapping), f"{member}: {k} must be an object")
+    nodes = {n.get("name") for n in doc["function"].get("graph", {}).get("nodes", [])}
+    unknown = sorted(set(doc["schedules"]) - nodes)
+    _w(not unknown, f"{member}: schedules name kernel(s) {', '.join(unknown)} that are not nodes of @{sym}")
+
+
+def _merge_params(into: dict, new: Mapping[str, np.ndarray], member: str) -> None:
+    for k, a in new.items():
+        _w(k not in into, f"{member}: param key {k!r} is used twice")
+        into[k] = a
+
+
+def _param_refs(graph_doc: Mapping) -> set[str]:
+    """Every ``param`` key a graph document uses: its constants, its functions' and its If/Loop
+    bodies' (found by walking the schema, not by guessing at key names)."""
+    refs = {c["param"] for c in graph_doc.get("constants", [])}
+    for f in graph_doc.get("functions", []):
+        if "graph" in f:
+            refs |= _param_refs(f["graph"])
+    for n in graph_doc.get("nodes", []):
+        stack = list(n.get("attrs", {}).values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, list):
+                stack.extend(v)
+            elif isinstance(v, dict) and "$graph" in v:
+                refs |= _param_refs(v["$graph"])
+            elif isinstance(v, dict) and "$list" in v:
+                stack.extend(v["$list"])
+    return refs
+
+
+def _check_param_refs(params: Mapping, host_doc: dict, ext_docs: Mapping[str, dict]) -> None:
+    refs = _param_refs(host_doc) | set().union(*(_param_refs(d["function"]["graph"]) for d in ext_docs.values()))
+    missing = sorted(refs - set(params))
+    _w(not missing, f"{PARAMS}: missing array(s) referenced by the graphs: {', '.join(missing[:5])}")
+    unused = sorted(set(params) - refs)
+    _w(not unused, f"{PARAMS}: array(s) not referenced by any graph: {', '.join(unused[:5])}")
+
+
+def _json_bytes(doc: Any, member: str) -> bytes:
+    try:
+        return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as e:
+        raise PackedFormatError(f"{member}: not JSON-serialisable: {e}") from None
+
+
+def _npz_bytes(params: Mapping[str, np.ndarray]) -> bytes:
+    """The same layout np.savez writes (one ``<key>.npy`` per array), built here so that pickle is
+    refused at write time too and timestamps are fixed."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for key in sorted(params):
+            arr = np.asarray(params[key])
+            _w(not arr.dtype.hasobject, f"{PARAMS}: array {key!r} has dtype object (would need pickle)")
+            info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_STORED  # the outer archive compresses
+            with zf.open(info, "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _own_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+        return version("accel-tune")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _w(cond: bool, msg: str) -> None:
+    if not cond:
+        raise PackedFormatError(msg)
+
+
+# =========================================================================== reading
+def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_MEMBER_BYTES,
+                max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES) -> PackedModule:
+    """Read and verify an archive. Any fault raises PackedFormatError with one line naming it."""
+    path = os.fspath(path)
+    label = os.path.basename(path)
+    try:
+        zf = zipfile.ZipFile(path)
+    except FileNotFoundError:
+        raise PackedFormatError(f"{path}: no such file") from None
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise PackedFormatError(f"{label}: not a readable zip archive (truncated or corrupt: {e})") from None
+    with zf:
+        infos = _check_directory(zf, label, max_member_bytes, max_total_bytes)
+        manifest = _json_member(zf, infos, MANIFEST, label, max_member_bytes)
+        _check_manifest(manifest)
+        listed = manifest["members"]
+        unlisted = sorted(set(infos) - set(listed) - {MANIFEST})
+        _r(not unlisted, f"{unlisted[0] if unlisted else ''}: member is not listed in manifest.json")
+        raw: dict[str, bytes] = {}
+        for name, rec in listed.items():
+            _r(name in infos, f"{name}: member listed in manifest.json is missing from the archive")
+            data = _read_member(zf, infos[name], label, max_member_bytes)
+            _r(len(data) == rec["size"], f"{name}: size {len(data)} does not match manifest ({rec['size']})")
+            digest = hashlib.sha256(data).hexdigest()
+            _r(digest == rec["sha256"], f"{name}: sha256 mismatch (archive altered or corrupt)")
+            raw[name] = data
+        for name in (GRAPH, PARAMS, *manifest["externals"].values()):
+            _r(name in raw, f"{name}: required member is not listed in manifest.json")
+
+        params = _load_npz(raw[PARAMS], max_member_bytes, max_total_bytes)
+        host_doc = _parse_json(raw[GRAPH], GRAPH)
+        ext_docs = {sym: _parse_json(raw[m], m) for sym, m in manifest["externals"].items()}
+
+    return _assemble(manifest, host_doc, ext_docs, params)
+
+
+def _check_directory(zf: zipfile.ZipFile, label: str, max_member: int, max_total: int) -> dict:
+    infos: dict[str, zipfile.ZipInfo] = {}
+    total = 0
+    try:
+        entries = zf.infolist()
+    except (zipfile.BadZipFile, OSError) as e:
+        raise PackedFormatError(f"{label}: corrupt zip directory: {e}") from None
+    for info in entries:
+        name = info.filename
+        _r(_safe_name(name), f"{name}: unsafe member name (absolute path, drive, backslash or '..')")
+        _r(name not in infos, f"{name}: member appears twice in the archive")
+        _r(info.file_size <= max_member,
+           f"{name}: member is {info.file_size} bytes uncompressed, over the {max_member}-byte cap")
+        total += info.file_size
+        _r(total <= max_total, f"{name}: archive exceeds the {max_total}-byte cap on total uncompressed size")
+        infos[name] = info
+    return infos
+
+
+def _safe_name(name: str) -> bool:
+    if not name or name.startswith(("/", "\\")) or "\\" in name or "\x00" in name:
+        return False
+    if re.match(r"^[A-Za-z]:", name):
+        return False
+    return all(part not in ("..", ".") for part in name.split("/"))
+
+
+def _read_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, max_member: int) -> bytes:
+    """Read at most the header size (+1 to notice a lie) so a forged header cannot inflate memory."""
+    name = info.filename
+    try:
+        with zf.open(info) as f:
+            data = f.read(min(info.file_size, max_member) + 1)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+        raise PackedFormatError(f"{name}: cannot read member (truncated or corrupt: {e})") from None
+    except NotImplementedError as e:
+        raise PackedFormatError(f"{name}: unsupported zip feature: {e}") from None
+    except RuntimeError as e:  # encrypted members
+        raise PackedFormatError(f"{name}: cannot read member: {e}") from None
+    _r(len(data) == info.file_size, f"{name}: member size does not match its zip header ({info.file_size} bytes)")
+    return data
+
+
+def _json_member(zf, infos, name, label, max_member) -> Any:
+    _r(name in infos, f"{name}: required member is missing from the archive")
+    return _parse_json(_read_member(zf, infos[name], label, max_member), name)
+
+
+def _parse_json(data: bytes, member: str) -> Any:
+    def no_constants(c):
+        raise ValueError(f"non-standard JSON constant {c}")
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=no_constants)
+    except UnicodeDecodeError as e:
+        raise PackedFormatError(f"{member}: not UTF-8 text: {e}") from None
+    except ValueError as e:
+        raise PackedFormatError(f"{member}: invalid JSON: {e}") from None
+
+
+def parse_version(v: Any) -> tuple[int, int]:
+    if not isinstance(v, str) or not re.fullmatch(r"\d+\.\d+", v):
+        raise PackedFormatError(f"{MANIFEST}: format_version must be 'MAJOR.MINOR', got {v!r}")
+    major, minor = v.split(".")
+    return int(major), int(minor)
+
+
+def _check_manifest(m: Any) -> None:
+    _r(isinstance(m, dict), f"{MANIFEST}: expected a JSON object")
+    _r("format_version" in m, f"{MANIFEST}: missing format_version")
+    major, _ = parse_version(m["format_version"])
+    ours = parse_version(FORMAT_VERSION)[0]
+    _r(major <= ours, f"{MANIFEST}: format version {m['format_version']} is newer than this reader "
+                      f"supports ({ours}.x); upgrade accel-tune")
+    _r(major == ours, f"{MANIFEST}: format version {m['format_version']} is older than this reader supports ({ours}.x)")
+    members = m.get("members")
+    _r(isinstance(members, dict), f"{MANIFEST}: members must be an object")
+    for name, rec in members.items():
+        _r(isinstance(rec, dict) and isinstance(rec.get("sha256"), str) and isinstance(rec.get("size"), int),
+           f"{MANIFEST}: members.{name} needs sha256 (hex string) and size (integer)")
+        _r(_safe_name(name), f"{name}: unsafe member name listed in manifest.json")
+    ext = m.get("externals")
+    _r(isinstance(ext, dict), f"{MANIFEST}: externals must be an object (symbol -> member)")
+    for sym, member in ext.items():
+        try:
+            want = external_member(sym)
+        except PackedFormatError as e:
+            raise PackedFormatError(f"{MANIFEST}: {e}") from None
+        _r(member == want, f"{MANIFEST}: external @{sym} must live in {want}, not {member!r}")
+
+
+def _load_npz(data: bytes, max_member: int, max_total: int) -> dict[str, np.ndarray]:
+    """params.npz is itself a zip: apply the same name and size rules to its entries, then load each
+    array with allow_pickle=False."""
+    try:
+        inner = zipfile.ZipFile(io.BytesIO(data))
+        infos = inner.infolist()
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        raise PackedFormatError(f"{PARAMS}: not a valid npz (zip) file: {e}") from None
+    seen, total = set(), 0
+    for info in infos:
+        n = info.filename
+        _r(n.endswith(".npy") and not n.startswith(("/", "\\")) and "\x00" not in n,
+           f"{PARAMS}: entry {n!r} is not a .npy array")
+        _r(n not in seen, f"{PARAMS}: entry {n!r} appears twice")
+        seen.add(n)
+        _r(info.file_size <= max_member, f"{PARAMS}: array {n[:-4]!r} is {info.file_size} bytes, "
+                                         f"over the {max_member}-byte cap")
+        total += info.file_size
+        _r(total <= max_total, f"{PARAMS}: arrays exceed the {max_total}-byte cap on total size")
+    params: dict[str, np.ndarray] = {}
+    with inner:
+        for info in infos:
+            key = info.filename[:-4]
+            try:
+                with inner.open(info) as f:
+                    arr = np.lib.format.read_array(f, allow_pickle=False)
+            except ValueError as e:
+                if "pickle" in str(e).lower() or "object" in str(e).lower():
+                    raise PackedFormatError(f"{PARAMS}: array {key!r} is an object array stored with pickle; "
+                                            f"refusing to load it") from None
+                raise PackedFormatError(f"{PARAMS}: array {key!r} is not a valid .npy: {e}") from None
+            except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
+                raise PackedFormatError(f"{PARAMS}: array {key!r} cannot be read: {e}") from None
+            params[key] = arr
+    return params
+
+
+def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
+              params: dict[str, np.ndarray]) -> PackedModule:
+    _r(isinstance(host_doc, dict), f"{GRAPH}: expected a JSON object")
+    local, external_refs = [], []
+    for f in host_doc.get("functions", []):
+        if isinstance(f, dict) and "external" in f:
+            sym = f.get("symbol")
+            _r(sym in ext_docs, f"{GRAPH}: function @{sym} refers to {f['external']!r}, "
+                                f"which manifest.json does not list as an external")
+            _r(f["external"] == manifest["externals"][sym],
+               f"{GRAPH}: function @{sym} refers to {f['external']!r}, manifest says {manifest['externals'][sym]!r}")
+            external_refs.append(sym)
+        else:
+            local.append(f)
+    missing = sorted(set(ext_docs) - set(external_refs))
+    _r(not missing, f"{GRAPH}: external(s) {', '.join(missing)} listed in manifest.json are not referenced")
+    try:
+        host = graph_from_json({**host_doc, "functions": local}, params)
+    except SerializeError as e:
+        raise PackedFormatError(f"{GRAPH}: {e}") from None
+
+    fns: dict[str, Function] = {}
+    for sym, doc in ext_docs.items():
+        member = manifest["externals"][sym]
+        _r(isinstance(doc, dict) and "function" in doc, f"{member}: missing field 'function'")
+        _r(doc.get("symbol") == sym, f"{member}: symbol field {doc.get('symbol')!r} does not match @{sym}")
+        try:
+            fns[sym] = function_from_json(doc["function"], params, f"@{sym}")
+        except SerializeError as e:
+            raise PackedFormatError(f"{member}: {e}") from None
+    # Rebuild functions in the written order so the host graph prints as it did before export.
+    merged = dict(host.functions)
+    host.functions = {}
+    for f in host_doc.get("functions", []):
+        sym = f.get("symbol")
+        host.functions[sym] = fns[sym] if "external" in f else merged[sym]
+    return PackedModule(manifest=manifest, host_graph=host, externals=ext_docs, params=params)
+
+
+def _r(cond: bool, msg: str) -> None:
+    if not cond:
+        raise PackedFormatError(msg)
