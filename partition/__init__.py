@@ -2,6 +2,10 @@
 Imports nothing else of accel-tune (the import direction is partition <- sim <- tuner)."""
 from .ir import Function, Graph, IRError, Node, TensorType, Value, clone_graph
 from .interpreter import Interpreter, InterpretError, interpret
+from .serialize import SerializeError, graph_from_json, graph_hash, graph_to_json
+from .packed import PackedFormatError, PackedModule, read_packed, write_packed
 
 __all__ = ["Graph", "Node", "Value", "TensorType", "Function", "IRError", "clone_graph",
-           "Interpreter", "InterpretError", "interpret"]
+           "Interpreter", "InterpretError", "interpret",
+           "SerializeError", "graph_to_json", "graph_from_json", "graph_hash",
+           "PackedFormatError", "PackedModule", "read_packed", "write_packed"]
