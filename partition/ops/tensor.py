@@ -310,7 +310,7 @@ DEFS = [
     OpDef("flatten", lambda i, a, c: _same(i, _flatten_shape(i[0].shape, a)),
           lambda x, a: [np.asarray(x[0]).reshape(_flatten_shape(np.shape(x[0]), a))], zero_cost, "data", (1, 1)),
     OpDef("transpose", lambda i, a, c: _same(i, [i[0].shape[p] for p in _perm(a, len(i[0].shape))]),
-          lambda x, a: [np.ascontiguousarray(np.transpose(x[0], _perm(a, np.ndim(x[0]))))], zero_cost, "data", (1, 1)),
+          lambda x, a: [np.transpose(x[0], _perm(a, np.ndim(x[0]))).copy()], zero_cost, "data", (1, 1)),
     OpDef("squeeze", lambda i, a, c: _same(i, [d for j, d in enumerate(i[0].shape) if j not in _squeeze_axes(i[0].shape, a)]),
           lambda x, a: [np.squeeze(np.asarray(x[0]), axis=_squeeze_axes(np.shape(x[0]), a))], zero_cost, "data", (1, 1)),
     OpDef("unsqueeze", lambda i, a, c: _same(i, _unsqueeze_shape(i[0].shape, a)),
