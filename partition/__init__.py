@@ -4,8 +4,10 @@ from .ir import Function, Graph, IRError, Node, TensorType, Value, clone_graph
 from .interpreter import Interpreter, InterpretError, interpret
 from .serialize import SerializeError, graph_from_json, graph_hash, graph_to_json
 from .packed import PackedFormatError, PackedModule, read_packed, write_packed
+from .onnx_import import OnnxImportError, load_onnx
 
 __all__ = ["Graph", "Node", "Value", "TensorType", "Function", "IRError", "clone_graph",
            "Interpreter", "InterpretError", "interpret",
            "SerializeError", "graph_to_json", "graph_from_json", "graph_hash",
-           "PackedFormatError", "PackedModule", "read_packed", "write_packed"]
+           "PackedFormatError", "PackedModule", "read_packed", "write_packed",
+           "OnnxImportError", "load_onnx"]
