@@ -298,16 +298,21 @@ LINEAR_OPS = ("conv2d", "dense", "matmul", "gemm", "batch_matmul")
 
 
 def pattern_name(op: str, with_bias: bool = False, activation: str | None = None,
-                 residual: bool = False) -> str:
-    """``conv2d``, ``conv2d_bias``, ``conv2d_bias_relu``, ``conv2d_bias_residual_relu``, ..."""
-    return op + ("_bias" if with_bias else "") + ("_residual" if residual else "") + \
-        (f"_{activation}" if activation else "")
+                 residual: bool = False, with_bn: bool = False) -> str:
+    """``conv2d``, ``conv2d_bias``, ``conv2d_bias_bn_relu``, ``conv2d_bias_residual_relu``, ..."""
+    return op + ("_bias" if with_bias else "") + ("_bn" if with_bn else "") + \
+        ("_residual" if residual else "") + (f"_{activation}" if activation else "")
+
+
+BN_OPS = ("conv2d",)  # batch_norm normalises axis 1, the channel axis of conv2d only
 
 
 def pattern_names() -> tuple[str, ...]:
-    """Every name :func:`make_pattern_table` accepts: ``<op>[_bias][_residual][_<activation>]`` for
-    op in LINEAR_OPS and activation in ACTIVATIONS."""
-    return tuple(pattern_name(op, b, a, r) for op in LINEAR_OPS for b in (False, True)
+    """Every name :func:`make_pattern_table` accepts: ``<op>[_bias][_bn][_residual][_<activation>]``
+    for op in LINEAR_OPS (``_bn``, an inference batch_norm, for conv2d only) and activation in
+    ACTIVATIONS."""
+    return tuple(pattern_name(op, b, a, r, bn) for op in LINEAR_OPS for b in (False, True)
+                 for bn in ((False, True) if op in BN_OPS else (False,))
                  for r in (False, True) for a in (None, *ACTIVATIONS))
 
 
@@ -369,15 +374,20 @@ def _linear(op: str, with_bias: bool) -> tuple[Pattern, int]:
 
 
 def make_linear_pattern(target: str, op: str, with_bias: bool = False, activation: str | None = None,
-                        residual: bool = False) -> PatternEntry:
-    """``[act](add?(op(x, w) [+ bias], residual))``. The bias must be a constant with one value per
-    output channel; a residual must have the linear output's shape (no broadcast)."""
+                        residual: bool = False, with_bn: bool = False) -> PatternEntry:
+    """``[act]([add](batch_norm?(op(x, w) [+ bias]), residual))``. The bias must be a constant with
+    one value per output channel, batch_norm's parameters constants, and a residual must have the
+    linear output's shape (no broadcast)."""
     if op not in LINEAR_OPS:
         raise PatternError(f"no pattern factory for op '{op}'; known: {', '.join(LINEAR_OPS)}")
     if activation is not None and activation not in ACTIVATIONS:
         raise PatternError(f"unknown activation '{activation}'; known: {', '.join(ACTIVATIONS)}")
+    if with_bn and op not in BN_OPS:
+        raise PatternError(f"batch_norm patterns exist for {', '.join(BN_OPS)} only, not '{op}'")
     p, axis = _linear(op, with_bias)
     checks: list[Callable[[Match], bool]] = [_channel_bias_ok(axis)]
+    if with_bn:
+        p = is_op("batch_norm", p, is_const(), is_const(), is_const(), is_const())
     if residual:
         inner = p.named("pre_residual")
         r = wildcard().named("residual")
@@ -385,8 +395,8 @@ def make_linear_pattern(target: str, op: str, with_bias: bool = False, activatio
         checks.append(_residual_ok)
     if activation is not None:
         p = is_op(activation, p)
-    n_ops = 1 + with_bias + residual + (activation is not None)
-    return PatternEntry(f"{target}.{pattern_name(op, with_bias, activation, residual)}", p,
+    n_ops = 1 + with_bias + with_bn + residual + (activation is not None)
+    return PatternEntry(f"{target}.{pattern_name(op, with_bias, activation, residual, with_bn)}", p,
                         _all_of(*checks), priority=n_ops)
 
 
@@ -405,19 +415,20 @@ def make_matmul_pattern(target: str, with_bias: bool = False, activation: str | 
     return make_linear_pattern(target, "matmul", with_bias, activation, residual)
 
 
-def _parse_name(name: str) -> tuple[str, bool, str | None, bool]:
+def _parse_name(name: str) -> tuple[str, bool, str | None, bool, bool]:
     for op in sorted(LINEAR_OPS, key=len, reverse=True):
         if name == op or name.startswith(op + "_"):
             rest = name[len(op):].split("_")[1:]
-            with_bias = bool(rest) and rest[0] == "bias"
-            rest = rest[1:] if with_bias else rest
-            residual = bool(rest) and rest[0] == "residual"
-            rest = rest[1:] if residual else rest
+            flags = {}
+            for flag in ("bias", "bn", "residual"):
+                flags[flag] = bool(rest) and rest[0] == flag
+                rest = rest[1:] if flags[flag] else rest
             act = "_".join(rest) or None
-            if act is None or act in ACTIVATIONS:
-                return op, with_bias, act, residual
-    raise PatternError(f"unknown pattern name '{name}'; names are <op>[_bias][_residual][_<activation>] "
-                       f"with op in {', '.join(LINEAR_OPS)} and activation in {', '.join(ACTIVATIONS)}")
+            if (act is None or act in ACTIVATIONS) and (op in BN_OPS or not flags["bn"]):
+                return op, flags["bias"], act, flags["residual"], flags["bn"]
+    raise PatternError(f"unknown pattern name '{name}'; names are <op>[_bias][_bn][_residual][_<activation>] "
+                       f"with op in {', '.join(LINEAR_OPS)} (_bn for conv2d only) and activation in "
+                       f"{', '.join(ACTIVATIONS)}")
 
 
 def make_pattern_table(target: str, names: Iterable[str],
@@ -435,4 +446,4 @@ def make_pattern_table(target: str, names: Iterable[str],
 
 __all__ = ["Pattern", "PatternError", "PatternEntry", "Match", "wildcard", "is_const", "is_op", "match",
            "by_priority", "pattern_name", "pattern_names", "make_linear_pattern", "make_conv2d_pattern",
-           "make_dense_pattern", "make_matmul_pattern", "make_pattern_table", "ACTIVATIONS", "LINEAR_OPS"]
+           "make_dense_pattern", "make_matmul_pattern", "make_pattern_table", "ACTIVATIONS", "LINEAR_OPS", "BN_OPS"]

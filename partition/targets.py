@@ -3,16 +3,17 @@
 Built-in targets (``get(name)``):
 
 - ``npu-gemm``: a matrix engine. Offloads conv2d, dense, matmul, gemm and batch_matmul in float32,
-  each alone or fused with a bias, a residual add and an activation (composites named
-  ``npu-gemm.<op>[_bias][_residual][_<activation>]``).
+  each alone or fused with a bias, a batch_norm (conv2d), a residual add and an activation
+  (composites named ``npu-gemm.<op>[_bias][_bn][_residual][_<activation>]``).
 - ``npu-full``: the same engine plus a vector unit: pooling, softmax, layer_norm, batch_norm, gelu,
   elementwise arithmetic and activations, reductions and layout ops (reshape, transpose, concat...).
 
 ``build_target(name, ops, patterns)`` makes a target from plain lists, e.g. a hardware config's
-supported ops and pattern names. Pattern names are ``<op>[_bias][_residual][_<activation>]`` with op
-in conv2d, dense, matmul, gemm, batch_matmul and activation in relu, relu6, clip, gelu, sigmoid, silu,
-tanh, hard_swish, leaky_relu (``partition.patterns.pattern_names()`` lists them all), for example
-``conv2d_bias_relu``, ``conv2d_bias_residual_relu``, ``dense_bias_gelu``, ``matmul_bias``.
+supported ops and pattern names. Pattern names are ``<op>[_bias][_bn][_residual][_<activation>]`` with
+op in conv2d, dense, matmul, gemm, batch_matmul (``_bn``, a following inference batch_norm, for
+conv2d only) and activation in relu, relu6, clip, gelu, sigmoid, silu, tanh, hard_swish, leaky_relu
+(``partition.patterns.pattern_names()`` lists them all), for example ``conv2d_bias_relu``,
+``conv2d_bn_relu6``, ``conv2d_bias_residual_relu``, ``dense_bias_gelu``, ``matmul_bias``.
 """
 from __future__ import annotations
 

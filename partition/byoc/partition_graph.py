@@ -81,7 +81,6 @@ def partition_graph(graph: Graph, target: "Target") -> Graph:
     """Mutates and returns ``graph``."""
     taken = all_function_names(graph)
     by_key: dict[str, str] = {}
-    const_identity = bool(graph.meta.get("weights_stripped"))
     index = 0
     for _, g in list(nested_graphs(graph)):
         by_id: dict[int, list[Node]] = {}
@@ -94,7 +93,7 @@ def partition_graph(graph: Graph, target: "Target") -> Graph:
                 index += 1
             symbol = f"{target.name}_main_{index}"
             fg, inputs, outputs = _extract(g, nodes, symbol)
-            key = structural_key(fg, const_identity=const_identity)
+            key = structural_key(fg)
             if target.share_identical_functions and key in by_key:
                 symbol = by_key[key]
             else:

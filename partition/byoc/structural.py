@@ -8,10 +8,8 @@ from typing import Any, Mapping
 from ..ir import Function, Graph
 
 
-def structural_key(graph: Graph, scope: Mapping[str, Function] | None = None,
-                   const_identity: bool = False) -> str:
-    """sha256 of a canonical form. Constants are compared by content, or by object identity when
-    ``const_identity`` (stripped-weight models, where every placeholder has the same content)."""
+def structural_key(graph: Graph, scope: Mapping[str, Function] | None = None) -> str:
+    """sha256 of a canonical form; constants are compared by content (dtype, shape and bytes)."""
     scope = {**(scope or {}), **graph.functions}
     h = hashlib.sha256()
 
@@ -25,17 +23,17 @@ def structural_key(graph: Graph, scope: Mapping[str, Function] | None = None,
         feed("in", str(v.type))
     for i, c in enumerate(graph.constants):
         ref[id(c)] = f"c{i}"
-        data = id(c.data) if const_identity else hashlib.sha256(c.data.tobytes()).hexdigest()
+        data = hashlib.sha256(c.data.tobytes()).hexdigest()
         feed("const", str(c.type), data)
     for j, n in enumerate(graph.nodes):
         attrs = []
         for k in sorted(n.attrs):
             a = n.attrs[k]
             if isinstance(a, Graph):
-                a = structural_key(a, scope, const_identity)
+                a = structural_key(a, scope)
             elif k == "callee" and n.op == "call" and a in scope:
                 fn = scope[a]
-                a = (structural_key(fn.graph, scope, const_identity),
+                a = (structural_key(fn.graph, scope),
                      sorted((ak, repr(av)) for ak, av in fn.attrs.items() if ak != "global_symbol"))
             attrs.append((k, repr(a)))
         feed("node", n.op, attrs, [ref[id(v)] for v in n.inputs], [str(o.type) for o in n.outputs])
