@@ -1,0 +1,95 @@
+"""The kernel-simulation entry points: ``simulate`` (one schedule, either fidelity) and
+``simulate_batch`` (the analytical model over many schedules at once)."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from .analytical import ScheduleArrays, buffer_fits, evaluate, leakage_pj, roofline_cycles, vector_cycles, vector_work_cycles
+from .hardware import HardwareConfig
+from .report import KernelReport
+from .schedule import Schedule, ScheduleError
+from .tile import simulate_tiles
+from .workload import Workload
+
+FIDELITIES = ("analytical", "tile")
+
+
+def _check_epilogue(wl: Workload, hw: HardwareConfig, s: Schedule) -> None:
+    for op in s.epilogue:
+        if op not in wl.epilogue:
+            raise ScheduleError(f"schedule fuses '{op}', which is not in the workload's epilogue "
+                                f"({', '.join(wl.epilogue) or 'none'})")
+        if op not in hw.vector.ops:
+            raise ScheduleError(f"cannot fuse '{op}': the vector unit of {hw.name} does not run it")
+
+
+def roofline_for(wl: Workload, hw: HardwareConfig) -> float:
+    vec = vector_cycles(hw, wl.macs and _out_elems(wl), wl.epilogue) if wl.is_mac else vector_work_cycles(wl, hw)
+    return roofline_cycles(wl, hw, vec)
+
+
+def _out_elems(wl: Workload) -> int:
+    g, m, n, _ = wl.gemm_view()
+    return g * m * n
+
+
+def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None = None,
+             fidelity: str = "analytical") -> KernelReport:
+    """Cost one kernel. ``schedule`` defaults to ``Schedule.default``; an illegal schedule raises
+    ``ScheduleError``."""
+    if fidelity not in FIDELITIES:
+        raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    s = schedule if schedule is not None else Schedule.default(workload, hw)
+    s.check(workload, hw)
+    _check_epilogue(workload, hw, s)
+    r = evaluate(workload, hw, ScheduleArrays.of([s], workload))
+    a = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in r.items() if k != "energy"}
+    energy = {k: float(v[0]) for k, v in r["energy"].items()}
+    if fidelity == "tile":
+        t = simulate_tiles(workload, hw, s)
+        dram_bytes = t["dram_read_bytes"] + t["dram_write_bytes"]
+        energy["sram"] += (dram_bytes - (a["dram_read_bytes"] + a["dram_write_bytes"])) * hw.energy.sram_pj_per_byte
+        energy["dram"] = dram_bytes * hw.energy.dram_pj_per_byte
+        energy["leakage"] = float(leakage_pj(hw, t["total_cycles"]))
+        a.update(t)
+    wb = hw.array.word_bytes
+    total = int(round(a["total_cycles"]))
+    pes = hw.pes
+    return KernelReport(
+        workload=workload.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
+        total_cycles=total, compute_cycles=int(round(a["compute_cycles"])),
+        stall_cycles=int(round(a["stall_cycles"])), prologue_cycles=int(round(a["prologue_cycles"])),
+        epilogue_cycles=int(round(a["epilogue_cycles"])), array_cycles=int(a["array_cycles"]),
+        vector_cycles=int(a["vector_cycles"]), macs=workload.macs,
+        dram_read_bytes=int(round(a["dram_read_bytes"])), dram_write_bytes=int(round(a["dram_write_bytes"])),
+        bytes_by_operand={
+            "dram": {"ifmap": int(round(a["dram_ifmap_bytes"])), "weight": int(round(a["dram_weight_bytes"])),
+                     "output": int(round(a["dram_output_bytes"]))},
+            "sram": {"ifmap": int(a["sram_ifmap_bytes"]), "weight": int(a["sram_weight_bytes"]),
+                     "output": int(a["sram_output_bytes"])}},
+        energy_pj=energy,
+        utilization=(workload.macs / (pes * total)) if total else 0.0,
+        roofline_cycles=roofline_for(workload, hw), clock_hz=hw.clock_hz, n_tiles=int(a["n_tiles"]))
+
+
+def simulate_batch(workload: Workload, hw: HardwareConfig,
+                   schedules: "Iterable[Schedule] | ScheduleArrays | Mapping[str, Any]") -> dict[str, np.ndarray]:
+    """Analytical cost of many schedules at once. Takes a list of Schedules, a ``ScheduleArrays``
+    or a mapping of its columns. Returns arrays: ``valid`` (fits the buffers, dataflow supported),
+    ``total_cycles`` (inf where not valid), ``compute_cycles``, ``stall_cycles``, ``dram_bytes``,
+    ``energy_pj``, ``latency_s``, ``roofline_cycles`` (a scalar)."""
+    if isinstance(schedules, ScheduleArrays):
+        s = schedules
+    elif isinstance(schedules, Mapping):
+        s = ScheduleArrays.from_mapping(schedules)
+    else:
+        s = ScheduleArrays.of(schedules, workload)
+    valid = buffer_fits(workload, hw, s)
+    r = evaluate(workload, hw, s)
+    total = np.where(valid, r["total_cycles"], np.inf)
+    return {"valid": valid, "total_cycles": total, "compute_cycles": r["compute_cycles"],
+            "stall_cycles": r["stall_cycles"], "dram_bytes": r["dram_read_bytes"] + r["dram_write_bytes"],
+            "energy_pj": np.where(valid, r["energy_pj"], np.inf), "latency_s": total / hw.clock_hz,
+            "roofline_cycles": roofline_for(workload, hw)}
