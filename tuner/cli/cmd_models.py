@@ -1,0 +1,47 @@
+"""accel-tune models: the built-in models (and ONNX files) with their size and work."""
+from __future__ import annotations
+
+import argparse
+
+from tuner.cli import print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("models", help="list the built-in models with nodes, parameters and GMACs",
+                       description="Build every built-in model (or the ones named) and print its node "
+                                   "count (sub-graphs included), parameter count and multiply-accumulates "
+                                   "per inference. --onnx adds rows for ONNX files.")
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these built-in models")
+    p.add_argument("--onnx", action="append", default=[], metavar="FILE", help="also describe this ONNX file")
+    p.add_argument("--json", action="store_true",
+                   help="print a list of {name, nodes, params, macs, inputs: [{name, shape, dtype}]}")
+    return p
+
+
+def _row(name: str, graph) -> dict:
+    from partition.models import model_stats
+    s = model_stats(graph)
+    return {"name": name, "nodes": s.nodes, "params": s.params, "macs": s.macs,
+            "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype} for v in graph.inputs]}
+
+
+def rows(names: list[str], onnx_files: list[str]) -> list[dict]:
+    from partition import models
+    from partition.onnx_import import load_onnx
+    infos = [models.info(n) for n in names] if names else ([] if onnx_files else models.list_models())
+    out = [_row(m.name, models.get(m.name)) for m in infos]
+    out += [_row(path, load_onnx(path)) for path in onnx_files]
+    return out
+
+
+def run(args) -> int:
+    table = rows(args.names, args.onnx)
+    if args.json:
+        print_json(table)
+        return 0
+    width = max([4] + [len(r["name"]) for r in table])
+    print(f"{'name':<{width}}  {'nodes':>6}  {'params':>12}  {'GMACs':>8}  inputs")
+    for r in table:
+        ins = ", ".join(f"{i['name']} {i['dtype']}[{','.join(map(str, i['shape']))}]" for i in r["inputs"])
+        print(f"{r['name']:<{width}}  {r['nodes']:>6}  {r['params']:>12,}  {r['macs'] / 1e9:>8.3f}  {ins}")
+    return 0
