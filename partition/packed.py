@@ -24,8 +24,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .ir import Function, Graph
-from .serialize import (SerializeError, canonical_json, function_from_json, function_to_json,
-                        graph_from_json, graph_to_json)
+from .serialize import (SerializeError, function_from_json, function_to_json, graph_from_json,
+                        graph_to_json, little_endian)
 
 FORMAT_VERSION = "1.0"
 PRODUCER = "accel-tune"
@@ -96,7 +96,7 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
         if fn is None:
             raise PackedFormatError(f"{member}: external @{sym} has no function (not given and not in the host graph)")
         if isinstance(fn, Function):
-            fdoc, fparams = function_to_json(fn, f"{member}/")
+            fdoc, fparams = function_to_json(fn, f"@{sym}/")  # the key graph_to_json gives it in place
             _merge_params(params, fparams, member)
             fn = fdoc
         doc = {"symbol": sym, "function": fn, "schedules": doc.get("schedules", {}),
@@ -105,9 +105,9 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
         _check_external_doc(doc, sym, member)
         ext_docs[sym] = doc
 
-    members: dict[str, bytes] = {GRAPH: _json_bytes(host_doc, GRAPH)}
+    members: dict[str, bytes] = {GRAPH: _json_bytes(host_doc, GRAPH, compact=True)}
     for sym, doc in ext_docs.items():
-        members[external_member(sym)] = _json_bytes(doc, external_member(sym))
+        members[external_member(sym)] = _json_bytes(doc, external_member(sym), compact=True)
     _check_param_refs(params, host_doc, ext_docs)
     members[PARAMS] = _npz_bytes(params)
 
@@ -228,9 +228,11 @@ def _check_param_refs(params: Mapping, host_doc: dict, ext_docs: Mapping[str, di
     _w(not unused, f"{PARAMS}: array(s) not referenced by any graph: {', '.join(unused[:5])}")
 
 
-def _json_bytes(doc: Any, member: str) -> bytes:
+def _json_bytes(doc: Any, member: str, compact: bool = False) -> bytes:
+    """Graphs are written compact (a BERT graph is megabytes); the manifest indented for people."""
     try:
-        return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        return json.dumps(doc, indent=None if compact else 1, separators=(",", ":") if compact else None,
+                          ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as e:
         raise PackedFormatError(f"{member}: not JSON-serialisable: {e}") from None
 
@@ -241,12 +243,14 @@ def _npz_bytes(params: Mapping[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for key in sorted(params):
-            arr = np.asarray(params[key])
+            arr = little_endian(params[key])
             _w(not arr.dtype.hasobject, f"{PARAMS}: array {key!r} has dtype object (would need pickle)")
             info = zipfile.ZipInfo(key + ".npy", date_time=_ZIP_EPOCH)
             info.compress_type = zipfile.ZIP_STORED  # the outer archive compresses
             with zf.open(info, "w", force_zip64=True) as f:
-                np.lib.format.write_array(f, np.ascontiguousarray(arr), allow_pickle=False)
+                # C order for readers that skip fortran_order; not ascontiguousarray, which makes 0-d 1-d
+                c_arr = arr if arr.flags.c_contiguous else np.array(arr, order="C")
+                np.lib.format.write_array(f, c_arr, allow_pickle=False)
     return buf.getvalue()
 
 

@@ -330,12 +330,20 @@ def canonical_json(doc: Any) -> bytes:
                       allow_nan=False).encode("ascii")
 
 
-def array_digest(arr: np.ndarray) -> str:
-    """sha256 over dtype, shape and C-order bytes, so equal arrays in any memory layout agree."""
+def little_endian(arr: np.ndarray) -> np.ndarray:
+    """The array with a little-endian (or byte-order-free) dtype, as the format stores every array."""
     arr = np.asarray(arr)
+    le = arr.dtype.newbyteorder("<")
+    return arr if arr.dtype == le and arr.dtype.byteorder != ">" else arr.astype(le)
+
+
+def array_digest(arr: np.ndarray) -> str:
+    """sha256 over dtype, shape and C-order little-endian bytes, so equal arrays agree whatever
+    their memory layout or byte order."""
+    arr = little_endian(arr)
     h = hashlib.sha256()
     h.update(f"{arr.dtype.str}|{','.join(map(str, arr.shape))}|".encode("ascii"))
-    h.update(np.ascontiguousarray(arr).tobytes())
+    h.update(arr.tobytes(order="C"))
     return h.hexdigest()
 
 

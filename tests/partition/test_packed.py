@@ -13,7 +13,7 @@ import pytest
 
 from partition import Function, Graph, interpret
 from partition.packed import PackedFormatError, read_packed, write_packed
-from partition.serialize import function_to_json, graph_hash
+from partition.serialize import function_to_json, graph_hash, graph_to_json
 
 ROOT = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(1)
@@ -33,6 +33,7 @@ def source_model() -> Graph:
     y = g.add_node("max_pool2d", [y], {"kernel": (2, 2), "strides": (2, 2)}).output
     y = g.add_node("flatten", [y]).output
     y = g.add_node("dense", [y, wd]).output
+    y = g.add_node("mul", [y, g.add_const(np.array(1.5, np.float32), "scale")]).output
     g.set_outputs([g.add_node("softmax", [y], {"axis": -1}).output])
     return g
 
@@ -59,14 +60,18 @@ def partitioned_model() -> Graph:
     x = g.add_input("x", (1, 3, 8, 8))
     y = g.add_node("call", [x], {"callee": "npu_main_0"}).output
     y = g.add_node("flatten", [y]).output
-    y = g.add_node("dense", [y, g.add_const(WD, "wd")]).output
+    # A Fortran-order weight and a 0-d constant: params.npz must keep both shapes exact.
+    y = g.add_node("dense", [y, g.add_const(np.asfortranarray(WD), "wd")]).output
+    y = g.add_node("mul", [y, g.add_const(np.array(1.5, np.float32), "scale")]).output
     g.set_outputs([g.add_node("softmax", [y], {"axis": -1}).output])
     return g
 
 
-SCHEDULES = {"k0": {"dataflow": "WS", "tiles": {"K": 4, "C": 3, "P": 8}, "loop_order": ["K", "C", "P", "Q"],
-                    "double_buffer": True},
-             "k1": {"dataflow": "vector", "tiles": {"C": 4}}}
+# In the form sim.Schedule.to_dict writes (the format treats schedules as opaque objects).
+SCHEDULES = {"k0": {"dataflow": "ws", "spatial": ["k", "n"], "tile_m": 64, "tile_n": 4, "tile_k": 27,
+                    "loop_order": "mnk", "double_buffer": True, "epilogue": ["bias_add", "relu"]},
+             "k1": {"dataflow": "ws", "spatial": ["k", "n"], "tile_m": 256, "tile_n": 1, "tile_k": 1,
+                    "loop_order": "mnk", "double_buffer": False, "epilogue": []}}
 
 
 def manifest_fields(**over):
@@ -106,7 +111,10 @@ def test_write_read_interpret_equals_source_model(plan):
     assert mod.manifest["model"]["source_graph_hash"] == graph_hash(source_model())
     assert mod.externals["npu_main_0"]["schedules"] == SCHEDULES
     assert mod.function("npu_main_0").attrs["Compiler"] == "npu"
-    assert sorted(mod.params) == ["external/npu_main_0.json/b", "external/npu_main_0.json/w", "wd"]
+    assert sorted(mod.params) == ["@npu_main_0/b", "@npu_main_0/w", "scale", "wd"]
+    assert mod.params["scale"].shape == () and mod.params["wd"].flags.c_contiguous
+    # The same keys graph_to_json gives the unsplit host graph, so tools can match them up.
+    assert set(mod.params) == set(graph_to_json(partitioned_model())[1])
 
 
 def test_external_lives_only_in_its_member_and_hashes_are_listed(plan):
@@ -123,13 +131,25 @@ def test_external_lives_only_in_its_member_and_hashes_are_listed(plan):
     # params.npz is an ordinary npz: numpy reads it with pickle disabled.
     with np.load(io.BytesIO(params_blob), allow_pickle=False) as npz:
         np.testing.assert_array_equal(npz["wd"], WD)
-        np.testing.assert_array_equal(npz["external/npu_main_0.json/w"], W)
+        np.testing.assert_array_equal(npz["@npu_main_0/w"], W)
 
 
 def test_writing_is_deterministic(tmp_path):
     write_plan(tmp_path / "a.zip")
     write_plan(tmp_path / "b.zip")
     assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "b.zip").read_bytes()
+
+
+def test_params_are_little_endian_c_order_npy(tmp_path):
+    host = partitioned_model()
+    wd = next(c for c in host.constants if c.name == "wd")
+    wd.data = WD.astype(">f4")  # big-endian, same dtype name
+    p = tmp_path / "be.zip"
+    write_plan(p, host_graph=host)
+    with zipfile.ZipFile(p) as zf, zipfile.ZipFile(io.BytesIO(zf.read("params.npz"))) as npz:
+        header = npz.read("wd.npy")[:128]
+    assert b"'descr': '<f4'" in header and b"'fortran_order': False" in header
+    np.testing.assert_array_equal(read_packed(p).params["wd"], WD)
 
 
 def test_external_given_as_function_or_json(tmp_path):
@@ -305,8 +325,8 @@ def test_forged_header_size_is_caught(plan, tmp_path, delta):
 def test_pickle_inside_params(plan, tmp_path):
     def pickled(m):
         buf = io.BytesIO()
-        np.savez(buf, wd=np.array([{"evil": 1}, None], dtype=object),
-                 **{"external/npu_main_0.json/w": W, "external/npu_main_0.json/b": B})
+        np.savez(buf, wd=np.array([{"evil": 1}, None], dtype=object), scale=np.array(1.5, np.float32),
+                 **{"@npu_main_0/w": W, "@npu_main_0/b": B})
         m["params.npz"] = buf.getvalue()
     p = _rewrite(plan, tmp_path, edit=pickled)
     assert _error(p) == "params.npz: array 'wd' is an object array stored with pickle; refusing to load it"
@@ -352,8 +372,8 @@ def test_standalone_reader_lists_externals_and_params(plan):
     assert ext["kernels"][0]["composite"] == "npu.conv2d_bias_relu"
     assert ext["kernels"][0]["schedule"] == SCHEDULES["k0"]
     assert {p["name"]: (p["dtype"], p["shape"]) for p in s["params"]} == {
-        "wd": ("float32", [10, 64]), "external/npu_main_0.json/w": ("float32", [4, 3, 3, 3]),
-        "external/npu_main_0.json/b": ("float32", [4])}
+        "wd": ("float32", [10, 64]), "scale": ("float32", []), "@npu_main_0/w": ("float32", [4, 3, 3, 3]),
+        "@npu_main_0/b": ("float32", [4])}
     text = _reader(plan)
     assert text.returncode == 0 and "@npu_main_0  compiler=npu  kernels=2" in text.stdout
     assert "wd  float32[10,64]" in text.stdout
