@@ -12,6 +12,7 @@ transcendental activations count the arithmetic of their usual formula, listed i
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable
 
 import numpy as np
@@ -122,7 +123,7 @@ def _check_attrs(name: str, attrs: dict) -> None:
         lo, hi = attrs.get("min"), attrs.get("max")
         if lo is not None and hi is not None:
             # ONNX allows min > max (result is max everywhere); only reject non-numbers.
-            check(all(isinstance(v, (int, float)) for v in (lo, hi)), "clip: min/max must be numbers")
+            check(all(isinstance(v, numbers.Real) for v in (lo, hi)), "clip: min/max must be numbers")
 
 
 def _sigmoid(x, attrs):
