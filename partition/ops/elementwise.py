@@ -21,19 +21,20 @@ from scipy import special
 from ..ir import TensorType
 from .base import OpDef, broadcast_shapes, check, elementwise_cost
 
-# flops per output element for ops that are not a single arithmetic operation
+# FLOPs per output element of the ops that are more than one arithmetic operation; a
+# transcendental (exp, erf, tanh) counts as 5, the rest one per add/mul/compare.
 _FLOPS = {
-    "sigmoid": 4,       # neg, exp, add, div
-    "silu": 5,          # sigmoid + mul
-    "tanh": 5,          # exp-based: ~2 exp + add/sub/div counted as 5
     "erf": 5,
-    "gelu": 9,          # exact: mul (x/sqrt2), erf (5), add, mul, mul
-    "gelu_tanh": 12,    # x^3 (2), mul-add (2), mul, tanh (5), add, mul, mul -> 12 incl. the outer 0.5*x
-    "hard_sigmoid": 3,  # mul-add, min, max counted as mul+add+clamp
-    "hard_swish": 4,    # add, clamp, mul, div
-    "relu6": 2,         # min + max
+    "tanh": 5,
+    "sigmoid": 7,       # neg, exp (5), add, div -> 8 counted as 7 (neg folds into exp)
+    "silu": 8,          # sigmoid + mul
+    "gelu": 9,          # exact: mul by 1/sqrt2, erf (5), add, mul, mul
+    "gelu_tanh": 12,    # x^3 (2), mul-add (2), mul, tanh (5), add, mul
+    "hard_sigmoid": 4,  # mul, add, max, min
+    "hard_swish": 5,    # hard_sigmoid + mul
+    "relu6": 2,         # max, min
     "clip": 2,
-    "leaky_relu": 2,    # compare-select + mul
+    "leaky_relu": 2,    # compare-select, mul
 }
 
 
@@ -98,7 +99,7 @@ def _pow_compute(args, attrs):
 
 # ----------------------------------------------------------------------------- unary
 def _unary(name: str, fn: Callable, float_only: bool = False, flops: int = 1,
-           out_dtype: str | None = None) -> OpDef:
+           out_dtype: str | None = None, cost=None) -> OpDef:
     def infer(ins, attrs, ctx):
         (x,) = ins
         if float_only:
@@ -112,7 +113,7 @@ def _unary(name: str, fn: Callable, float_only: bool = False, flops: int = 1,
         x = np.asarray(args[0])
         return [np.asarray(fn(x, attrs)).astype(out_dtype or x.dtype, copy=False)]
 
-    return OpDef(name, infer, compute, elementwise_cost(flops), "elementwise", (1, 1))
+    return OpDef(name, infer, compute, cost or elementwise_cost(flops), "elementwise", (1, 1))
 
 
 def _check_attrs(name: str, attrs: dict) -> None:
@@ -120,10 +121,11 @@ def _check_attrs(name: str, attrs: dict) -> None:
         approx = attrs.get("approximate", "none")
         check(approx in ("none", "tanh"), f"gelu: approximate must be 'none' or 'tanh', got {approx!r}")
     if name == "clip":
-        lo, hi = attrs.get("min"), attrs.get("max")
-        if lo is not None and hi is not None:
-            # ONNX allows min > max (result is max everywhere); only reject non-numbers.
-            check(all(isinstance(v, numbers.Real) for v in (lo, hi)), "clip: min/max must be numbers")
+        # ONNX allows min > max (the result is max everywhere); only non-numbers are wrong.
+        for key in ("min", "max"):
+            v = attrs.get(key)
+            check(v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)),
+                  f"clip: {key} must be a number or None, got {v!r}")
 
 
 def _sigmoid(x, attrs):
@@ -188,6 +190,11 @@ def _log(x, attrs):
 def _reciprocal(x, attrs):
     with np.errstate(divide="ignore"):
         return np.reciprocal(x)
+
+
+def _gelu_cost(ins, outs, attrs):
+    key = "gelu_tanh" if attrs.get("approximate", "none") == "tanh" else "gelu"
+    return elementwise_cost(_FLOPS[key])(ins, outs, attrs)
 
 
 # ----------------------------------------------------------------------------- where / cast
@@ -259,9 +266,7 @@ DEFS = [
     _unary("identity", lambda x, a: x.copy()),
     _unary("relu6", _relu6, flops=_FLOPS["relu6"]),
     _unary("clip", _clip, flops=_FLOPS["clip"]),
-    OpDef("gelu", _unary("gelu", _gelu, float_only=True).infer, _unary("gelu", _gelu).compute,
-          lambda i, o, a: elementwise_cost(_FLOPS["gelu_tanh" if a.get("approximate") == "tanh" else "gelu"])(i, o, a),
-          "elementwise", (1, 1)),
+    _unary("gelu", _gelu, float_only=True, cost=_gelu_cost),
     _float_unary("hard_sigmoid", _hard_sigmoid, _FLOPS["hard_sigmoid"]),
     _float_unary("hard_swish", _hard_swish, _FLOPS["hard_swish"]),
     _float_unary("leaky_relu", _leaky_relu, _FLOPS["leaky_relu"]),

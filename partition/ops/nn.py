@@ -597,8 +597,8 @@ def _corners(boxes: np.ndarray, center: int) -> np.ndarray:
     return np.stack([np.minimum(y0, y1), np.minimum(x0, x1), np.maximum(y0, y1), np.maximum(x0, x1)], axis=1)
 
 
-def _iou_row(c: np.ndarray, i: int, js: np.ndarray) -> np.ndarray:
-    """IoU of box i with boxes js; 0 where ORT treats the pair as non-overlapping."""
+def _iou(c: np.ndarray, i: int, js: np.ndarray) -> np.ndarray:
+    """IoU of box i with boxes js; 0 wherever ORT treats the pair as not overlapping."""
     a, b = c[i], c[js]
     ih = np.minimum(a[2], b[:, 2]) - np.maximum(a[0], b[:, 0])
     iw = np.minimum(a[3], b[:, 3]) - np.maximum(a[1], b[:, 1])
@@ -610,6 +610,21 @@ def _iou_row(c: np.ndarray, i: int, js: np.ndarray) -> np.ndarray:
     return np.where(ok, inter / np.where(ok, union, np.float32(1)), np.float32(0))
 
 
+def _nms_class(corners: np.ndarray, scores: np.ndarray, max_out: int, iou_t: float,
+               score_t: float | None) -> list[int]:
+    """Greedy selection for one (batch, class). ORT pops candidates by score and keeps one unless
+    a kept box overlaps it by more than iou_t; dropping every box the newly kept one suppresses
+    gives the same set and order, with at most max_out vectorised steps."""
+    cand = np.arange(scores.shape[0]) if score_t is None else np.nonzero(scores > np.float32(score_t))[0]
+    cand = cand[np.lexsort((cand, -scores[cand]))]  # score descending, ties to the lower index
+    keep: list[int] = []
+    while cand.size and len(keep) < max_out:
+        top, rest = int(cand[0]), cand[1:]
+        keep.append(top)
+        cand = rest[_iou(corners, top, rest) <= np.float32(iou_t)]
+    return keep
+
+
 def _nms(args, attrs):
     boxes, scores = np.asarray(args[0]), np.asarray(args[1])
     max_out, iou_t, score_t, cpb = _nms_params(attrs)
@@ -618,17 +633,7 @@ def _nms(args, attrs):
         for bi in range(boxes.shape[0]):
             corners = _corners(boxes[bi], cpb)
             for ci in range(scores.shape[1]):
-                sc = scores[bi, ci].astype(np.float32)
-                cand = np.arange(sc.shape[0]) if score_t is None else np.nonzero(sc > np.float32(score_t))[0]
-                # highest score first, ties to the lower box index (ORT's priority queue order)
-                cand = cand[np.lexsort((cand, -sc[cand]))]
-                keep: list[int] = []
-                for i in cand:
-                    if len(keep) == max_out:
-                        break
-                    if keep and np.any(_iou_row(corners, int(i), np.asarray(keep)) > np.float32(iou_t)):
-                        continue
-                    keep.append(int(i))
+                keep = _nms_class(corners, scores[bi, ci].astype(np.float32), max_out, iou_t, score_t)
                 rows.extend((bi, ci, i) for i in keep)
     return [np.asarray(rows, dtype=np.int64).reshape(-1, 3)]
 

@@ -830,3 +830,52 @@ def test_elementwise_and_data_costs():
     assert (c.macs, c.flops, c.bytes_in, c.bytes_out) == (0, 0, 24, 24)
     assert _cost("max_pool2d", [(1, 64, 112, 112)], {"kernel": (3, 3), "strides": (2, 2),
                                                       "pads": (1, 1, 1, 1)}).flops == 64 * 56 * 56 * 9
+
+
+# ============================================================================ in a graph
+def test_small_cnn_graph_matches_onnx_model(rng):
+    """Shape inference chains through Graph.add_node and the interpreter matches ORT on the same net."""
+    from partition.interpreter import interpret
+    from partition.ir import Graph
+
+    w1, b1 = f32(rng, 8, 3, 3, 3), f32(rng, 8)
+    wd = f32(rng, 8, 1, 3, 3)
+    w2, b2 = f32(rng, 10, 8), f32(rng, 10)
+    x = f32(rng, 2, 3, 16, 16)
+
+    g = Graph()
+    xi = g.add_input("x", x.shape)
+    h = g.add_node("conv2d", [xi, g.add_const(w1, "w1"), g.add_const(b1, "b1")],
+                   {"strides": (2, 2), "pads": (1, 1, 1, 1)}).output
+    h = g.add_node("relu6", [h]).output
+    h = g.add_node("conv2d", [h, g.add_const(wd, "wd")], {"pads": (1, 1, 1, 1), "groups": 8}).output
+    h = g.add_node("hard_swish", [h]).output
+    h = g.add_node("max_pool2d", [h], {"kernel": (3, 3), "strides": (2, 2), "ceil_mode": True}).output
+    h = g.add_node("global_avg_pool2d", [h]).output
+    h = g.add_node("flatten", [h], {"axis": 1}).output
+    h = g.add_node("dense", [h, g.add_const(w2, "w2"), g.add_const(b2, "b2")]).output
+    y = g.add_node("softmax", [h], {"axis": -1}).output
+    g.set_outputs([y])
+    assert y.type == TensorType((2, 10), "float32")
+    ours = interpret(g, [x])[0]
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Clip", ["c1", "zero", "six"], ["r1"]),
+        helper.make_node("Conv", ["r1", "wd"], ["c2"], pads=[1, 1, 1, 1], group=8),
+        helper.make_node("HardSwish", ["c2"], ["h2"]),
+        helper.make_node("MaxPool", ["h2"], ["p"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        helper.make_node("GlobalAveragePool", ["p"], ["gp"]),
+        helper.make_node("Flatten", ["gp"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["d"], transB=1),
+        helper.make_node("Softmax", ["d"], ["y"], axis=-1),
+    ]
+    inits = [onnx.numpy_helper.from_array(v, n) for n, v in
+             [("w1", w1), ("b1", b1), ("wd", wd), ("w2", w2), ("b2", b2),
+              ("zero", np.float32(0)), ("six", np.float32(6))]]
+    graph = helper.make_graph(nodes, "net", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+                              [helper.make_empty_tensor_value_info("y")], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 10
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(ours, ref, rtol=RTOL, atol=ATOL)

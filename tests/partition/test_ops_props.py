@@ -325,3 +325,26 @@ def test_infer_rejects_or_agrees_on_random_concat(a, b):
             np.concatenate([xa, xb], axis=0)
         return
     agree("concat", [xa, xb], {"axis": 0})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 2), st.integers(1, 3), st.integers(1, 60), st.integers(0, 20),
+       st.floats(0.0, 1.0), st.one_of(st.none(), st.floats(0.0, 0.9)), st.sampled_from([0, 1]),
+       st.integers(0, 2**31 - 1))
+def test_nms_vs_ort(b, c, n, max_out, iou, score, center, seed):
+    rng = np.random.default_rng(seed)
+    # coarse grid coordinates make exact ties and heavy overlap common
+    boxes = (rng.integers(0, 8, (b, n, 4)) / 2).astype(np.float32)
+    scores = (rng.integers(0, 10, (b, c, n)) / 10).astype(np.float32)
+    attrs = {"max_output_boxes_per_class": max_out, "iou_threshold": iou, "score_threshold": score,
+             "center_point_box": center}
+    types = infer_types("non_max_suppression", [TensorType(boxes.shape, "float32"),
+                                                TensorType(scores.shape, "float32")], attrs)
+    ours = OPS["non_max_suppression"].compute([boxes, scores], attrs)[0]
+    assert ours.dtype == np.int64 and ours.shape[1] == 3 and ours.shape[0] <= types[0].shape[0]
+    consts = [(np.array([max_out], np.int64), True), (np.array([iou], np.float32), True)]
+    if score is not None:
+        consts.append((np.array([score], np.float32), True))
+    ref = ort_run("NonMaxSuppression", [(boxes, False), (scores, False)] + consts,
+                  {"center_point_box": center})[0]
+    np.testing.assert_array_equal(ours, ref)
