@@ -392,3 +392,64 @@ def test_standalone_reader_rejects_tampering(plan, tmp_path):
     p = _rewrite(plan, tmp_path, edit=flip, rehash=False)
     r = _reader(p)
     assert r.returncode == 1 and r.stderr.strip() == "read_packed: error: params.npz: sha256 mismatch"
+
+
+# ----------------------------------------------------------------------------- real partitions
+def _plan_for(graph, partitioned, path):
+    ext = {s: {} for s, f in partitioned.functions.items() if "Compiler" in f.attrs}
+    zero = {"latency_s": 0.0, "energy_j": 0.0}
+    write_packed(path, host_graph=partitioned, externals=ext, manifest_fields=manifest_fields(
+        model={"name": graph.name, "source_graph_hash": graph_hash(graph)},
+        predicted={**zero, "functions": {s: dict(zero) for s in ext}}))
+    return ext
+
+
+def _inputs(graph):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(v.shape).astype(v.dtype) if v.dtype.startswith("float")
+            else rng.integers(0, 2, v.shape).astype(v.dtype) for v in graph.inputs]
+
+
+@pytest.mark.parametrize("target", ["npu-gemm", "npu-full"])
+@pytest.mark.parametrize("name", ["byoc_demo", "ssd_detector",
+                                  pytest.param("bert_tiny", marks=pytest.mark.slow),
+                                  pytest.param("mobilenet_v2", marks=pytest.mark.slow)])
+def test_builtin_model_partitioned_round_trip_is_exact(tmp_path, name, target):
+    from partition import models
+    from partition.byoc import partition_for
+    g = models.get(name)
+    part = partition_for(g, target)
+    ext = _plan_for(g, part, tmp_path / "m.zip")
+    assert ext, f"{name} on {target} offloads nothing; the test would not cover externals"
+    mod = read_packed(tmp_path / "m.zip")
+    assert str(mod.host_graph) == str(part)
+    mod.host_graph.lint()
+    ins = _inputs(g)
+    for want, got in zip(interpret(g, ins), interpret(mod.host_graph, ins), strict=True):
+        assert want.dtype == got.dtype and want.shape == got.shape
+        np.testing.assert_array_equal(got, want)  # same numpy ops in the same order: bit-exact
+
+
+SHARED = Path("/work/shared/models")
+
+
+@pytest.mark.parametrize("fname", ["tiny_detector_topk.onnx",
+                                   pytest.param("mobilenet_v2.onnx", marks=pytest.mark.slow)])
+def test_shared_onnx_model_partitioned_round_trip_is_exact(tmp_path, fname):
+    if not (SHARED / fname).exists():
+        pytest.skip(f"{SHARED / fname} not present")
+    from partition import load_onnx
+    from partition.byoc import partition_for
+    g = load_onnx(str(SHARED / fname))
+    part = partition_for(g, "npu-full")
+    assert _plan_for(g, part, tmp_path / "m.zip")
+    mod = read_packed(tmp_path / "m.zip")
+    ins = _inputs(g)
+    for want, got in zip(interpret(g, ins), interpret(mod.host_graph, ins), strict=True):
+        assert want.dtype == got.dtype and want.shape == got.shape
+        np.testing.assert_array_equal(got, want)
+    r = _reader(tmp_path / "m.zip", "--json")
+    assert r.returncode == 0, r.stderr
+    s = json.loads(r.stdout)
+    assert {e["symbol"] for e in s["externals"]} == set(mod.externals)
+    assert {p["name"] for p in s["params"]} == set(mod.params)
