@@ -1,9 +1,11 @@
 """What a partition offloads: per external function its ops and MACs, the host's ops, and the
-share of MACs offloaded. Calls count once per call site; If/Loop bodies count once (not per trip)."""
+share of MACs offloaded."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping
+
+import numpy as np
 
 from ..ir import Function, Graph
 from ..ops import op_cost
@@ -15,7 +17,7 @@ class FunctionSummary:
     compiler: str
     ops: tuple[str, ...]          # primitive ops, composites expanded
     composites: tuple[str, ...]   # Composite names of the composite calls inside
-    calls: int
+    calls: int                    # static call sites
     macs_per_call: int
 
 
@@ -68,36 +70,46 @@ def _body(graph: Graph, scope: Mapping[str, Function]) -> tuple[list[str], list[
 
 
 def summarize(graph: Graph) -> PartitionSummary:
+    """MACs follow ``partition.models.stats.count_macs``: a loop counts its body once per trip of its
+    constant trip bound, an if its costlier branch. Op lists and call counts are static."""
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
     calls = {s: 0 for s in externals}
     host_ops: list[str] = []
-    host_macs = 0
 
-    def visit(g: Graph, scope: Mapping[str, Function]) -> None:
-        nonlocal host_macs
+    def visit(g: Graph, scope: Mapping[str, Function]) -> tuple[int, int]:
+        """(host MACs, offloaded MACs) of one run of ``g``."""
         scope = {**scope, **g.functions}
+        host = off = 0
         for n in g.nodes:
             sym = n.attrs.get("callee") if n.op == "call" else None
-            if sym in externals and sym in scope and scope[sym] is externals[sym]:
+            if sym in externals and scope.get(sym) is externals[sym]:
                 calls[sym] += 1
-                continue
-            if n.op == "call" and sym in scope:  # a plain function call: its ops run on the host
+                off += _body(externals[sym].graph, scope)[2]
+            elif n.op == "call" and sym in scope:  # a plain function: its ops run on the host
                 ops, _, macs = _body(scope[sym].graph, scope)
                 host_ops.extend(ops)
-                host_macs += macs
-                continue
-            host_ops.append(n.op)
-            host_macs += op_cost(n).macs
-            for sg in n.subgraphs():
-                visit(sg, scope)
+                host += macs
+            elif n.op == "loop":
+                host_ops.append(n.op)
+                trip = n.inputs[0].data
+                trips = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else 1
+                h, o = visit(n.attrs["body"], scope)
+                host, off = host + trips * h, off + trips * o
+            elif n.op == "if":
+                host_ops.append(n.op)
+                branches = [visit(n.attrs[k], scope) for k in ("then_branch", "else_branch")]
+                h, o = max(branches, key=sum)
+                host, off = host + h, off + o
+            else:
+                host_ops.append(n.op)
+                host += op_cost(n).macs
+        return host, off
 
-    visit(graph, {})
+    host_macs, off_macs = visit(graph, {})
     funcs = []
     off_ops = 0
-    off_macs = 0
     for s, f in externals.items():
         ops, comps, macs = _body(f.graph, graph.functions)
         funcs.append(FunctionSummary(s, str(f.attrs["Compiler"]), tuple(ops), tuple(comps), calls[s], macs))
         off_ops += len(ops) * calls[s]
-        off_macs += macs * calls[s]
     return PartitionSummary(tuple(funcs), tuple(host_ops), off_ops, host_macs + off_macs, off_macs)

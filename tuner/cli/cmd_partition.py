@@ -31,7 +31,7 @@ def _load(args):
     if args.model is not None:
         from partition import models
         return models.get(args.model)
-    from partition.onnx_import import load_onnx
+    from partition import load_onnx
     return load_onnx(args.onnx)
 
 
