@@ -1,0 +1,345 @@
+"""The sweep spec: a TOML or YAML file naming a base accelerator, the axes to vary, how to sample
+them, constraints, the models to tune on every point and the objective. See docs/SWEEPS.md.
+
+``load_spec(path)`` (or ``parse_spec(mapping, where=...)``) validates everything once and returns a
+frozen ``SweepSpec``; a bad key raises ``SpecError`` with one line naming it, e.g.
+``sweep spec s.toml: axes."array.rows"[2]: hardware.array.rows must be > 0, got 0``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from sim import HardwareConfig, HardwareError, load_hw
+
+OBJECTIVES = ("latency", "energy", "edp")
+SAMPLINGS = ("grid", "random")
+# Derived figures a constraint can bound, with how each is computed from a HardwareConfig.
+METRICS = {
+    "area_mm2": lambda hw: hw.area_mm2(),
+    "pes": lambda hw: float(hw.pes),
+    "sram_kib": lambda hw: hw.buffers.total_bytes / 1024,
+    "peak_gmacs": lambda hw: hw.peak_macs_per_s() / 1e9,
+    "dram_gb_per_s": lambda hw: hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
+}
+_TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "sampling", "axes",
+             "constraints", "models")
+_MAX_GRID = 10_000_000  # a grid larger than this is a typo, not a sweep anyone can run
+
+
+class SpecError(ValueError):
+    """A sweep spec that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One swept dimension. ``paths`` has several entries for tied fields (``"array.rows,array.cols"``
+    moves rows and cols together); every value is a tuple with one entry per path."""
+    key: str
+    paths: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class Constraint:
+    metric: str
+    bound: str  # 'max' or 'min'
+    limit: float
+
+    def ok(self, hw: HardwareConfig) -> bool:
+        v = METRICS[self.metric](hw)
+        return v <= self.limit if self.bound == "max" else v >= self.limit
+
+    @property
+    def key(self) -> str:
+        return f"{self.bound}_{self.metric}"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A built-in model (``name``) or an ONNX file (``onnx``, resolved against the spec's folder)."""
+    label: str
+    name: str | None
+    onnx: str | None
+    trials: int
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    name: str
+    description: str
+    base: str
+    base_hw: HardwareConfig = field(repr=False)
+    axes: tuple[Axis, ...]
+    sampling: str
+    count: int | None
+    seed: int
+    constraints: tuple[Constraint, ...]
+    models: tuple[ModelSpec, ...]
+    objective: str
+
+    @property
+    def grid_size(self) -> int:
+        return math.prod(len(a.values) for a in self.axes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved spec (ranges expanded, paths absolute, base config included), for writing
+        beside the results."""
+        return {
+            "name": self.name, "description": self.description, "base": self.base,
+            "base_hw": self.base_hw.to_dict(), "objective": self.objective, "seed": self.seed,
+            "sampling": {"method": self.sampling, "count": self.count},
+            "axes": {a.key: [list(v) if len(a.paths) > 1 else v[0] for v in a.values] for a in self.axes},
+            "constraints": {c.key: c.limit for c in self.constraints},
+            "models": [{"label": m.label, "name": m.name, "onnx": m.onnx, "trials": m.trials}
+                       for m in self.models],
+        }
+
+
+# ---------------------------------------------------------------------------------------- helpers
+def _int(where: str, v: Any, lo: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise SpecError(f"{where} must be an integer >= {lo}, got {v!r}")
+    return v
+
+
+def _num(where: str, v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise SpecError(f"{where} must be a finite number, got {v!r}")
+    return v
+
+
+def _str(where: str, v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise SpecError(f"{where} must be a non-empty string, got {v!r}")
+    return v
+
+
+def _table(where: str, v: Any) -> Mapping[str, Any]:
+    if not isinstance(v, Mapping):
+        raise SpecError(f"{where} must be a table, got {v!r}")
+    return v
+
+
+def _unknown(where: str, d: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    for k in d:
+        if k not in known:
+            raise SpecError(f"{where}{k} is not a known key (known: {', '.join(known)})")
+
+
+def _expand_range(where: str, r: Mapping[str, Any]) -> list[Any]:
+    """``{start, stop, step}`` (arithmetic) or ``{start, stop, factor}`` (geometric); stop is
+    included when it lands on the sequence."""
+    _unknown(f"{where}.", r, ("start", "stop", "step", "factor"))
+    for k in ("start", "stop"):
+        if k not in r:
+            raise SpecError(f"{where} is a range and needs '{k}' (and 'step' or 'factor')")
+    start, stop = _num(f"{where}.start", r["start"]), _num(f"{where}.stop", r["stop"])
+    if ("step" in r) == ("factor" in r):
+        raise SpecError(f"{where} needs exactly one of 'step' or 'factor'")
+    integral = all(isinstance(r[k], int) for k in r)
+    out: list[Any] = []
+    if "step" in r:
+        step = _num(f"{where}.step", r["step"])
+        if step <= 0 or stop < start:
+            raise SpecError(f"{where} needs step > 0 and stop >= start")
+        n = int(math.floor((stop - start) / step + 1e-9)) + 1
+        out = [start + i * step for i in range(n)]
+    else:
+        factor = _num(f"{where}.factor", r["factor"])
+        if factor <= 1 or start <= 0 or stop < start:
+            raise SpecError(f"{where} needs factor > 1, start > 0 and stop >= start")
+        v = start
+        while v <= stop * (1 + 1e-9):
+            out.append(v)
+            v = v * factor
+    if len(out) > 100_000:
+        raise SpecError(f"{where} expands to {len(out)} values; use a coarser step")
+    return [int(round(x)) if integral else float(x) for x in out]
+
+
+def _parse_axis(key: str, raw: Any, base: HardwareConfig) -> Axis:
+    where = f'axes."{key}"'
+    paths = tuple(p.strip() for p in key.split(","))
+    for p in paths:
+        if p.count(".") != 1 or not all(p.split(".")):
+            raise SpecError(f"{where}: '{p}' must look like section.field (e.g. array.rows)")
+    if len(set(paths)) != len(paths):
+        raise SpecError(f"{where} names a field twice")
+    if isinstance(raw, Mapping):
+        vals = _expand_range(where, raw)
+    elif isinstance(raw, list):
+        vals = list(raw)
+    else:
+        raise SpecError(f"{where} must be a list of values or a range table {{start, stop, step|factor}}, "
+                        f"got {raw!r}")
+    if not vals:
+        raise SpecError(f"{where} is empty")
+    tuples: list[tuple[Any, ...]] = []
+    for i, v in enumerate(vals):
+        if len(paths) > 1 and isinstance(v, list):
+            if len(v) != len(paths):
+                raise SpecError(f"{where}[{i}] must have {len(paths)} entries, one per field, got {v!r}")
+            t = tuple(v)
+        else:
+            t = (v,) * len(paths)
+        # Each value alone must make a valid machine: the error names the axis and the value's index.
+        try:
+            base.with_overrides(dict(zip(paths, (tuple(x) if isinstance(x, list) else x for x in t))))
+        except HardwareError as e:
+            raise SpecError(f"{where}[{i}]: {e}") from None
+        tuples.append(tuple(tuple(x) if isinstance(x, list) else x for x in t))
+    if len(set(map(_canon, tuples))) != len(tuples):
+        raise SpecError(f"{where} lists a value twice")
+    return Axis(key, paths, tuple(tuples))
+
+
+def _canon(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=list)
+
+
+def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise SpecError("models must be a non-empty list of tables ([[models]] with name = ... or onnx = ...)")
+    from partition import models as builtin
+    out: list[ModelSpec] = []
+    for i, m in enumerate(raw):
+        where = f"models[{i}]"
+        if isinstance(m, str):
+            m = {"name": m}
+        m = _table(where, m)
+        _unknown(f"{where}.", m, ("name", "onnx", "trials", "label"))
+        if ("name" in m) == ("onnx" in m):
+            raise SpecError(f"{where} needs exactly one of 'name' (a built-in model) or 'onnx' (a file)")
+        trials = _int(f"{where}.trials", m.get("trials", default_trials), 0)
+        if "name" in m:
+            name = _str(f"{where}.name", m["name"])
+            try:
+                builtin.info(name)
+            except ValueError as e:
+                raise SpecError(f"{where}.name: {e}") from None
+            out.append(ModelSpec(_str(f"{where}.label", m.get("label", name)), name, None, trials))
+        else:
+            p = Path(_str(f"{where}.onnx", m["onnx"]))
+            p = p if p.is_absolute() else (root / p)
+            if not p.is_file():
+                raise SpecError(f"{where}.onnx: no file {p}")
+            out.append(ModelSpec(_str(f"{where}.label", m.get("label", p.stem)), None, str(p.resolve()), trials))
+    labels = [m.label for m in out]
+    for lab in labels:
+        if labels.count(lab) > 1:
+            raise SpecError(f"models: label '{lab}' appears twice (give one a 'label')")
+    return tuple(out)
+
+
+def _parse_constraints(raw: Any) -> tuple[Constraint, ...]:
+    d = _table("constraints", raw)
+    out = []
+    known = tuple(f"{b}_{m}" for m in METRICS for b in ("max", "min"))
+    for k, v in d.items():
+        bound, _, metric = k.partition("_")
+        if bound not in ("max", "min") or metric not in METRICS:
+            raise SpecError(f"constraints.{k} is not a known key (known: {', '.join(known)})")
+        out.append(Constraint(metric, bound, float(_num(f"constraints.{k}", v))))
+    return tuple(out)
+
+
+def _flatten_axes(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``[axes.array] rows = [...]`` and ``"array.rows" = [...]`` both give the key array.rows."""
+    flat: dict[str, Any] = {}
+    for k, v in raw.items():
+        if isinstance(v, Mapping) and "." not in k and "," not in k and not ({"start", "stop"} & set(v)):
+            for kk, vv in v.items():
+                flat[f"{k}.{kk}"] = vv
+        else:
+            flat[k] = v
+    return flat
+
+
+# ---------------------------------------------------------------------------------------- entry points
+def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
+    """Validate a spec already read into a mapping; relative paths resolve against ``root``."""
+    root = Path(root)
+    d = _table("the spec", d)
+    _unknown("", d, _TOP_KEYS)
+    name = _str("name", d.get("name", "sweep"))
+    description = d.get("description", "")
+    if not isinstance(description, str):
+        raise SpecError(f"description must be a string, got {description!r}")
+    base = _str("base", d.get("base", ""))
+    base_path = root / base
+    try:
+        base_hw = load_hw(str(base_path) if base_path.is_file() else base)
+    except HardwareError as e:
+        raise SpecError(f"base: {e}") from None
+    objective = d.get("objective", "latency")
+    if objective not in OBJECTIVES:
+        raise SpecError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    seed = _int("seed", d.get("seed", 0), 0)
+    trials = _int("trials", d.get("trials", 64), 0)
+
+    samp = d.get("sampling", {"method": "grid"})
+    if isinstance(samp, str):
+        samp = {"method": samp}
+    samp = _table("sampling", samp)
+    _unknown("sampling.", samp, ("method", "count"))
+    method = samp.get("method", "grid")
+    if method not in SAMPLINGS:
+        raise SpecError(f"sampling.method must be one of {', '.join(SAMPLINGS)}, got {method!r}")
+    count = samp.get("count")
+    if count is not None:
+        count = _int("sampling.count", count, 1)
+    if method == "random" and count is None:
+        raise SpecError("sampling.count is required with sampling.method = \"random\"")
+
+    raw_axes = _flatten_axes(_table("axes", d.get("axes", {})))
+    axes = tuple(_parse_axis(k, v, base_hw) for k, v in raw_axes.items())
+    seen: dict[str, str] = {}
+    for a in axes:
+        for p in a.paths:
+            if p in seen:
+                raise SpecError(f'axes."{a.key}" sets {p}, which axes."{seen[p]}" already sets')
+            seen[p] = a.key
+    size = math.prod(len(a.values) for a in axes)
+    if size > _MAX_GRID:
+        raise SpecError(f"axes span {size:,} points (more than {_MAX_GRID:,}); narrow an axis")
+    if method == "grid" and count is not None and count < size:
+        raise SpecError(f"sampling.count = {count} is below the grid's {size} points; "
+                        f"use method = \"random\" to draw a subset")
+    constraints = _parse_constraints(d.get("constraints", {}))
+    models = _parse_models(d.get("models"), trials, root)
+    return SweepSpec(name, description, base, base_hw, axes, method, count, seed, constraints, models,
+                     objective)
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a TOML (.toml) or YAML (.yaml/.yml) spec; JSON (.json) works too."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise SpecError(f"cannot read sweep spec {p}: {e.strerror}") from None
+    suffix = p.suffix.lower()
+    try:
+        if suffix == ".toml":
+            import tomllib
+            d = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+            d = yaml.safe_load(text)
+        elif suffix == ".json":
+            d = json.loads(text)
+        else:
+            raise SpecError(f"sweep spec {p} must end in .toml, .yaml, .yml or .json")
+    except SpecError:
+        raise
+    except Exception as e:  # three parsers' errors, each turned into one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SpecError(f"cannot parse sweep spec {p}: {first}") from None
+    try:
+        return parse_spec(d, root=p.resolve().parent)
+    except SpecError as e:
+        raise SpecError(f"sweep spec {p.name}: {e}") from None
