@@ -5,9 +5,14 @@ from .interpreter import Interpreter, InterpretError, interpret
 from .serialize import SerializeError, graph_from_json, graph_hash, graph_to_json
 from .packed import PackedFormatError, PackedModule, read_packed, write_packed
 from .onnx_import import OnnxImportError, load_onnx
+from . import targets
+from .targets import Target, TargetError, build_target
+from .byoc import PartitionError, candidate_regions, partition_for, summarize
 
 __all__ = ["Graph", "Node", "Value", "TensorType", "Function", "IRError", "clone_graph",
            "Interpreter", "InterpretError", "interpret",
            "SerializeError", "graph_to_json", "graph_from_json", "graph_hash",
            "PackedFormatError", "PackedModule", "read_packed", "write_packed",
-           "OnnxImportError", "load_onnx"]
+           "OnnxImportError", "load_onnx",
+           "targets", "Target", "TargetError", "build_target",
+           "PartitionError", "partition_for", "candidate_regions", "summarize"]
