@@ -82,6 +82,9 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
         external_member(sym)
     fields = _check_manifest_fields(manifest_fields, externals)
 
+    given = {s: e["function"] for s, e in externals.items() if isinstance(e.get("function"), Function)}
+    _check_calls(host_graph, frozenset(externals), given)
+
     host_doc, host_params = graph_to_json(_without_functions(host_graph, externals))
     _merge_params(params, host_params, GRAPH)
     order = list(host_graph.functions)
@@ -143,6 +146,24 @@ def external_member(symbol: str) -> str:
     return f"{EXTERNAL_DIR}{symbol}.json"
 
 
+def _check_calls(host: Graph, externals: frozenset, given: Mapping[str, Function]) -> None:
+    """Every call must resolve in its scope (the graph's own functions, its enclosing graphs', or
+    an external symbol), as the interpreter resolves it; a dangling callee is a broken plan."""
+    def walk(g: Graph, scope: frozenset, where: str) -> None:
+        scope = scope | frozenset(g.functions)
+        for n in g.nodes:
+            if n.op == "call" and n.attrs.get("callee") not in scope:
+                raise PackedFormatError(f"{GRAPH}: {where} node {n.name!r} calls @{n.attrs.get('callee')}, "
+                                        f"which is neither a function in scope nor an external")
+            for sg in n.subgraphs():
+                walk(sg, scope, f"{where} > {n.name}")
+        for sym, fn in g.functions.items():
+            walk(fn.graph, scope, f"@{sym}")
+    walk(host, externals, f"graph {host.name!r}")
+    for sym, fn in given.items():
+        walk(fn.graph, externals | frozenset(host.functions), f"@{sym}")
+
+
 def _without_functions(g: Graph, drop: Mapping[str, Any]) -> Graph:
     """A shallow view of ``g`` minus the external functions (they go to their own members)."""
     view = Graph(g.name)
@@ -158,10 +179,16 @@ def _ordered_functions(local: list[dict], order: list[str], externals: Mapping) 
 
 
 def _check_manifest_fields(fields: Mapping[str, Any], externals: Mapping) -> dict:
-    where = MANIFEST
     reserved = {"format_version", "producer", "producer_version", "externals", "members"}
     clash = sorted(reserved & set(fields))
-    _w(not clash, f"{where}: field(s) {', '.join(clash)} are written by write_packed, not given")
+    _w(not clash, f"{MANIFEST}: field(s) {', '.join(clash)} are written by write_packed, not given")
+    _check_manifest_content(fields, externals)
+    return dict(fields)
+
+
+def _check_manifest_content(fields: Mapping[str, Any], externals: Mapping) -> None:
+    """The provenance and cost fields, checked when writing and again when reading."""
+    where = MANIFEST
     for k in ("model", "hardware", "objective", "predicted"):
         _w(k in fields, f"{where}: manifest_fields needs '{k}'")
     model = fields["model"]
@@ -182,15 +209,16 @@ def _check_manifest_fields(fields: Mapping[str, Any], externals: Mapping) -> dic
     for sym, c in per_fn.items():
         _w(isinstance(c, Mapping) and _finite(c.get("latency_s")) and _finite(c.get("energy_j")),
            f"{where}: predicted.functions.{sym} needs finite latency_s and energy_j")
-    return dict(fields)
 
 
-def _check_external_doc(doc: dict, sym: str, member: str) -> None:
+def _check_external_doc(doc: dict, sym: str, member: str, kernels: set[str] | None = None) -> None:
+    """``kernels``: node names of the function body, when the body is already decoded."""
     _w(isinstance(doc["function"], Mapping), f"{member}: function must be a Function or its JSON object")
     for k in ("schedules", "buffer_plan", "codegen"):
-        _w(isinstance(doc[k], Mapping), f"{member}: {k} must be an object")
-    nodes = {n.get("name") for n in doc["function"].get("graph", {}).get("nodes", [])}
-    unknown = sorted(set(doc["schedules"]) - nodes)
+        _w(isinstance(doc.get(k), Mapping), f"{member}: {k} must be an object")
+    if kernels is None:
+        kernels = {n.get("name") for n in doc["function"].get("graph", {}).get("nodes", [])}
+    unknown = sorted(set(doc["schedules"]) - kernels)
     _w(not unknown, f"{member}: schedules name kernel(s) {', '.join(unknown)} that are not nodes of @{sym}")
 
 
@@ -305,7 +333,14 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         host_doc = _parse_json(raw[GRAPH], GRAPH)
         ext_docs = {sym: _parse_json(raw[m], m) for sym, m in manifest["externals"].items()}
 
-    return _assemble(manifest, host_doc, ext_docs, params)
+    try:
+        return _assemble(manifest, host_doc, ext_docs, params)
+    except PackedFormatError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as e:
+        # Every field is checked where it is used; this keeps a shape of malformed document that
+        # slipped past those checks a one-line error too, never a traceback.
+        raise PackedFormatError(f"{label}: malformed graph document ({type(e).__name__}: {e})") from None
 
 
 def _check_directory(zf: zipfile.ZipFile, label: str, max_member: int, max_total: int) -> dict:
@@ -365,6 +400,8 @@ def _parse_json(data: bytes, member: str) -> Any:
         raise PackedFormatError(f"{member}: not UTF-8 text: {e}") from None
     except ValueError as e:
         raise PackedFormatError(f"{member}: invalid JSON: {e}") from None
+    except RecursionError:
+        raise PackedFormatError(f"{member}: JSON nested too deeply") from None
 
 
 def parse_version(v: Any) -> tuple[int, int]:
@@ -396,6 +433,7 @@ def _check_manifest(m: Any) -> None:
         except PackedFormatError as e:
             raise PackedFormatError(f"{MANIFEST}: {e}") from None
         _r(member == want, f"{MANIFEST}: external @{sym} must live in {want}, not {member!r}")
+    _check_manifest_content(m, ext)
 
 
 def _load_npz(data: bytes, max_member: int, max_total: int) -> dict[str, np.ndarray]:
@@ -438,6 +476,9 @@ def _load_npz(data: bytes, max_member: int, max_total: int) -> dict[str, np.ndar
 def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
               params: dict[str, np.ndarray]) -> PackedModule:
     _r(isinstance(host_doc, dict), f"{GRAPH}: expected a JSON object")
+    _r(isinstance(host_doc.get("functions"), list)
+       and all(isinstance(f, dict) and isinstance(f.get("symbol"), str) for f in host_doc["functions"]),
+       f"{GRAPH}: functions must be an array of objects, each with a string symbol")
     local, external_refs = [], []
     for f in host_doc.get("functions", []):
         if isinstance(f, dict) and "external" in f:
@@ -465,6 +506,7 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
             fns[sym] = function_from_json(doc["function"], params, f"@{sym}")
         except SerializeError as e:
             raise PackedFormatError(f"{member}: {e}") from None
+        _check_external_doc(doc, sym, member, {n.name for n in fns[sym].graph.nodes})
     # Rebuild functions in the written order so the host graph prints as it did before export.
     merged = dict(host.functions)
     host.functions = {}

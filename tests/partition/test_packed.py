@@ -351,6 +351,67 @@ def test_corrupt_graph_json_names_member_and_node(plan, tmp_path):
     assert _error(p).startswith("graph.json: invalid JSON: ")
 
 
+def _paths(doc, prefix=()):
+    """Every (container, key) location in a JSON document."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield doc, k
+            yield from _paths(v)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield doc, i
+            yield from _paths(v)
+
+
+JUNK = [None, 0, -1, 1.5, "", "ghost", [], {}, [1, 2], {"$graph": 3}, {"$list": 1}, {"$scalar": {"dtype": "O", "value": 1}},
+        {"name": 1}, True, 10 ** 30]
+
+
+@pytest.mark.parametrize("member", ["graph.json", "external/npu_main_0.json", "manifest.json"])
+def test_mutated_documents_give_one_line_errors_never_tracebacks(plan, tmp_path, member):
+    """Replace one location of a document (hashes recomputed) with junk, many times: the reader
+    either still loads a consistent module or raises PackedFormatError; nothing else escapes."""
+    rng = np.random.default_rng(7)
+    base = _members(plan)
+    doc = json.loads(base[member])
+    n_paths = sum(1 for _ in _paths(doc))
+    outcomes = {"error": 0, "loaded": 0}
+    p = tmp_path / "fz.zip"
+    for trial in range(40):
+        d = json.loads(base[member])
+        container, key = list(_paths(d))[int(rng.integers(n_paths))]
+        container[key] = JUNK[int(rng.integers(len(JUNK)))]
+        members = dict(base)
+        members[member] = json.dumps(d).encode()
+        if member != "manifest.json":  # keep the hash right so the document itself is parsed
+            m = json.loads(members["manifest.json"])
+            m["members"][member]["sha256"] = hashlib.sha256(members[member]).hexdigest()
+            m["members"][member]["size"] = len(members[member])
+            members["manifest.json"] = json.dumps(m).encode()
+        with zipfile.ZipFile(p, "w") as zf:
+            for n, data in members.items():
+                zf.writestr(n, data)
+        try:
+            read_packed(p)
+            outcomes["loaded"] += 1
+        except PackedFormatError as e:
+            assert "\n" not in str(e)
+            outcomes["error"] += 1
+    assert outcomes["error"] > 10
+
+
+def test_dangling_call_is_refused_at_write(tmp_path):
+    host = partitioned_model()
+    host.node_by_name("call").attrs["callee"] = "npu_main_9"
+    with pytest.raises(PackedFormatError, match=r"node 'call' calls @npu_main_9, which is neither"):
+        write_plan(tmp_path / "x.zip", host_graph=host)
+
+
+def test_manifest_costs_are_checked_on_read(plan, tmp_path):
+    p = _rewrite(plan, tmp_path, manifest_edit=lambda m: m["predicted"]["functions"].clear())
+    assert _error(p) == "manifest.json: predicted.functions lacks external(s) npu_main_0"
+
+
 def test_missing_file():
     assert _error("/nonexistent/plan.zip") == "/nonexistent/plan.zip: no such file"
 
