@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
+
 from .ir import IRError, Node, Value
 
 
@@ -63,7 +65,6 @@ class Pattern:
         return Constrained(self, pred, f"shape {list(want)}")
 
     def has_dtype(self, *dtypes: str) -> "Pattern":
-        import numpy as np
         want = frozenset(np.dtype(d).name for d in dtypes)
         return Constrained(self, lambda v: v.dtype in want, f"dtype in {sorted(want)}")
 
