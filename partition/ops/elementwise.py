@@ -26,7 +26,7 @@ from .base import OpDef, broadcast_shapes, check, elementwise_cost
 _FLOPS = {
     "erf": 5,
     "tanh": 5,
-    "sigmoid": 7,       # neg, exp (5), add, div -> 8 counted as 7 (neg folds into exp)
+    "sigmoid": 7,       # exp(-x) (5), add, div
     "silu": 8,          # sigmoid + mul
     "gelu": 9,          # exact: mul by 1/sqrt2, erf (5), add, mul, mul
     "gelu_tanh": 12,    # x^3 (2), mul-add (2), mul, tanh (5), add, mul
@@ -79,7 +79,8 @@ def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         # ONNX (C semantics) truncates toward zero; numpy's // floors.
         q = np.abs(a) // np.abs(b)
         return np.where((a < 0) != (b < 0), -q, q)
-    return a / b
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf/nan as IEEE (and ORT) give them
+        return a / b
 
 
 def _pow_infer(ins, attrs, ctx):
