@@ -124,7 +124,8 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
         "key": eval_key(point.key, settings.blob()), "point": point.key, "index": point.index,
         "params": point.params(), "hw_fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2(),
         "pes": hw.pes, "sram_kib": hw.buffers.total_bytes / 1024,
-        "peak_gmacs": hw.peak_macs_per_s() / 1e9, "models": {}, "error": None}
+        "peak_gmacs": hw.peak_macs_per_s() / 1e9, "clock_mhz": hw.clock.freq_mhz,
+        "dram_gb_per_s": hw.dram.bytes_per_cycle * hw.clock_hz / 1e9, "models": {}, "error": None}
     try:
         for m in settings.models:
             g = model_graph(m, state)

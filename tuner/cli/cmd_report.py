@@ -1,0 +1,29 @@
+"""accel-tune report: one self-contained HTML report of a sweep folder."""
+from __future__ import annotations
+
+import argparse
+
+from tuner.cli import print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("report", help="write an offline HTML report (Pareto, breakdowns, roofline) of a sweep",
+                       description="Read a sweep output folder and write one HTML file with the figures "
+                                   "embedded (opens offline): Pareto scatter, latency/energy breakdown of "
+                                   "the best points, roofline of tuned kernels, search efficiency, tables.")
+    p.add_argument("dir", metavar="DIR", help="a folder written by accel-tune sweep")
+    p.add_argument("-o", "--out", metavar="HTML", help="report file (default DIR/report.html)")
+    p.add_argument("--json", action="store_true", help="print {path, points, pareto, figures}")
+    return p
+
+
+def run(args) -> int:
+    from tuner.sweep.report import report_dir
+    path, rep = report_dir(args.dir, args.out)
+    if args.json:
+        print_json({"path": str(path), "points": rep.points, "pareto": list(rep.pareto),
+                    "figures": [f.id for f in rep.figures], "bytes": len(rep.html)})
+    else:
+        print(f"wrote {path}: {rep.points} points, {len(rep.pareto)} on the Pareto front, "
+              f"figures: {', '.join(f.id for f in rep.figures)}")
+    return 0
