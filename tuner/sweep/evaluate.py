@@ -26,10 +26,12 @@ class EvalSettings:
     objective: str
     seed: int
     out_dir: str  # where shared tuning records live (<out_dir>/records/)
+    share_cost_model: bool = True
 
     def blob(self) -> str:
         return json.dumps({"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
-                           "objective": self.objective, "seed": self.seed}, sort_keys=True)
+                           "objective": self.objective, "seed": self.seed,
+                           "share_cost_model": self.share_cost_model}, sort_keys=True)
 
 
 @dataclass
@@ -64,40 +66,76 @@ def model_graph(m: ModelSpec, state: WorkerState):
     return state.graphs[m.label]
 
 
-def _summary(plan: Any) -> dict[str, Any]:
-    s = plan.summary()
-    if isinstance(s, str):
-        return {"text": s}
-    return json.loads(json.dumps(s, default=_jsonable))
+def _finite(x: Any) -> Any:
+    """JSON-safe copy: numpy scalars to Python, non-finite floats to None."""
+    import math
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
 
 
-def _jsonable(o: Any) -> Any:
-    import numpy as np
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    return str(o)
+def breakdown(cost) -> dict[str, dict[str, float]]:
+    """Latency and energy of one inference by component (a ``tuner.costing.Cost``)."""
+    return {"host": {"latency_s": cost.host_s, "energy_j": cost.host_j},
+            "link": {"latency_s": cost.link_s, "energy_j": cost.link_j},
+            "launch": {"latency_s": cost.launch_s, "energy_j": 0.0},
+            "accelerator": {"latency_s": cost.device_s, "energy_j": cost.device_j}}
+
+
+def kernel_rows(plan: Any, hw) -> list[dict[str, Any]]:
+    """One entry per unique tuned kernel: op, MACs, DRAM bytes under its schedule (analytical
+    model), tuned cycles and calls per inference; what a roofline plot needs."""
+    import sim
+    from tuner.costing import kernel_workload
+    out: dict[str, dict[str, Any]] = {}
+    for sym, fc in plan.cost.functions.items():
+        fn = plan.graph.functions.get(sym)
+        if fn is None:
+            continue
+        scope = {**plan.graph.functions, **fn.graph.functions}
+        nodes = {n.name: n for n in fn.graph.nodes}
+        for k in fc.kernels:
+            if k.workload in out:
+                out[k.workload]["calls"] += fc.calls
+                continue
+            try:
+                wl = kernel_workload(nodes[k.name], scope)
+                rep = sim.simulate(wl, hw, sim.Schedule.from_dict(k.schedule))
+            except (KeyError, ValueError):
+                continue  # a kernel the analytical model cannot re-cost is left off the roofline
+            out[k.workload] = {"workload": k.workload, "op": k.op, "macs": int(wl.macs),
+                               "dram_bytes": int(rep.dram_bytes), "cycles": int(k.cycles),
+                               "roofline_fraction": float(k.roofline_fraction), "calls": float(fc.calls)}
+    return list(out.values())
 
 
 def plan_metrics(plan: Any, macs: int, hw) -> dict[str, Any]:
     """The figures of one tuned plan that a sweep row keeps."""
     lat, en = float(plan.latency_s), float(plan.energy_j)
-    out = {"latency_s": lat, "energy_j": en, "edp": lat * en,
-           # Achieved fraction of the array's peak over the whole model, host time included.
-           "utilization": macs / (hw.peak_macs_per_s() * lat) if lat > 0 else 0.0,
-           "macs": int(macs)}
-    bd = getattr(plan, "breakdown", None)
-    if bd is not None:
-        out["breakdown"] = json.loads(json.dumps(bd() if callable(bd) else bd, default=_jsonable))
-    out["summary"] = _summary(plan)
-    for name in ("measurements", "kernels", "history", "baselines"):
-        v = getattr(plan, name, None)
-        if v is not None and not callable(v):
-            out[name] = json.loads(json.dumps(v, default=_jsonable))
-    return out
+    s = plan.summary()
+    part = s.get("partition", {})
+    return _finite({
+        "latency_s": lat, "energy_j": en, "edp": lat * en,
+        # Achieved fraction of the array's peak over the whole model, host time included.
+        "utilization": macs / (hw.peak_macs_per_s() * lat) if lat > 0 else 0.0,
+        "macs": int(macs),
+        "measurements": int(sum(t.trials for t in plan.tasks)),
+        "breakdown": breakdown(plan.cost.total),
+        "kernels": kernel_rows(plan, hw),
+        "summary": {"offloaded_units": part.get("offloaded"), "units": part.get("units"),
+                    "functions": len(part.get("functions", [])),
+                    "candidate_regions": part.get("candidate_regions"),
+                    **{f"{k}_latency_s": v["latency_s"] for k, v in s.get("baselines", {}).items()},
+                    **{f"{k}_energy_j": v["energy_j"] for k, v in s.get("baselines", {}).items()},
+                    **{f"search_{k}": v for k, v in s.get("search", {}).items()
+                       if isinstance(v, (int, float, str)) and not isinstance(v, bool)}},
+    })
 
 
 def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, state: WorkerState, log: Path):
@@ -135,7 +173,7 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
             res["tune_s"] = time.perf_counter() - t1
             row["models"][m.label] = res
             cm = getattr(plan, "cost_model", None)
-            if cm is not None:
+            if cm is not None and settings.share_cost_model:
                 state.cost_model = cm
     except ValueError as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -25,8 +25,8 @@ METRICS = {
     "peak_gmacs": lambda hw: hw.peak_macs_per_s() / 1e9,
     "dram_gb_per_s": lambda hw: hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
 }
-_TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "sampling", "axes",
-             "constraints", "models")
+_TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "share_cost_model",
+             "sampling", "axes", "constraints", "models")
 _MAX_GRID = 10_000_000  # a grid larger than this is a typo, not a sweep anyone can run
 
 
@@ -80,6 +80,9 @@ class SweepSpec:
     constraints: tuple[Constraint, ...]
     models: tuple[ModelSpec, ...]
     objective: str
+    # A worker's cost model carries over between its points (faster; results then depend on which
+    # points a worker saw before). False: every point tunes from scratch, order-independent.
+    share_cost_model: bool = True
 
     @property
     def grid_size(self) -> int:
@@ -91,6 +94,7 @@ class SweepSpec:
         return {
             "name": self.name, "description": self.description, "base": self.base,
             "base_hw": self.base_hw.to_dict(), "objective": self.objective, "seed": self.seed,
+            "share_cost_model": self.share_cost_model,
             "sampling": {"method": self.sampling, "count": self.count},
             "axes": {a.key: [list(v) if len(a.paths) > 1 else v[0] for v in a.values] for a in self.axes},
             "constraints": {c.key: c.limit for c in self.constraints},
@@ -280,6 +284,9 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
         raise SpecError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     seed = _int("seed", d.get("seed", 0), 0)
     trials = _int("trials", d.get("trials", 64), 0)
+    share = d.get("share_cost_model", True)
+    if not isinstance(share, bool):
+        raise SpecError(f"share_cost_model must be true or false, got {share!r}")
 
     samp = d.get("sampling", {"method": "grid"})
     if isinstance(samp, str):
@@ -312,7 +319,7 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
     constraints = _parse_constraints(d.get("constraints", {}))
     models = _parse_models(d.get("models"), trials, root)
     return SweepSpec(name, description, base, base_hw, axes, method, count, seed, constraints, models,
-                     objective)
+                     objective, share)
 
 
 def load_spec(path: str | Path) -> SweepSpec:
