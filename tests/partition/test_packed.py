@@ -152,6 +152,35 @@ def test_params_are_little_endian_c_order_npy(tmp_path):
     np.testing.assert_array_equal(read_packed(p).params["wd"], WD)
 
 
+def _data_offset(blob: bytes, info: zipfile.ZipInfo) -> int:
+    """Where a stored member's bytes start: after its local header (whose extra field may differ
+    in length from the central directory's)."""
+    h = info.header_offset
+    return h + 30 + int.from_bytes(blob[h + 26:h + 28], "little") + int.from_bytes(blob[h + 28:h + 30], "little")
+
+
+def test_arrays_can_be_memory_mapped_from_the_archive(plan):
+    """The format's promise to runtimes: params.npz and its entries are stored, so an array is a
+    contiguous byte range of the archive file."""
+    blob = plan.read_bytes()
+    with zipfile.ZipFile(plan) as zf:
+        outer = zf.getinfo("params.npz")
+        assert outer.compress_type == zipfile.ZIP_STORED
+        npz_start = _data_offset(blob, outer)
+        npz = blob[npz_start:npz_start + outer.file_size]
+    with zipfile.ZipFile(io.BytesIO(npz)) as inner:
+        info = inner.getinfo("wd.npy")
+        assert info.compress_type == zipfile.ZIP_STORED
+        npy_start = _data_offset(npz, info)
+    f = io.BytesIO(npz[npy_start:])
+    version = np.lib.format.read_magic(f)
+    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = read_header(f)
+    mm = np.memmap(plan, dtype=dtype, mode="r", offset=npz_start + npy_start + f.tell(), shape=shape)
+    assert not fortran
+    np.testing.assert_array_equal(mm, WD)
+
+
 def test_external_given_as_function_or_json(tmp_path):
     host = partitioned_model()
     fn = host.functions["npu_main_0"]
