@@ -102,32 +102,45 @@ def _pick(idx, a, b, c):
 
 
 # ---------------------------------------------------------------------------- cost terms
-def compute_cycles(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk):
-    """Cycles the PE array is busy, all groups. os pays rows+cols-2 fill/drain per fold; ws and is
-    pay 2*rows+cols-2 (the stationary operand is preloaded through the rows)."""
+def compute_cycles(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk, order=0):
+    """Cycles the PE array is busy, all groups. A fold (one set of stationary data in the PEs)
+    costs its temporal length plus a fill/drain: rows+cols-2 for os, 2*rows+cols-2 for ws and is
+    (the stationary operand is first preloaded through the rows). Without ``fold_overlap`` every
+    fold pays its own fill/drain (SCALE-Sim); with it, one per tile. When a tile is a single fold
+    and the temporal loop is the innermost tile loop, consecutive tiles keep the same stationary
+    data and stream on without a new fill/drain."""
     ra, ca = hw.array.rows, hw.array.cols
     row, col, tmp = spatial_dims(df, transposed)
     dims = (geo.m, geo.n, geo.k)
     tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k))
-    d_row = _pick(row, *dims)
-    t_row = _pick(row, *tiles)
-    d_col = _pick(col, *dims)
-    t_col = _pick(col, *tiles)
-    d_tmp = _pick(tmp, *dims)
-    t_tmp = _pick(tmp, *tiles)
+    d_row, t_row = _pick(row, *dims), _pick(row, *tiles)
+    d_col, t_col = _pick(col, *dims), _pick(col, *tiles)
+    d_tmp, t_tmp = _pick(tmp, *dims), _pick(tmp, *tiles)
     f_row = folds_v(d_row, t_row, ra)
     f_col = folds_v(d_col, t_col, ca)
-    n_tmp = cdiv(d_tmp, t_tmp)
+    nt_row, nt_col, nt_tmp = cdiv(d_row, t_row), cdiv(d_col, t_col), cdiv(d_tmp, t_tmp)
     ovh = np.where(df == _OS, ra + ca - 2, 2 * ra + ca - 2)
+    streams = streams_on(order, row, col, tmp, nt_row, nt_col, nt_tmp, t_row <= ra, t_col <= ca)
     if hw.array.fold_overlap:
-        n_tiles = cdiv(d_row, t_row) * cdiv(d_col, t_col) * n_tmp
-        per_group = f_row * f_col * d_tmp + n_tiles * ovh
+        fills = np.where(streams, nt_row * nt_col, nt_row * nt_col * nt_tmp)
     else:
-        per_group = f_row * f_col * (d_tmp + n_tmp * ovh)
+        fills = np.where(streams, f_row * f_col, f_row * f_col * nt_tmp)
+    per_group = f_row * f_col * d_tmp + fills * ovh
     cycles = group_repeats(geo, hw, df, transposed, tm, tn, tk) * per_group
     # The array reads rows + cols words a cycle from SRAM; a narrower SRAM port slows it down.
     slow = max(1.0, (ra + ca) * hw.array.word_bytes / hw.buffers.sram_bytes_per_cycle)
     return np.ceil(cycles * slow) if slow > 1.0 else cycles
+
+
+def streams_on(order, row, col, tmp, nt_row, nt_col, nt_tmp, row_fits, col_fits):
+    """True where consecutive temporal tiles reuse the stationary data already in the array: each
+    tile is one fold and no loop with more than one trip runs inside the temporal loop."""
+    pos = _POS[order]
+    at = lambda d: _pick(d, pos[..., 0], pos[..., 1], pos[..., 2])  # noqa: E731
+    p_row = np.where(nt_row > 1, at(row), -1)
+    p_col = np.where(nt_col > 1, at(col), -1)
+    inner = (np.maximum(p_row, p_col) < at(tmp)) | (nt_tmp == 1)
+    return row_fits & col_fits & inner
 
 
 def group_repeats(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk):
@@ -253,7 +266,7 @@ def evaluate_mac(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> dict[st
     geo = Geometry.of(wl)
     wb = hw.array.word_bytes
     tm, tn, tk = s.tile_m, s.tile_n, s.tile_k
-    comp = compute_cycles(geo, hw, s.dataflow, s.transposed, tm, tn, tk)
+    comp = compute_cycles(geo, hw, s.dataflow, s.transposed, tm, tn, tk, s.order)
     out_elems = geo.g * geo.m * geo.n
     vec = vector_cycles(hw, out_elems, wl.epilogue)
     # An unfused epilogue op is a separate vector pass: it reads and writes the output again.

@@ -88,7 +88,15 @@ def simulate_mac(wl: Workload, hw: HardwareConfig, s: Schedule) -> dict:
     s_row, s_col, s_tmp = sizes[row], sizes[col], sizes[tmp]
     f = cdiv(s_row, ra) * cdiv(s_col, ca)
     ovh = (ra + ca - 2) if s.dataflow == "os" else (2 * ra + ca - 2)
-    comp = f * s_tmp + ovh if hw.array.fold_overlap else f * (s_tmp + ovh)
+    # Tiles of one fold whose stationary tile equals the previous one stream on (no new fill).
+    idx = (im, in_, ik)
+    same_stationary = np.zeros(n, dtype=bool)
+    if n > 1:
+        dims = (geo.m, geo.n, geo.k)
+        one_fold = min(s.tiles[row], dims[row]) <= ra and min(s.tiles[col], dims[col]) <= ca
+        same_stationary[1:] = (idx[row][1:] == idx[row][:-1]) & (idx[col][1:] == idx[col][:-1]) & one_fold
+    fills = np.where(same_stationary, 0, 1 if hw.array.fold_overlap else f)
+    comp = f * s_tmp + fills * ovh
     repeats = int(group_repeats(geo, hw, np.int64(df), np.bool_(s.transposed), s.tile_m, s.tile_n, s.tile_k))
     gpr = geo.g / repeats  # groups per repeat (the data each tile moves)
     slow = max(1.0, (ra + ca) * wb / hw.buffers.sram_bytes_per_cycle)

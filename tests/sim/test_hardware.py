@@ -1,0 +1,116 @@
+import json
+
+import pytest
+
+import sim
+from sim.hardware import HardwareConfig, HardwareError, load_hw
+
+
+def test_every_preset_loads_and_has_a_distinct_fingerprint():
+    names = sim.presets.names()
+    assert {"scalesim-32x32-os", "edge-npu", "tpu-v1-like", "eyeriss-like", "cloud-npu"} <= set(names)
+    fps = {load_hw(n).fingerprint() for n in names}
+    assert len(fps) == len(names)
+
+
+def test_tpu_preset_numbers():
+    hw = load_hw("tpu-v1-like")
+    assert (hw.array.rows, hw.array.cols, hw.array.dataflows) == (256, 256, ("ws",))
+    assert hw.clock.freq_mhz == 700.0
+    assert hw.buffers.unified and hw.buffers.unified_bytes >= 24 * 2**20
+
+
+@pytest.mark.parametrize("path,value,msg", [
+    ("buffers.ifmap_bytes", -4, "hardware.buffers.ifmap_bytes must be >= 0, got -4"),
+    ("array.rows", 0, "hardware.array.rows must be > 0, got 0"),
+    ("array.rows", 2.5, "hardware.array.rows must be an integer, got 2.5"),
+    ("dram.bytes_per_cycle", "fast", "hardware.dram.bytes_per_cycle must be a number, got 'fast'"),
+    ("array.mac_dtype", "int3", "hardware.array.mac_dtype must be one of"),
+    ("array.fold_overlap", 1, "hardware.array.fold_overlap must be true or false, got 1"),
+    ("array.dataflows", ["ws", "rs"], "hardware.array.dataflows must be a list drawn from ws, os, is"),
+])
+def test_bad_values_give_one_line_naming_field_and_rule(path, value, msg):
+    with pytest.raises(HardwareError) as e:
+        load_hw("edge-npu").with_overrides({path: value})
+    assert str(e.value).startswith(msg)
+    assert "\n" not in str(e.value)
+
+
+def test_per_operand_buffers_must_be_positive_without_unified():
+    with pytest.raises(HardwareError, match=r"buffers.weight_bytes must be > 0 \(or set buffers.unified_bytes\)"):
+        HardwareConfig.from_dict({"buffers": {"weight_bytes": 0}})
+    hw = HardwareConfig.from_dict({"buffers": {"ifmap_bytes": 0, "weight_bytes": 0, "output_bytes": 0,
+                                               "unified_bytes": 4096}})
+    assert hw.buffers.total_bytes == 4096
+
+
+def test_unknown_fields_and_sections_are_errors():
+    with pytest.raises(HardwareError, match="hardware.array.rowz is not a known field"):
+        HardwareConfig.from_dict({"array": {"rowz": 3}})
+    with pytest.raises(HardwareError, match="hardware.arrays is not a known section"):
+        HardwareConfig.from_dict({"arrays": {}})
+    with pytest.raises(HardwareError, match="must look like section.field"):
+        load_hw("edge-npu").with_overrides({"rows": 3})
+
+
+@pytest.mark.parametrize("suffix", [".toml", ".yaml", ".json"])
+def test_save_load_round_trip(tmp_path, suffix):
+    hw = load_hw("cloud-npu").with_overrides({"array.rows": 64, "dram.bytes_per_cycle": 16})
+    p = tmp_path / f"hw{suffix}"
+    hw.save(p)
+    back = load_hw(p)
+    assert back == hw
+    assert back.fingerprint() == hw.fingerprint()
+
+
+def test_fingerprint_ignores_name_but_not_values():
+    hw = load_hw("edge-npu")
+    assert hw.with_overrides({"name": "other"}).fingerprint() == hw.fingerprint()
+    assert hw.with_overrides({"array.rows": 17}).fingerprint() != hw.fingerprint()
+    # int vs float spelling of the same bandwidth is the same machine
+    assert hw.with_overrides({"dram.bytes_per_cycle": 11}).fingerprint() == hw.fingerprint()
+
+
+def test_overrides_and_replace():
+    hw = load_hw("edge-npu")
+    h2 = hw.with_overrides({"array.rows": 64, "dram.bytes_per_cycle": 16})
+    assert (h2.array.rows, h2.array.cols, h2.dram.bytes_per_cycle) == (64, 16, 16.0)
+    assert hw.array.rows == 16  # the original is untouched (frozen)
+    assert hw.replace(array_rows=64) == h2.with_overrides({"dram.bytes_per_cycle": 11.0})
+    with pytest.raises(HardwareError, match="unknown field"):
+        hw.replace(nonsense=1)
+
+
+def test_file_with_base_preset_and_partial_override(tmp_path):
+    p = tmp_path / "mine.json"
+    p.write_text(json.dumps({"base": "edge-npu", "name": "edge-64", "array": {"rows": 64}}))
+    hw = load_hw(p)
+    assert hw.name == "edge-64" and hw.array.rows == 64 and hw.array.cols == 16
+    assert hw.dram == load_hw("edge-npu").dram
+
+
+def test_bad_files_give_one_line(tmp_path):
+    with pytest.raises(HardwareError, match="no hardware preset or file named 'nope'"):
+        load_hw("nope")
+    p = tmp_path / "bad.toml"
+    p.write_text("[array\nrows = 3")
+    with pytest.raises(HardwareError, match="cannot parse hardware config"):
+        load_hw(p)
+    q = tmp_path / "x.ini"
+    q.write_text("")
+    with pytest.raises(HardwareError, match="must end in .toml"):
+        load_hw(q)
+
+
+def test_area_is_sum_of_components():
+    hw = load_hw("edge-npu")
+    a = hw.area
+    expect = 256 * a.pe_mm2 + (384) * a.sram_mm2_per_kib + 16 * a.vector_lane_mm2 + a.fixed_mm2
+    assert hw.area_mm2() == pytest.approx(expect)
+
+
+def test_partition_target_is_built_from_support():
+    hw = load_hw("edge-npu")
+    t = hw.partition_target()
+    assert t.name == "edge-npu"
+    assert {e.name for e in t.patterns} >= {"edge-npu.conv2d_bias_relu", "edge-npu.dense_bias"}
