@@ -17,3 +17,7 @@ from .workload import Workload, WorkloadError
 __all__ = ["HardwareConfig", "HardwareError", "load_hw", "presets", "Workload", "WorkloadError",
            "Schedule", "ScheduleError", "ScheduleArrays", "check", "LOOP_ORDERS", "STANDARD_SPATIAL",
            "simulate", "simulate_batch", "KernelReport", "KernelCost", "SubgraphReport"]
+
+from .subgraph import CostError, GraphCost, cost_graph, simulate_function  # noqa: E402
+
+__all__ += ["simulate_function", "cost_graph", "GraphCost", "CostError"]

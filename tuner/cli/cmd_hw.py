@@ -1,0 +1,56 @@
+"""accel-tune hw: list the hardware presets, or show one (or a config file) in full."""
+from __future__ import annotations
+
+import argparse
+
+from tuner.cli import print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("hw", help="list hardware presets or show one",
+                       description="list: every preset with its array, buffers, DRAM bandwidth and clock. "
+                                   "show NAME|FILE: the whole configuration and its fingerprint.")
+    hs = p.add_subparsers(dest="hw_command", metavar="ACTION")
+    hs.required = True
+    lp = hs.add_parser("list", help="list the presets")
+    lp.add_argument("--json", action="store_true", help="print a list of {name, description, fingerprint, ...}")
+    sp = hs.add_parser("show", help="show one preset or config file")
+    sp.add_argument("name", metavar="NAME|FILE")
+    sp.add_argument("--json", action="store_true", help="print the config tree and its fingerprint")
+    return p
+
+
+def _summary(hw) -> dict:
+    b = hw.buffers
+    return {"name": hw.name, "description": hw.description, "fingerprint": hw.fingerprint(),
+            "array": f"{hw.array.rows}x{hw.array.cols}", "dataflows": list(hw.array.dataflows),
+            "mac_dtype": hw.array.mac_dtype, "sram_bytes": b.total_bytes, "unified_buffer": b.unified,
+            "dram_bytes_per_cycle": hw.dram.bytes_per_cycle, "clock_mhz": hw.clock.freq_mhz,
+            "peak_tmacs": hw.peak_macs_per_s() / 1e12, "area_mm2": hw.area_mm2()}
+
+
+def run(args) -> int:
+    import sim
+    if args.hw_command == "list":
+        rows = [_summary(sim.load_hw(n)) for n in sim.presets.names()]
+        if args.json:
+            print_json(rows)
+            return 0
+        print(f"{'name':<20} {'array':>8} {'dataflows':<10} {'SRAM KiB':>9} {'DRAM B/cyc':>10} {'MHz':>6} {'TMAC/s':>7}  description")
+        for r in rows:
+            print(f"{r['name']:<20} {r['array']:>8} {','.join(r['dataflows']):<10} {r['sram_bytes'] / 1024:>9.0f} "
+                  f"{r['dram_bytes_per_cycle']:>10g} {r['clock_mhz']:>6g} {r['peak_tmacs']:>7.2f}  {r['description']}")
+        return 0
+    hw = sim.load_hw(args.name)
+    if args.json:
+        print_json({**hw.to_dict(), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()})
+        return 0
+    d = hw.to_dict()
+    print(f"{hw.name}: {hw.description}")
+    print(f"fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s")
+    for sec, vals in d.items():
+        if isinstance(vals, dict):
+            print(f"[{sec}]")
+            for k, v in vals.items():
+                print(f"  {k} = {v}")
+    return 0
