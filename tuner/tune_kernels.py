@@ -1,0 +1,215 @@
+"""``tune_kernels``: the tuning loop over the tasks of a model on one accelerator.
+
+Each round the task scheduler picks a task; its search strategy proposes ``per_round`` schedules
+not measured before (ranked by the shared cost model); each is measured and appended to the log at
+once; the strategy is told the results; the cost model is retrained on every measurement so far
+(all tasks: it is shared). ``trials`` counts measurements per run including those already in the
+log for these tasks, hardware and measurer, so rerunning with the same log resumes (a finished run
+measures nothing more). Same seed, same tasks, same log: same result.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from sim import HardwareConfig, Schedule, Workload, load_hw
+
+from .cost_model import CostModel, CostModelConfig, group_id
+from .features import featurize
+from .measure import Measurer, TileMeasurer
+from .records import Record, append_record, load_records, select
+from .search import Trial, make_strategy
+from .space import ScheduleSpace
+from .tasks import SchedulerConfig, Task, TaskError, TaskScheduler
+
+DEFAULT_TRIALS_PER_TASK = 16
+DEFAULT_PER_ROUND = 8
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    task: Task
+    schedule: Schedule | None     # fastest measured (None: the budget never reached this task)
+    cycles: float                 # its measured cycles (inf when none)
+    measurements: int             # new measurements in this run
+    reused: int                   # records taken from the log
+    trace: tuple[float, ...] = () # cycles of each new measurement, in order
+    space_size: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workload": self.task.key, "weight": self.task.weight,
+                "schedule": self.schedule.to_dict() if self.schedule else None,
+                "cycles": self.cycles if math.isfinite(self.cycles) else None,
+                "measurements": self.measurements, "reused": self.reused, "space_size": self.space_size}
+
+
+@dataclass(frozen=True, eq=False)
+class TuneResult:
+    tasks: tuple[TaskResult, ...]
+    hardware: str
+    hw_fingerprint: str
+    measurer: str
+    seed: int
+    cost_model: CostModel = field(repr=False)
+
+    @property
+    def measurements(self) -> int:
+        return sum(t.measurements for t in self.tasks)
+
+    @property
+    def reused(self) -> int:
+        return sum(t.reused for t in self.tasks)
+
+    @property
+    def weighted_cycles(self) -> float:
+        """Sum over tasks of weight x best cycles: the kernels' share of end-to-end latency."""
+        return sum(t.task.weight * t.cycles for t in self.tasks)
+
+    def schedules(self) -> dict[str, Schedule]:
+        """Best schedule per workload key (tasks never measured are left out)."""
+        return {t.task.key: t.schedule for t in self.tasks if t.schedule is not None}
+
+    def schedule_for(self, workload: Workload) -> Schedule | None:
+        return self.schedules().get(workload.key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"hardware": self.hardware, "hw_fingerprint": self.hw_fingerprint, "measurer": self.measurer,
+                "seed": self.seed, "measurements": self.measurements, "reused": self.reused,
+                "weighted_cycles": self.weighted_cycles if math.isfinite(self.weighted_cycles) else None,
+                "tasks": [t.to_dict() for t in self.tasks]}
+
+
+def _as_tasks(tasks: Sequence[Task | Workload]) -> tuple[Task, ...]:
+    out = []
+    for t in tasks:
+        if isinstance(t, Workload):
+            t = Task(t)
+        if not isinstance(t, Task):
+            raise TaskError(f"tasks must be Task or Workload objects, got {type(t).__name__}")
+        out.append(t)
+    keys = [t.key for t in out]
+    if len(set(keys)) != len(keys):
+        raise TaskError("tasks must be unique workloads (merge repeats into one task with a weight)")
+    if not out:
+        raise TaskError("no tasks to tune")
+    return tuple(out)
+
+
+def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, trials: int | None = None,
+                 log: str | Path | None = None, seed: int = 0, measurer: Measurer | None = None,
+                 cost_model: CostModel | None = None, progress: bool = True, per_round: int = DEFAULT_PER_ROUND,
+                 strategy: str = "evolution", scheduler: SchedulerConfig = SchedulerConfig()) -> TuneResult:
+    """Tune every task's schedule on ``hw``. ``trials``: measurements in all (default
+    ``16 x tasks``), counting records reused from ``log``; ``measurer``: default ``TileMeasurer``;
+    ``cost_model``: a (possibly pre-trained) model to start from, default an untrained
+    ``CostModel`` (the analytical prior); ``strategy``: evolution, random or measured-evolution."""
+    hw = load_hw(hw)
+    tasks = _as_tasks(tasks)
+    if trials is None:
+        trials = DEFAULT_TRIALS_PER_TASK * len(tasks)
+    if not isinstance(trials, int) or trials < 0:
+        raise TaskError(f"trials must be an integer >= 0, got {trials!r}")
+    if not isinstance(per_round, int) or per_round < 1:
+        raise TaskError(f"per_round must be an integer >= 1, got {per_round!r}")
+    measurer = measurer if measurer is not None else TileMeasurer()
+    fp = hw.fingerprint()
+    model = cost_model if cost_model is not None else CostModel(CostModelConfig())
+    uses_model = strategy == "evolution"
+
+    spaces = [ScheduleSpace.build(t.workload, hw) for t in tasks]
+    strategies = [make_strategy(strategy, sp, np.random.SeedSequence([seed, i]).generate_state(1)[0])
+                  for i, sp in enumerate(spaces)]
+    groups = [group_id(t.key, fp) for t in tasks]
+    sched = TaskScheduler(tasks, scheduler)
+    old = select(load_records(log), hw_fingerprint=fp, measurer=measurer.name) if log is not None else []
+    best: list[Record | None] = [None] * len(tasks)
+    reused = [0] * len(tasks)
+    new_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    seen: set[tuple[str, str, str]] = set()
+    for i, t in enumerate(tasks):
+        recs = []
+        for r in old:
+            if r.workload_key == t.key and r.key not in seen:
+                seen.add(r.key)
+                recs.append(r)
+        reused[i] = len(recs)
+        if not recs:
+            continue
+        strategies[i].tell([Trial(r.schedule, r.cycles) for r in recs])
+        best[i] = min(recs, key=lambda r: r.cycles)
+        sched.record(i, best[i].cycles)
+        if uses_model:
+            new_rows.append(_rows(spaces[i], [r.schedule for r in recs], [r.cycles for r in recs], groups[i]))
+    if new_rows and uses_model:
+        model = _fit(model, new_rows)
+
+    budget = max(0, trials - sum(reused))
+    counts = [0] * len(tasks)
+    traces: list[list[float]] = [[] for _ in tasks]
+    bar = _progress(budget, progress)
+    try:
+        done = 0
+        while done < budget:
+            i = sched.next_task()
+            if i is None:
+                break
+            n = min(per_round, budget - done)
+            cands = strategies[i].ask(n, model if uses_model else None)
+            if not cands:
+                sched.mark_done(i)  # the whole space is measured
+                continue
+            trials_i = []
+            for s in cands:
+                cycles = measurer.measure(tasks[i].workload, hw, s)
+                rec = Record(tasks[i].key, fp, s, cycles, measurer.name)
+                if log is not None:
+                    append_record(log, rec)  # before the next measurement: a failure loses nothing
+                trials_i.append(Trial(s, cycles))
+                traces[i].append(cycles)
+                if best[i] is None or cycles < best[i].cycles:
+                    best[i] = rec
+                bar.update(1)
+            done += len(trials_i)
+            counts[i] += len(trials_i)
+            strategies[i].tell(trials_i)
+            sched.record(i, best[i].cycles)
+            if uses_model:
+                model = _fit(model, [_rows(spaces[i], cands, [t.cycles for t in trials_i], groups[i])])
+            bar.set_postfix_str(f"task {i + 1}/{len(tasks)}", refresh=False)
+    finally:
+        bar.close()
+    results = tuple(
+        TaskResult(t, best[i].schedule if best[i] else None, best[i].cycles if best[i] else float("inf"),
+                   counts[i], reused[i], tuple(traces[i]), spaces[i].size)
+        for i, t in enumerate(tasks))
+    return TuneResult(results, hw.name, fp, measurer.name, seed, model)
+
+
+def _rows(space: ScheduleSpace, schedules: Sequence[Schedule], cycles: Sequence[float], gid: int):
+    genes, ys = [], []
+    for s, c in zip(schedules, cycles):
+        g = space.genes_of(s)
+        if g is not None:
+            genes.append(g)
+            ys.append(c)
+    if not genes:
+        return (np.zeros((0, 1)), np.zeros(0), np.zeros(0, np.int64), np.zeros(0))
+    X, prior = featurize(space, np.stack(genes))
+    return X, np.log(np.asarray(ys, dtype=float)), np.full(len(ys), gid, dtype=np.int64), prior
+
+
+def _fit(model: CostModel, rows) -> CostModel:
+    rows = [r for r in rows if len(r[1])]
+    if not rows:
+        return model
+    return model.fit(np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]),
+                     np.concatenate([r[2] for r in rows]), np.concatenate([r[3] for r in rows]))
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, disable=not enabled, desc="tuning kernels", unit="trial", leave=False)
