@@ -1,0 +1,296 @@
+"""The end-to-end performance model of a plan (DESIGN.md, "Performance model"), as small pure terms.
+
+- A host op costs ``host.op_overhead_s + max(flops / host.peak_flops, bytes / host.mem_bytes_per_s)``
+  (a roofline on the host CPU plus its dispatch cost); a composite left on the host costs the sum of
+  its ops (it is inlined back into plain ops). Its energy is ``flops * host_pj_per_flop + bytes *
+  energy.dram_pj_per_byte`` (the host has no energy coefficients in the hardware config, so the
+  per-FLOP figure is a ``CostOptions`` value, passed down like everything else).
+- A call of an external function costs ``link.launch_latency_s`` + its activation inputs and
+  outputs over the link (``bytes / link.bytes_per_s``, ``energy.link_pj_per_byte``) + the simulated
+  cycles of its kernels / clock. Weights are constants of the function, loaded once at module
+  load, so they cross the link zero times per inference.
+- A kernel is a top-level node of an external function (a composite call, or a single op); its cost
+  is the kernel simulator's report under its schedule.
+
+``graph_cost`` applies this to a partitioned graph and is the reference the partition search's
+fast evaluator is tested against (and what a plan reports).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+import sim
+from partition import Function, Graph, Node
+from partition.ops import op_cost
+from partition.patterns import LINEAR_OPS
+
+
+class CostingError(ValueError):
+    """A node that cannot be costed (no workload on the accelerator, unknown callee)."""
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """Modelling choices not in the hardware config. ``host_pj_per_flop``: host CPU energy per
+    floating-point operation (a mobile-class fp32 core, SIMD included, is ~10-30 pJ/FLOP).
+    ``fidelity``: kernel simulator fidelity for device costs (``tile`` = the measurement the tuner
+    uses, ``analytical`` = the fast model)."""
+    host_pj_per_flop: float = 20.0
+    fidelity: str = "tile"
+
+    def __post_init__(self):
+        if not self.host_pj_per_flop >= 0:
+            raise CostingError(f"host_pj_per_flop must be >= 0, got {self.host_pj_per_flop!r}")
+        if self.fidelity not in ("tile", "analytical"):
+            raise CostingError(f"fidelity must be 'tile' or 'analytical', got {self.fidelity!r}")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Seconds and joules of one inference (or one call), split by where they are spent."""
+    host_s: float = 0.0
+    link_s: float = 0.0
+    launch_s: float = 0.0
+    device_s: float = 0.0
+    host_j: float = 0.0
+    link_j: float = 0.0
+    device_j: float = 0.0
+    link_bytes: float = 0.0
+    calls: float = 0.0
+
+    @property
+    def latency_s(self) -> float:
+        return self.host_s + self.link_s + self.launch_s + self.device_s
+
+    @property
+    def energy_j(self) -> float:
+        return self.host_j + self.link_j + self.device_j
+
+    def __add__(self, o: "Cost") -> "Cost":
+        return Cost(*(a + b for a, b in zip(self._t(), o._t())))
+
+    def scaled(self, k: float) -> "Cost":
+        return Cost(*(a * k for a in self._t()))
+
+    def _t(self) -> tuple[float, ...]:
+        return (self.host_s, self.link_s, self.launch_s, self.device_s, self.host_j, self.link_j,
+                self.device_j, self.link_bytes, self.calls)
+
+    def to_dict(self) -> dict:
+        return {"latency_s": self.latency_s, "energy_j": self.energy_j, "host_s": self.host_s,
+                "link_s": self.link_s, "launch_s": self.launch_s, "device_s": self.device_s,
+                "host_j": self.host_j, "link_j": self.link_j, "device_j": self.device_j,
+                "link_bytes": int(round(self.link_bytes)), "calls": int(round(self.calls))}
+
+
+OBJECTIVES = ("latency", "energy", "edp")
+
+
+def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
+    if objective == "latency":
+        return latency_s
+    if objective == "energy":
+        return energy_j
+    if objective == "edp":
+        return latency_s * energy_j
+    raise CostingError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+
+
+# ------------------------------------------------------------------------------------------ host
+def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions) -> Cost:
+    """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
+    costed node by node)."""
+    h = hw.host
+    if node.op in ("if", "loop", "call"):
+        return Cost(host_s=h.op_overhead_s)
+    c = op_cost(node)
+    nbytes = c.bytes_in + c.bytes_out
+    s = h.op_overhead_s + max(c.flops / h.peak_flops, nbytes / h.mem_bytes_per_s)
+    j = (c.flops * opts.host_pj_per_flop + nbytes * hw.energy.dram_pj_per_byte) * 1e-12
+    return Cost(host_s=s, host_j=j)
+
+
+def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
+                   opts: CostOptions) -> Cost:
+    """A top-level node on the host: a composite call is inlined, so it costs its body's ops."""
+    fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
+    if fn is not None and "Composite" in fn.attrs:
+        total = Cost()
+        for n in fn.graph.nodes:
+            total = total + host_unit_cost(n, {**scope, **fn.graph.functions}, hw, opts)
+        return total
+    return host_op_cost(node, hw, opts)
+
+
+# ---------------------------------------------------------------------------------------- device
+def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
+    """The workload of one kernel: a composite call is its linear op with the ops after it as the
+    fused epilogue (bias, batch_norm, residual add, activation); any other node is itself."""
+    fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
+    if node.op == "call":
+        if fn is None or "Composite" not in fn.attrs:
+            raise CostingError(f"node {node.name}: call of {node.attrs.get('callee')!r} is not a "
+                               f"composite, so it is no kernel")
+        body = fn.graph.nodes
+        roots = [i for i, n in enumerate(body) if n.op in LINEAR_OPS]
+        if not roots:
+            raise CostingError(f"node {node.name}: composite {fn.attrs['Composite']} has no linear op")
+        r = roots[0]
+        try:
+            return sim.Workload.from_node(body[r], epilogue=tuple(n.op for n in body[r + 1:]))
+        except sim.WorkloadError as e:
+            raise CostingError(str(e)) from None
+    try:
+        return sim.Workload.from_node(node)
+    except sim.WorkloadError as e:
+        raise CostingError(str(e)) from None
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """A kernel's cost under one schedule (one call)."""
+    workload: sim.Workload
+    schedule: sim.Schedule
+    cycles: int
+    energy_j: float
+    roofline_fraction: float
+
+
+class KernelCoster:
+    """Costs kernels on one hardware config: the schedule of a workload is ``schedules[key]``
+    when given (tuned), else ``Schedule.default``. Results are memoised per workload key; the
+    object is otherwise immutable (its inputs are frozen), so it may be shared."""
+
+    def __init__(self, hw: sim.HardwareConfig, schedules: Mapping[str, sim.Schedule] | None = None,
+                 opts: CostOptions = CostOptions()):
+        self.hw = hw
+        self.schedules = dict(schedules or {})
+        self.opts = opts
+        self._memo: dict[str, KernelResult] = {}
+
+    def schedule_for(self, wl: sim.Workload) -> sim.Schedule:
+        return self(wl).schedule
+
+    def __call__(self, wl: sim.Workload) -> KernelResult:
+        """The kernel under the better (fewer cycles) of its given schedule and the default one,
+        so tuning never makes a kernel slower than not tuning. Raises ``sim.ScheduleError`` when
+        no schedule of the workload fits the hardware."""
+        r = self._memo.get(wl.key)
+        if r is None:
+            cands = [sim.Schedule.default(wl, self.hw)]
+            given = self.schedules.get(wl.key)
+            if given is not None and given != cands[0]:
+                cands.append(given)
+            for s in cands:
+                rep = sim.simulate(wl, self.hw, s, fidelity=self.opts.fidelity)
+                k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction)
+                if r is None or k.cycles < r.cycles:
+                    r = k
+            self._memo[wl.key] = r
+        return r
+
+    def device_cost(self, wl: sim.Workload) -> Cost:
+        r = self(wl)
+        return Cost(device_s=r.cycles / self.hw.clock_hz, device_j=r.energy_j)
+
+
+def link_cost(nbytes: float, hw: sim.HardwareConfig) -> Cost:
+    return Cost(link_s=nbytes / hw.link.bytes_per_s, link_j=nbytes * hw.energy.link_pj_per_byte * 1e-12,
+                link_bytes=nbytes)
+
+
+def launch_cost(hw: sim.HardwareConfig) -> Cost:
+    return Cost(launch_s=hw.link.launch_latency_s, calls=1.0)
+
+
+# ------------------------------------------------------------------------------ partitioned graph
+@dataclass(frozen=True)
+class KernelCost:
+    name: str
+    workload: str
+    op: str
+    schedule: dict
+    cycles: int
+    energy_j: float
+    roofline_fraction: float
+
+
+@dataclass(frozen=True)
+class FunctionCost:
+    """One call of an external function: its cost (launch, link, device) and its kernels."""
+    symbol: str
+    calls: float                 # calls per inference (loop trips included)
+    per_call: Cost
+    kernels: tuple[KernelCost, ...]
+
+    @property
+    def cycles(self) -> int:
+        return int(sum(k.cycles for k in self.kernels))
+
+
+@dataclass(frozen=True)
+class GraphCost:
+    total: Cost
+    functions: dict = field(default_factory=dict)   # symbol -> FunctionCost
+
+
+def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster) -> FunctionCost:
+    hw = coster.hw
+    body = fn.graph
+    inner = {**scope, **body.functions}
+    in_bytes = sum(v.type.nbytes for v in body.inputs)
+    out_bytes = sum(v.type.nbytes for v in body.outputs)
+    total = launch_cost(hw) + link_cost(in_bytes + out_bytes, hw)
+    kernels = []
+    for n in body.nodes:
+        wl = kernel_workload(n, inner)
+        r = coster(wl)
+        total = total + Cost(device_s=r.cycles / hw.clock_hz, device_j=r.energy_j)
+        kernels.append(KernelCost(n.name, wl.key, wl.op, r.schedule.to_dict(), r.cycles, r.energy_j,
+                                  r.roofline_fraction))
+    return FunctionCost(symbol, 0.0, total, tuple(kernels))
+
+
+def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptions()) -> GraphCost:
+    """Cost of one inference of a partitioned graph: host nodes on the host model, calls of
+    external functions (``Compiler`` attr) as launch + transfers + kernels. A loop body counts once
+    per trip of its constant trip bound, an if both branches (conservative: the branch taken is
+    not known before run time)."""
+    hw = coster.hw
+    externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
+    per_fn = {s: function_cost(s, f, graph.functions, coster) for s, f in externals.items()}
+    calls = {s: 0.0 for s in externals}
+
+    def visit(g: Graph, scope: Mapping[str, Function], weight: float) -> Cost:
+        scope = {**scope, **g.functions}
+        total = Cost()
+        for n in g.nodes:
+            sym = n.attrs.get("callee") if n.op == "call" else None
+            if sym in externals:
+                calls[sym] += weight
+                total = total + per_fn[sym].per_call.scaled(weight)
+                continue
+            total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
+            if n.op == "loop":
+                total = total + visit(n.attrs["body"], scope, weight * loop_trips(n))
+            elif n.op == "if":
+                for k in ("then_branch", "else_branch"):
+                    total = total + visit(n.attrs[k], scope, weight)
+        return total
+
+    total = visit(graph, {}, 1.0)
+    fns = {s: FunctionCost(s, calls[s], per_fn[s].per_call, per_fn[s].kernels) for s in externals}
+    return GraphCost(total, fns)
+
+
+def loop_trips(node: Node) -> int:
+    trip = node.inputs[0].data
+    return int(np.asarray(trip).reshape(-1)[0]) if trip is not None else 1
+
+
+__all__ = ["CostOptions", "Cost", "CostingError", "OBJECTIVES", "objective_value", "host_op_cost",
+           "host_unit_cost", "kernel_workload", "KernelCoster", "KernelResult", "link_cost",
+           "launch_cost", "graph_cost", "GraphCost", "FunctionCost", "KernelCost", "loop_trips"]

@@ -1,0 +1,414 @@
+"""The partition problem: the units a search decides (top-level nodes after pattern fusion, in the
+main graph and in control-flow bodies), their host and device costs, the values between them,
+and a fast evaluator of a decision.
+
+A decision is the set of units run on the device. The external functions follow from it the way
+the BYOC pipeline forms them: adjacent device units merge into one function as far as no cycle
+forms between functions (``partition.byoc.form_regions``). Merging two adjacent device units never
+costs more than calling them apart (one launch and no round trip over the link instead of two), so
+the offload set alone decides the plan.
+
+Cost of a decision = host units on the host model + per function call: launch, every activation
+input it reads from outside (once per function that reads it) and every output read outside it
+(once), over the link, and its kernels on the device (``tuner.costing``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import AbstractSet, Iterable, Mapping, Sequence
+
+import numpy as np
+
+import sim
+from partition import Graph, Node, clone_graph
+from partition.byoc import form_regions, partition_graph
+from partition.byoc.merge_regions import _reachability
+from partition.byoc.graphs import nested_graphs
+from partition.byoc.pipeline import region_passes, run_passes
+
+from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_workload, loop_trips,
+                      objective_value)
+
+
+class PartitionSearchError(ValueError):
+    pass
+
+
+def _cyclic(groups: list[tuple[int, int]]) -> bool:
+    """Whether functions (node mask, nodes reachable from it) depend on each other in a cycle once
+    each is contracted to one call: a depends on b when a's reach meets b (transitively)."""
+    n = len(groups)
+    after = [[j for j in range(n) if j != i and groups[i][1] & groups[j][0]] for i in range(n)]
+    state = [0] * n
+    for s in range(n):
+        if state[s]:
+            continue
+        stack = [(s, iter(after[s]))]
+        state[s] = 1
+        while stack:
+            v, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                state[v] = 2
+                stack.pop()
+            elif state[nxt] == 1:
+                return True
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(after[nxt])))
+    return False
+
+
+@dataclass(frozen=True)
+class Unit:
+    index: int
+    graph: str          # path of its graph (``main``, ``main/loop_3.body``)
+    name: str           # node name in that graph
+    op: str             # op, or the composite name of a composite call
+    offloadable: bool
+    weight: float       # executions per inference
+
+
+@dataclass(frozen=True)
+class ValueEdge:
+    """An activation between units: ``producer`` unit index (-1: a graph input), consumer unit
+    indices (each once), bytes, and whether the graph returns it."""
+    producer: int
+    consumers: tuple[int, ...]
+    nbytes: int
+    is_output: bool
+    weight: float
+
+
+class Problem:
+    """Built once per (graph, hardware); device costs come from a ``KernelCoster`` and can be
+    swapped (``with_coster``) after tuning without rebuilding the rest. Read-only after __init__."""
+
+    def __init__(self, graph: Graph, hw: sim.HardwareConfig, coster: KernelCoster | None = None,
+                 opts: CostOptions = CostOptions()):
+        self.hw = hw
+        self.opts = opts
+        self.target = hw.partition_target()
+        self.source = graph
+        self.prepared = run_passes(clone_graph(graph), self.target, region_passes())
+        self.graphs: dict[str, Graph] = {}
+        self.scopes: dict[str, dict] = {}
+        units: list[Unit] = []
+        self._node_unit: dict[int, int] = {}
+        host = []
+        workloads: list[sim.Workload | None] = []
+        greedy: list[int] = []
+        coster = coster or KernelCoster(hw, opts=opts)
+        self._walk(self.prepared, {}, self.prepared.name, 1.0, units, host, workloads, greedy, coster)
+        self.units = tuple(units)
+        self.host = tuple(host)
+        self.workloads = tuple(workloads)
+        self.greedy_set = frozenset(greedy)
+        self.offloadable = np.array([u.offloadable for u in units], dtype=bool)
+        self.edges = tuple(self._edges())
+        self._graph_units = {p: [] for p in self.graphs}
+        self._pos = [0] * len(units)
+        for u in units:
+            self._pos[u.index] = len(self._graph_units[u.graph])
+            self._graph_units[u.graph].append(u.index)
+        self._preds: list[tuple[int, ...]] = [()] * len(units)
+        self._desc: dict[str, list[int]] = {}
+        self._anc: dict[str, list[int]] = {}
+        succs: list[list[int]] = [[] for _ in units]
+        for path, g in self.graphs.items():
+            desc, anc = _reachability(g.nodes)
+            self._desc[path], self._anc[path] = desc, anc
+            for n in g.nodes:
+                self._preds[self._node_unit[id(n)]] = tuple(dict.fromkeys(
+                    self._node_unit[id(v.producer)] for v in n.inputs if v.producer is not None))
+                for p in self._preds[self._node_unit[id(n)]]:
+                    succs[p].append(self._node_unit[id(n)])
+        self._succs = tuple(tuple(s) for s in succs)
+        self.clusters = self._clusters()
+        self.cluster_of = {i: k for k, c in enumerate(self.clusters) for i in c}
+        self._cluster_edges: list[list[ValueEdge]] = [[] for _ in self.clusters]
+        for e in self.edges:
+            touched = {self.cluster_of[i] for i in (e.producer, *e.consumers) if i in self.cluster_of}
+            for k in sorted(touched):
+                self._cluster_edges[k].append(e)
+        self.coster: KernelCoster | None = None
+        self.device: tuple[Cost | None, ...] = ()
+        self._set_coster(coster)
+
+    # --------------------------------------------------------------------------- construction
+    def _walk(self, g: Graph, scope: dict, path: str, weight: float, units, host, workloads, greedy, coster):
+        scope = {**scope, **g.functions}
+        self.graphs[path] = g
+        self.scopes[path] = scope
+        for n in g.nodes:
+            i = len(units)
+            off = n.meta.get("target") == self.target.name
+            wl = None
+            if off:
+                try:
+                    wl = kernel_workload(n, scope)
+                    if coster is not None:
+                        coster(wl)
+                except ValueError:  # no simulator model of it, or no schedule fits the hardware
+                    off, wl = False, None
+            fn = scope.get(n.attrs.get("callee")) if n.op == "call" else None
+            op = str(fn.attrs.get("Composite")) if fn is not None and "Composite" in fn.attrs else n.op
+            units.append(Unit(i, path, n.name, op, off, weight))
+            self._node_unit[id(n)] = i
+            host.append(host_unit_cost(n, scope, self.hw, self.opts))
+            workloads.append(wl)
+            if off and "region" in n.meta:
+                greedy.append(i)
+            for key, sg in n.attrs.items():
+                if isinstance(sg, Graph):
+                    w = weight * (loop_trips(n) if n.op == "loop" else 1)
+                    self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
+
+    def _edges(self) -> Iterable[ValueEdge]:
+        for path, g in self.graphs.items():
+            w = self.units[self._node_unit[id(g.nodes[0])]].weight if g.nodes else 1.0
+            outs = {id(v) for v in g.outputs}
+            for v in g.values():
+                if v.is_const and v.producer is None:
+                    continue
+                prod = self._node_unit[id(v.producer)] if v.producer is not None else -1
+                cons = tuple(dict.fromkeys(self._node_unit[id(u)] for u in v.users))
+                if not cons and id(v) not in outs:
+                    continue
+                yield ValueEdge(prod, cons, v.type.nbytes, id(v) in outs, w)
+
+    def _clusters(self) -> tuple[tuple[int, ...], ...]:
+        """Connected components of the offloadable units (edges between two offloadable units).
+        A function never spans two clusters, so the cost splits into one term per cluster plus the
+        host cost of the units no target can run."""
+        parent = list(range(len(self.units)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for i in range(len(self.units)):
+            if self.offloadable[i]:
+                for p in self._preds[i]:
+                    if self.offloadable[p]:
+                        a, b = find(p), find(i)
+                        if a != b:
+                            parent[max(a, b)] = min(a, b)
+        comps: dict[int, list[int]] = {}
+        for i in range(len(self.units)):
+            if self.offloadable[i]:
+                comps.setdefault(find(i), []).append(i)
+        return tuple(tuple(c) for c in sorted(comps.values(), key=lambda c: c[0]))
+
+    def _set_coster(self, coster: KernelCoster) -> None:
+        self.coster = coster
+        self.device = tuple(coster.device_cost(wl) if wl is not None else None for wl in self.workloads)
+        n = len(self.units)
+        wts = np.array([u.weight for u in self.units])
+        self._w = wts
+        self._host_s = np.array([c.host_s for c in self.host]) * wts
+        self._host_j = np.array([c.host_j for c in self.host]) * wts
+        self._dev_s = np.array([c.device_s if c else np.inf for c in self.device]) * wts
+        self._dev_j = np.array([c.device_j if c else np.inf for c in self.device]) * wts
+        assert len(self._host_s) == n
+
+    def with_coster(self, coster: KernelCoster) -> "Problem":
+        """The same problem with other kernel costs (e.g. tuned schedules)."""
+        other = object.__new__(Problem)
+        other.__dict__.update(self.__dict__)
+        other._set_coster(coster)
+        return other
+
+    # --------------------------------------------------------------------------- decisions
+    def unit_of(self, graph_path: str, node_name: str) -> int:
+        for u in self.units:
+            if u.graph == graph_path and u.name == node_name:
+                return u.index
+        raise KeyError(f"no unit {node_name} in {graph_path}")
+
+    def check_set(self, device: AbstractSet[int]) -> frozenset[int]:
+        bad = [i for i in device if not (0 <= i < len(self.units)) or not self.units[i].offloadable]
+        if bad:
+            raise PartitionSearchError(f"unit(s) {bad[:5]} cannot run on the device")
+        return frozenset(device)
+
+    def groups(self, device: AbstractSet[int]) -> list[list[int]]:
+        """The external functions a device set forms (unit indices per function, in order):
+        connected device units merge while the merged function stays convex (no path leaves it and
+        comes back) and no two functions depend on each other in a cycle. The fast path takes each
+        connected component whole when it is convex and the functions are acyclic; otherwise that
+        graph falls back to the pipeline's own greedy merge (``form_regions``), which checks every
+        merge against reachability closed under contraction."""
+        out: list[list[int]] = []
+        for path, g in self.graphs.items():
+            idx = [i for i in self._graph_units[path] if i in device]
+            if not idx:
+                continue
+            comps = self._components(path, idx)
+            if comps is None:
+                comps = [[self._node_unit[id(n)] for n in grp]
+                         for grp in form_regions(g, lambda n: self._node_unit[id(n)] in device)]
+            out.extend(comps)
+        return out
+
+    def _components(self, path: str, idx: list[int]) -> list[list[int]] | None:
+        """Connected components of the device units of one graph, or None when one is not convex
+        or the components depend on each other in a cycle."""
+        pos = self._pos
+        parent = {i: i for i in idx}
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for i in idx:
+            for p in self._preds[i]:
+                if p in parent:
+                    a, b = find(p), find(i)
+                    if a != b:
+                        parent[max(a, b)] = min(a, b)
+        comps: dict[int, list[int]] = {}
+        for i in idx:
+            comps.setdefault(find(i), []).append(i)
+        desc, anc = self._desc[path], self._anc[path]
+        pieces: list[list[int]] = []
+        masks = []
+        for members in comps.values():
+            m = d = a = 0
+            for i in members:
+                k = pos[i]
+                m |= 1 << k
+                d |= desc[k]
+                a |= anc[k]
+            if (d & ~m) & (a & ~m):
+                split = self._split(members)
+                pieces.extend(p for p, _, _ in split)
+                masks.extend((pm, pd & ~pm) for _, pm, pd in split)
+            else:
+                pieces.append(members)
+                masks.append((m, d & ~m))
+        if len(masks) > 1 and _cyclic(masks):
+            return None
+        return sorted(pieces, key=lambda c: c[0])
+
+    def _split(self, members: list[int]) -> list[tuple[list[int], int, int]]:
+        """Convex pieces of a non-convex component: units in topological order join the pieces
+        of their device producers when the union stays convex (else the first such piece that
+        stays convex, else a new piece). Returns (units, mask, reach) per piece."""
+        pos = self._pos
+        path = self.units[members[0]].graph
+        desc, anc = self._desc[path], self._anc[path]
+        piece_of: dict[int, int] = {}
+        pieces: list = []   # [units, mask, desc, anc], or None once merged into another
+        for i in sorted(members, key=lambda i: pos[i]):
+            k = pos[i]
+            cands = list(dict.fromkeys(piece_of[p] for p in self._preds[i] if p in piece_of))
+            options = ([cands] if len(cands) > 1 else []) + [[c] for c in cands]
+            for opt in options:
+                m, d, a = 1 << k, desc[k], anc[k]
+                for c in opt:
+                    m |= pieces[c][1]
+                    d |= pieces[c][2]
+                    a |= pieces[c][3]
+                if (d & ~m) & (a & ~m):
+                    continue
+                keep = opt[0]
+                units = [u for c in opt for u in pieces[c][0]] + [i]
+                for c in opt[1:]:
+                    pieces[c] = None
+                pieces[keep] = [units, m, d, a]
+                for u in units:
+                    piece_of[u] = keep
+                break
+            else:
+                piece_of[i] = len(pieces)
+                pieces.append([[i], 1 << k, desc[k], anc[k]])
+        return [(sorted(p[0], key=lambda u: pos[u]), p[1], p[2]) for p in pieces if p is not None]
+
+    def cost(self, device: AbstractSet[int]) -> Cost:
+        """End-to-end cost of one inference with ``device`` units offloaded (fast evaluator)."""
+        device = frozenset(device)
+        gid = np.full(len(self.units), -1, dtype=np.int64)
+        groups = self.groups(device)
+        for k, grp in enumerate(groups):
+            gid[grp] = k
+        hw = self.hw
+        on = gid >= 0
+        host_s = float(self._host_s[~on].sum())
+        host_j = float(self._host_j[~on].sum())
+        dev_s = float(self._dev_s[on].sum())
+        dev_j = float(self._dev_j[on].sum())
+        link = 0.0
+        for e in self.edges:
+            pg = gid[e.producer] if e.producer >= 0 else -1
+            readers = {int(gid[c]) for c in e.consumers if gid[c] >= 0 and gid[c] != pg}
+            link += len(readers) * e.nbytes * e.weight
+            if pg >= 0 and (e.is_output or any(gid[c] != pg for c in e.consumers)):
+                link += e.nbytes * e.weight
+        calls = float(sum(self.units[grp[0]].weight for grp in groups))
+        return Cost(host_s=host_s, host_j=host_j, device_s=dev_s, device_j=dev_j,
+                    link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
+                    launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)
+
+    def fixed_cost(self) -> Cost:
+        """Host cost of the units no target can run (the same in every decision)."""
+        off = self.offloadable
+        return Cost(host_s=float(self._host_s[~off].sum()), host_j=float(self._host_j[~off].sum()))
+
+    def cluster_cost(self, k: int, device: AbstractSet[int]) -> Cost:
+        """The part of ``cost`` that cluster ``k`` decides: its units on the host or the device,
+        its functions' launches and the transfers into and out of them. ``device`` may hold units
+        of other clusters; only this cluster's are read. Summed over clusters plus ``fixed_cost``
+        it equals ``cost`` whenever the functions form as components (no fallback merge)."""
+        members = self.clusters[k]
+        on = [i for i in members if i in device]
+        path = self.units[members[0]].graph
+        groups = self._components(path, on) if on else []
+        if groups is None:
+            g = self.graphs[path]
+            mine = set(on)
+            groups = [[self._node_unit[id(n)] for n in grp]
+                      for grp in form_regions(g, lambda n: self._node_unit[id(n)] in mine)]
+        gid = {i: k2 for k2, grp in enumerate(groups) for i in grp}
+        host = [i for i in members if i not in gid]
+        dev = list(gid)
+        link = 0.0
+        for e in self._cluster_edges[k]:
+            pg = gid.get(e.producer, -1)
+            readers = {gid[c] for c in e.consumers if c in gid and gid[c] != pg}
+            link += len(readers) * e.nbytes * e.weight
+            if pg >= 0 and (e.is_output or any(gid.get(c, -1) != pg for c in e.consumers)):
+                link += e.nbytes * e.weight
+        hw = self.hw
+        calls = float(sum(self.units[grp[0]].weight for grp in groups))
+        return Cost(host_s=float(self._host_s[host].sum()), host_j=float(self._host_j[host].sum()),
+                    device_s=float(self._dev_s[dev].sum()), device_j=float(self._dev_j[dev].sum()),
+                    link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
+                    launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)
+
+    def score(self, device: AbstractSet[int], objective: str) -> float:
+        c = self.cost(device)
+        return objective_value(objective, c.latency_s, c.energy_j)
+
+    # --------------------------------------------------------------------------- materialise
+    def materialize(self, device: AbstractSet[int]) -> Graph:
+        """The partitioned graph of a decision: every function the device set forms is outlined
+        into an external function of the hardware's target (``partition.byoc.partition_graph``)."""
+        device = self.check_set(device)
+        g = clone_graph(self.prepared)
+        by_path = dict(nested_graphs(g))
+        for _, sg in by_path.items():
+            for n in sg.nodes:
+                n.meta.pop("region", None)
+        for rid, grp in enumerate(self.groups(device)):
+            for i in grp:
+                u = self.units[i]
+                by_path[u.graph].node_by_name(u.name).meta["region"] = rid
+        return run_passes(g, self.target, [("partition_graph", partition_graph)])
+
+
+__all__ = ["Problem", "Unit", "ValueEdge", "PartitionSearchError"]

@@ -1,0 +1,142 @@
+"""Partition search: which units to offload (and so which functions form) to minimise latency,
+energy or EDP, from the kernels' simulated costs, the host model, the link and launch overheads.
+
+The search is a deterministic local search over the offload set (``Problem``): it starts from
+greedy BYOC (every supported unit offloaded, maximal merge), from all-on-host and from the set of
+units worth offloading on their own, and applies the best improving move until none is left. Moves
+flip one unit, or one unit together with its offloadable neighbours (so a chain can enter or leave
+the device in one step), or a whole greedy region. Functions form from the set by merging connected
+device units while no cycle forms (``Problem.groups``), so every plan it returns is acyclic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from .costing import Cost, objective_value
+from .partition_problem import Problem
+
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    device: frozenset[int]
+    cost: Cost
+    score: float
+    evaluations: int
+    start: str            # which starting point led to it
+
+
+def greedy_set(problem: Problem) -> frozenset[int]:
+    """What plain BYOC offloads: every unit in a region the pipeline keeps (prune policy applied)."""
+    return problem.greedy_set
+
+
+def standalone_set(problem: Problem, objective: str) -> frozenset[int]:
+    """Units that gain when offloaded alone (one call each)."""
+    out = set()
+    for i, u in enumerate(problem.units):
+        if problem.offloadable[i] and problem.score({i}, objective) < problem.score(set(), objective) - _EPS:
+            out.add(i)
+    return frozenset(out)
+
+
+def _neighbours(problem: Problem, i: int) -> set[int]:
+    out = set(problem._preds[i])
+    out.update(problem._succs[i])
+    return {j for j in out if problem.offloadable[j]}
+
+
+class _ClusterScorer:
+    """Scores the choices of one cluster with the rest of the plan fixed (memoised)."""
+
+    def __init__(self, problem: Problem, k: int, rest: Cost, objective: str):
+        self.problem, self.k, self.rest, self.objective = problem, k, rest, objective
+        self.memo: dict[frozenset[int], float] = {}
+
+    def __call__(self, subset: frozenset[int]) -> float:
+        s = self.memo.get(subset)
+        if s is None:
+            c = self.rest + self.problem.cluster_cost(self.k, subset)
+            s = objective_value(self.objective, c.latency_s, c.energy_j)
+            self.memo[subset] = s
+        return s
+
+
+def _moves(problem: Problem, members: tuple[int, ...], current: frozenset[int],
+           regions: list[frozenset[int]]) -> Iterable[frozenset[int]]:
+    for i in members:
+        yield current ^ {i}
+    for i in members:
+        nb = _neighbours(problem, i)
+        if nb:
+            yield (current - nb - {i}) if i in current else (current | nb | {i})
+    for r in regions:
+        yield (current - r) if r <= current else (current | r)
+
+
+def _descend(problem: Problem, members: tuple[int, ...], start: frozenset[int], score: _ClusterScorer,
+             regions: list[frozenset[int]], max_rounds: int) -> frozenset[int]:
+    """Best-improvement descent; ties keep the earlier move, so it is deterministic."""
+    cur, best = start, score(start)
+    for _ in range(max_rounds):
+        move, move_score = None, best
+        for cand in _moves(problem, members, cur, regions):
+            s = score(cand)
+            if s < move_score - _EPS * abs(move_score):
+                move, move_score = cand, s
+        if move is None:
+            break
+        cur, best = move, move_score
+    return cur
+
+
+# Clusters with more units than this start only from the current choice and greedy BYOC (a full
+# descent from all-on-host would take one round per unit).
+BIG_CLUSTER = 32
+
+
+def search(problem: Problem, objective: str = "latency", max_rounds: int = 200,
+           max_passes: int = 8) -> SearchResult:
+    """Coordinate descent over clusters (a function never spans two, so for latency and energy
+    one pass is exact per cluster's local optimum; EDP couples them and needs further passes),
+    each cluster by local search from several starting points. Returns the best offload set."""
+    objective_value(objective, 0.0, 0.0)  # validates the name
+    greedy = greedy_set(problem)
+    alone = standalone_set(problem, objective)
+    chosen = [frozenset(i for i in c if i in greedy) for c in problem.clusters]
+    parts = [problem.cluster_cost(k, chosen[k]) for k in range(len(problem.clusters))]
+    evals = 0
+    for _ in range(max_passes):
+        changed = False
+        for k, members in enumerate(problem.clusters):
+            total = problem.fixed_cost()
+            for j, c in enumerate(parts):
+                if j != k:
+                    total = total + c
+            score = _ClusterScorer(problem, k, total, objective)
+            regions = [r for r in (frozenset(g) for g in problem.groups(greedy) if len(g) > 1)
+                       if r <= set(members)]
+            starts = [chosen[k], frozenset(i for i in members if i in greedy)]
+            if len(members) <= BIG_CLUSTER:
+                starts += [frozenset(), frozenset(i for i in members if i in alone)]
+            best = chosen[k]
+            for s in dict.fromkeys(starts):
+                got = _descend(problem, members, s, score, regions, max_rounds)
+                if score(got) < score(best) - _EPS * abs(score(best)):
+                    best = got
+            evals += len(score.memo)
+            if best != chosen[k]:
+                chosen[k] = best
+                parts[k] = problem.cluster_cost(k, best)
+                changed = True
+        if not changed or objective != "edp":
+            break
+    device = frozenset().union(*chosen) if chosen else frozenset()
+    cost = problem.cost(device)
+    return SearchResult(device, cost, objective_value(objective, cost.latency_s, cost.energy_j), evals,
+                        "clusters")
+
+
+__all__ = ["SearchResult", "search", "greedy_set", "standalone_set", "BIG_CLUSTER"]
