@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .footprint import Geometry, cdiv, ifmap_tile_words, ifmap_words_all_tiles
+from .footprint import Geometry, cdiv, fdiv, ifmap_tile_words, ifmap_words_all_tiles
 from .hardware import DATAFLOWS, HardwareConfig
 from .schedule import LOOP_ORDERS, STANDARD_SPATIAL, Schedule
 from .workload import SPECIAL_OPS, Workload
@@ -89,16 +89,26 @@ class ScheduleArrays:
                         wl.epilogue if self.unfused[i] == 0 else ())
 
 
+# (row, col, temporal) dim per (dataflow index * 2 + transposed).
+_RCT = np.array([[*(_STD[d][::-1] if t else _STD[d]), 3 - _STD[d].sum()] for d in range(3) for t in (0, 1)],
+                dtype=np.int64)
+
+
 def spatial_dims(df, transposed):
-    """(row dim, col dim, temporal dim) indices into (m, n, k) per schedule."""
-    std = _STD[df]
-    row = np.where(transposed, std[..., 1], std[..., 0])
-    col = np.where(transposed, std[..., 0], std[..., 1])
-    return row, col, 3 - row - col
+    """(row dim, col dim, temporal dim) indices into (m, n, k) per schedule (ints for one
+    dataflow/orientation, arrays for many)."""
+    if np.ndim(df) == 0 and np.ndim(transposed) == 0:
+        r, c, t = _RCT[int(df) * 2 + int(bool(transposed))]
+        return int(r), int(c), int(t)
+    rct = _RCT[np.asarray(df) * 2 + np.asarray(transposed, dtype=np.int64)]
+    return rct[..., 0], rct[..., 1], rct[..., 2]
 
 
 def _pick(idx, a, b, c):
-    return np.choose(idx, (a, b, c))
+    """Per element: a where idx == 0, b where 1, c where 2 (or just one of them for an int idx)."""
+    if isinstance(idx, int):
+        return (a, b, c)[idx]
+    return np.where(idx == 0, a, np.where(idx == 1, b, c))
 
 
 # ---------------------------------------------------------------------------- cost terms
@@ -119,7 +129,7 @@ def compute_cycles(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk
     f_row = folds_v(d_row, t_row, ra)
     f_col = folds_v(d_col, t_col, ca)
     nt_row, nt_col, nt_tmp = cdiv(d_row, t_row), cdiv(d_col, t_col), cdiv(d_tmp, t_tmp)
-    ovh = np.where(df == _OS, ra + ca - 2, 2 * ra + ca - 2)
+    ovh = np.where(np.asarray(df) == _OS, ra + ca - 2, 2 * ra + ca - 2)
     streams = streams_on(order, row, col, tmp, nt_row, nt_col, nt_tmp, t_row <= ra, t_col <= ca)
     if hw.array.fold_overlap:
         fills = np.where(streams, nt_row * nt_col, nt_row * nt_col * nt_tmp)
@@ -150,14 +160,15 @@ def group_repeats(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk)
     row, col, _ = spatial_dims(df, transposed)
     tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k))
     t_row, t_col = _pick(row, *tiles), _pick(col, *tiles)
-    pack = np.where((t_row <= ra) & (t_col <= ca), np.minimum(ra // t_row, ca // t_col), 1)
+    pack = np.where((t_row <= ra) & (t_col <= ca), np.minimum(fdiv(ra, t_row), fdiv(ca, t_col)), 1)
     return cdiv(geo.g, np.clip(pack, 1, geo.g))
 
 
 def folds_v(dim, t, extent):
     """``footprint.folds`` for array-valued dims (the spatial dim differs per schedule)."""
     t = np.minimum(t, dim)
-    return (dim // t) * cdiv(t, extent) + cdiv(dim % t, extent)
+    q = fdiv(dim, t)
+    return q * cdiv(t, extent) + cdiv(dim - q * t, extent)
 
 
 def reload_factor(order, n_tiles, rel_a: int, rel_b: int, other: int):
@@ -200,6 +211,12 @@ def sram_words(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk) ->
     n_t = tile_counts(geo, tm, tn, tk)
 
     def per_dim(x):
+        if isinstance(row, int):
+            if row == x:
+                return folds_v(dims[x], np.minimum(tiles[x], dims[x]), ra)
+            if col == x:
+                return folds_v(dims[x], np.minimum(tiles[x], dims[x]), ca)
+            return n_t[x]
         f_r = folds_v(dims[x], np.minimum(tiles[x], dims[x]), ra)
         f_c = folds_v(dims[x], np.minimum(tiles[x], dims[x]), ca)
         return np.where(row == x, f_r, np.where(col == x, f_c, n_t[x]))
@@ -263,19 +280,44 @@ def leakage_pj(hw: HardwareConfig, cycles):
 
 # ---------------------------------------------------------------------------- evaluation
 def evaluate_mac(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> dict[str, np.ndarray]:
+    """Evaluate per (dataflow, orientation, loop order) group, so that inside a group which dim
+    sits on rows, columns and time is a Python int and no per-element selection is needed."""
+    code = (s.dataflow * 2 + s.transposed) * len(LOOP_ORDERS) + s.order
+    uniq = np.unique(code)
+    if len(uniq) == 1:
+        return _evaluate_mac(wl, hw, s, int(s.dataflow[0]), bool(s.transposed[0]), int(s.order[0]))
+    out: dict[str, Any] = {}
+    for c in uniq:
+        idx = np.flatnonzero(code == c)
+        sub = ScheduleArrays(*(getattr(s, f)[idx] for f in ScheduleArrays.__dataclass_fields__))
+        c = int(c)
+        r = _evaluate_mac(wl, hw, sub, c // (2 * len(LOOP_ORDERS)), bool((c // len(LOOP_ORDERS)) % 2),
+                          c % len(LOOP_ORDERS))
+        for k, v in r.items():
+            if k == "energy":
+                e = out.setdefault("energy", {})
+                for ek, ev in v.items():
+                    e.setdefault(ek, np.empty(len(s)))[idx] = ev
+            else:
+                out.setdefault(k, np.empty(len(s)))[idx] = v
+    return out
+
+
+def _evaluate_mac(wl: Workload, hw: HardwareConfig, s: ScheduleArrays, df: int, tr: bool,
+                  order: int) -> dict[str, np.ndarray]:
     geo = Geometry.of(wl)
     wb = hw.array.word_bytes
     tm, tn, tk = s.tile_m, s.tile_n, s.tile_k
-    comp = compute_cycles(geo, hw, s.dataflow, s.transposed, tm, tn, tk, s.order)
+    comp = compute_cycles(geo, hw, df, tr, tm, tn, tk, order)
     out_elems = geo.g * geo.m * geo.n
     vec = vector_cycles(hw, out_elems, wl.epilogue)
     # An unfused epilogue op is a separate vector pass: it reads and writes the output again.
     unfused_words = 2 * out_elems * s.unfused
     binary = sum(op in BINARY_EPILOGUE for op in wl.epilogue)
-    dw = dram_words(geo, s.order, tm, tn, tk, binary)
+    dw = dram_words(geo, order, tm, tn, tk, binary)
     words = dw["ifmap"] + dw["weight"] + dw["output"] + dw["psum_read"] + dw["epilogue"] + unfused_words
     nt = tile_counts(geo, tm, tn, tk)
-    reps = group_repeats(geo, hw, s.dataflow, s.transposed, tm, tn, tk)
+    reps = group_repeats(geo, hw, df, tr, tm, tn, tk)
     n_tiles = reps * nt[0] * nt[1] * nt[2]
     groups_per_tile = geo.g / reps
     first = first_load_words(geo, tm, tn, tk) * wb * groups_per_tile
@@ -283,7 +325,7 @@ def evaluate_mac(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> dict[st
     compute = comp + vec
     pro, stall, epi = timing(compute, words * wb, first, last, n_tiles, s.double_buffer, hw)
     total = pro + compute + stall + epi
-    sw = sram_words(geo, hw, s.dataflow, s.transposed, tm, tn, tk)
+    sw = sram_words(geo, hw, df, tr, tm, tn, tk)
     e = hw.energy
     macs = wl.macs
     sram_bytes = (sw["ifmap"] + sw["weight"] + sw["output"]) * wb + words * wb  # array side + DMA side

@@ -11,6 +11,7 @@ superadditive over tiles, so the summed tile traffic is never below the whole-la
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -18,7 +19,18 @@ from .workload import Workload
 
 
 def cdiv(a, b):
-    return -(-a // b)
+    """Ceiling division: exact integer arithmetic for Python ints, float64 (exact below 2**52)
+    for arrays, where numpy's integer division would be several times slower."""
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return np.ceil(np.true_divide(a, b))
+
+
+def fdiv(a, b):
+    """Floor division, as ``cdiv``."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    return np.floor(np.true_divide(a, b))
 
 
 @dataclass(frozen=True)
@@ -41,13 +53,18 @@ class Geometry:
 
     @classmethod
     def of(cls, wl: Workload) -> "Geometry":
-        g, m, n, k = wl.gemm_view()
-        if wl.kind != "conv2d":
-            return cls(g, m, n, k, False)
-        d = wl.d
-        return cls(g, m, n, k, True, d["r"] * d["s"], d["c"] // d["groups"], wl.q, d["n"] * d["h"],
-                   d["w"], d["stride_h"], d["stride_w"], (d["r"] - 1) * d["dil_h"] + 1,
-                   (d["s"] - 1) * d["dil_w"] + 1)
+        return _geometry(cls, wl)
+
+
+@lru_cache(maxsize=4096)  # a pure function of a frozen workload; kernels repeat across a model
+def _geometry(cls, wl: Workload) -> Geometry:
+    g, m, n, k = wl.gemm_view()
+    if wl.kind != "conv2d":
+        return cls(g, m, n, k, False)
+    d = wl.d
+    return cls(g, m, n, k, True, d["r"] * d["s"], d["c"] // d["groups"], wl.q, d["n"] * d["h"],
+               d["w"], d["stride_h"], d["stride_w"], (d["r"] - 1) * d["dil_h"] + 1,
+               (d["s"] - 1) * d["dil_w"] + 1)
 
 
 def ifmap_channels(geo: Geometry, tk):
@@ -78,7 +95,8 @@ def tiled_sum(f, dim: int, t):
     """Sum of ``f(tile)`` over the tiles of a dim of size ``dim`` cut into tiles of ``t`` (the last
     one short)."""
     t = np.minimum(t, dim)
-    return (dim // t) * f(t) + f(dim % t)
+    q = fdiv(dim, t)
+    return q * f(t) + f(dim - q * t)
 
 
 def ifmap_words_all_tiles(geo: Geometry, tm, tk):
@@ -91,4 +109,5 @@ def ifmap_words_all_tiles(geo: Geometry, tm, tk):
 def folds(dim: int, t, extent: int):
     """Array folds along one spatial dim summed over its tiles (each tile folds separately)."""
     t = np.minimum(t, dim)
-    return (dim // t) * cdiv(t, extent) + cdiv(dim % t, extent)
+    q = fdiv(dim, t)
+    return q * cdiv(t, extent) + cdiv(dim - q * t, extent)

@@ -2,11 +2,15 @@
 ``simulate_batch`` (the analytical model over many schedules at once)."""
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .analytical import ScheduleArrays, buffer_fits, evaluate, leakage_pj, roofline_cycles, vector_cycles, vector_work_cycles
+from .analytical import (ScheduleArrays, buffer_fits, evaluate, leakage_pj, roofline_cycles, sram_words,
+                         vector_cycles, vector_work_cycles)
+from .footprint import Geometry
+from .hardware import DATAFLOWS
 from .hardware import HardwareConfig
 from .report import KernelReport
 from .schedule import Schedule, ScheduleError
@@ -25,6 +29,7 @@ def _check_epilogue(wl: Workload, hw: HardwareConfig, s: Schedule) -> None:
             raise ScheduleError(f"cannot fuse '{op}': the vector unit of {hw.name} does not run it")
 
 
+@lru_cache(maxsize=4096)  # pure function of two frozen values
 def roofline_for(wl: Workload, hw: HardwareConfig) -> float:
     vec = vector_cycles(hw, wl.macs and _out_elems(wl), wl.epilogue) if wl.is_mac else vector_work_cycles(wl, hw)
     return roofline_cycles(wl, hw, vec)
@@ -33,6 +38,32 @@ def roofline_for(wl: Workload, hw: HardwareConfig) -> float:
 def _out_elems(wl: Workload) -> int:
     g, m, n, _ = wl.gemm_view()
     return g * m * n
+
+
+def _sram_and_energy(wl: Workload, hw: HardwareConfig, s: Schedule, t: dict) -> dict:
+    """Buffer traffic and energy for a tile-level result (DRAM bytes and cycles from the walk)."""
+    wb = hw.array.word_bytes
+    e = hw.energy
+    dram = t["dram_read_bytes"] + t["dram_write_bytes"]
+    if wl.is_mac:
+        geo = Geometry.of(wl)
+        df = DATAFLOWS.index(s.dataflow)
+        sw = {k: float(np.asarray(v).ravel()[0]) * wb for k, v in
+              sram_words(geo, hw, df, s.transposed, s.tile_m, s.tile_n, s.tile_k).items()}
+        out_elems = geo.g * geo.m * geo.n
+        vec_ops = out_elems * len(wl.epilogue)
+        vec = vector_cycles(hw, out_elems, wl.epilogue)
+        array_cycles = t["compute_cycles"] - vec
+    else:
+        d = wl.d
+        sw = {"ifmap": float(d["in_elems"] * wb), "weight": 0.0, "output": float(d["out_elems"] * wb)}
+        vec_ops = d["ops"] + d["special_ops"]
+        array_cycles, vec = 0, t["compute_cycles"]
+    energy = {"mac": wl.macs * e.mac_pj, "register": wl.macs * 3 * wb * e.reg_pj_per_byte,
+              "sram": (sum(sw.values()) + dram) * e.sram_pj_per_byte, "dram": dram * e.dram_pj_per_byte,
+              "vector": vec_ops * e.vector_op_pj, "leakage": float(leakage_pj(hw, t["total_cycles"]))}
+    return {"sram_ifmap_bytes": sw["ifmap"], "sram_weight_bytes": sw["weight"], "sram_output_bytes": sw["output"],
+            "array_cycles": max(0, array_cycles), "vector_cycles": vec, "energy": energy}
 
 
 def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None = None,
@@ -44,16 +75,14 @@ def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None =
     s = schedule if schedule is not None else Schedule.default(workload, hw)
     s.check(workload, hw)
     _check_epilogue(workload, hw, s)
-    r = evaluate(workload, hw, ScheduleArrays.of([s], workload))
-    a = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in r.items() if k != "energy"}
-    energy = {k: float(v[0]) for k, v in r["energy"].items()}
     if fidelity == "tile":
-        t = simulate_tiles(workload, hw, s)
-        dram_bytes = t["dram_read_bytes"] + t["dram_write_bytes"]
-        energy["sram"] += (dram_bytes - (a["dram_read_bytes"] + a["dram_write_bytes"])) * hw.energy.sram_pj_per_byte
-        energy["dram"] = dram_bytes * hw.energy.dram_pj_per_byte
-        energy["leakage"] = float(leakage_pj(hw, t["total_cycles"]))
-        a.update(t)
+        a = simulate_tiles(workload, hw, s)
+        a.update(_sram_and_energy(workload, hw, s, a))
+        energy = a.pop("energy")
+    else:
+        r = evaluate(workload, hw, ScheduleArrays.of([s], workload))
+        a = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in r.items() if k != "energy"}
+        energy = {k: float(v[0]) for k, v in r["energy"].items()}
     wb = hw.array.word_bytes
     total = int(round(a["total_cycles"]))
     pes = hw.pes

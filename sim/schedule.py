@@ -35,7 +35,7 @@ For array-based search, ``sim.batch.ScheduleArrays`` holds the same fields as in
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .footprint import cdiv, Geometry, ifmap_tile_words
@@ -103,10 +103,9 @@ class Schedule:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["spatial"] = list(self.spatial)
-        d["epilogue"] = list(self.epilogue)
-        return d
+        return {"dataflow": self.dataflow, "spatial": list(self.spatial), "tile_m": self.tile_m,
+                "tile_n": self.tile_n, "tile_k": self.tile_k, "loop_order": self.loop_order,
+                "double_buffer": self.double_buffer, "epilogue": list(self.epilogue)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Schedule":

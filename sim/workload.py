@@ -18,6 +18,7 @@ of an element in the model (it sets link transfers and host costs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from math import prod
 from typing import Any
 
@@ -136,8 +137,9 @@ class Workload:
         return Workload(self.kind, self.dims, self.dtype_bytes, tuple(epilogue), self.op)
 
     # ------------------------------------------------------------------ derived
-    @property
+    @cached_property
     def d(self) -> dict[str, int]:
+        """The dims as a dict (cached: simulators read it often; do not mutate it)."""
         return dict(self.dims)
 
     @property
