@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import warm
 from .space import Point, eval_key
 from .spec import ModelSpec
 
@@ -25,13 +26,15 @@ class EvalSettings:
     models: tuple[ModelSpec, ...]
     objective: str
     seed: int
-    out_dir: str  # where shared tuning records live (<out_dir>/records/)
+    out_dir: str  # where tuning records live (<out_dir>/records/<point>.jsonl)
     share_cost_model: bool = True
+    warm_start: bool = True
 
     def blob(self) -> str:
         return json.dumps({"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
                            "objective": self.objective, "seed": self.seed,
-                           "share_cost_model": self.share_cost_model}, sort_keys=True)
+                           "share_cost_model": self.share_cost_model, "warm_start": self.warm_start},
+                          sort_keys=True)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class WorkerState:
     graphs: dict[str, Any] = field(default_factory=dict)
     macs: dict[str, int] = field(default_factory=dict)
     cost_model: Any = None
+    solved: dict[str, list] = field(default_factory=dict)  # model label -> finished points (warm.Solved)
 
 
 _STATES: dict[str, WorkerState] = {}
@@ -155,9 +159,9 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
     hw = point.hw
     rec_dir = Path(settings.out_dir) / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
-    # One log per worker process: no two writers share a file, and a worker's later points see
-    # the records of its earlier ones.
-    log = rec_dir / f"{socket.gethostname()}-{os.getpid()}.jsonl"
+    # One log per point: records are keyed by hardware, so a point only ever reads its own, and a
+    # point cut short by a kill resumes from its log without re-measuring.
+    log = rec_dir / f"{point.key}.jsonl"
     row: dict[str, Any] = {
         "key": eval_key(point.key, settings.blob()), "point": point.key, "index": point.index,
         "params": point.params(), "hw_fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2(),
@@ -168,10 +172,22 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
         for m in settings.models:
             g = model_graph(m, state)
             t1 = time.perf_counter()
-            plan = tune_model(g, hw, m, settings, state, log)
+            mlog = log.with_name(f"{point.key}.{m.label}.jsonl")
+            seeded = 0
+            if settings.warm_start and m.trials > 0:
+                src = warm.nearest(state.solved.get(m.label, []), point.params())
+                if src is not None:
+                    from tuner.measure import TileMeasurer
+                    seeded = warm.seed_log(mlog, hw, src, TileMeasurer())
+            plan = tune_model(g, hw, m, settings, state, mlog)
             res = plan_metrics(plan, state.macs[m.label], hw)
+            res["warm_start_seeds"] = seeded
             res["tune_s"] = time.perf_counter() - t1
             row["models"][m.label] = res
+            if settings.warm_start:
+                hist = state.solved.setdefault(m.label, [])
+                hist.append(warm.solved_from_plan(point.params(), plan))
+                del hist[:-256]  # nearest() scans the history: keep it bounded
             cm = getattr(plan, "cost_model", None)
             if cm is not None and settings.share_cost_model:
                 state.cost_model = cm

@@ -250,7 +250,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, worke
         raise SweepError("give --workers (a local Dask cluster) or --scheduler (an existing one), not both")
     t0 = time.perf_counter()
     out = Path(out_dir).resolve()
-    settings = EvalSettings(spec.models, spec.objective, spec.seed, str(out), spec.share_cost_model)
+    settings = EvalSettings(spec.models, spec.objective, spec.seed, str(out), spec.share_cost_model,
+                            spec.warm_start)
     space = enumerate_space(spec)
     if not space.points:
         raise SpecError(f"no design point of {spec.name} meets the constraints "

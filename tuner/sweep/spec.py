@@ -26,7 +26,7 @@ METRICS = {
     "dram_gb_per_s": lambda hw: hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
 }
 _TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "share_cost_model",
-             "sampling", "axes", "constraints", "models")
+             "warm_start", "sampling", "axes", "constraints", "models")
 _MAX_GRID = 10_000_000  # a grid larger than this is a typo, not a sweep anyone can run
 
 
@@ -83,6 +83,8 @@ class SweepSpec:
     # A worker's cost model carries over between its points (faster; results then depend on which
     # points a worker saw before). False: every point tunes from scratch, order-independent.
     share_cost_model: bool = True
+    # Seed each point's search with the best schedules of the nearest point this worker finished.
+    warm_start: bool = True
 
     @property
     def grid_size(self) -> int:
@@ -94,7 +96,7 @@ class SweepSpec:
         return {
             "name": self.name, "description": self.description, "base": self.base,
             "base_hw": self.base_hw.to_dict(), "objective": self.objective, "seed": self.seed,
-            "share_cost_model": self.share_cost_model,
+            "share_cost_model": self.share_cost_model, "warm_start": self.warm_start,
             "sampling": {"method": self.sampling, "count": self.count},
             "axes": {a.key: [list(v) if len(a.paths) > 1 else v[0] for v in a.values] for a in self.axes},
             "constraints": {c.key: c.limit for c in self.constraints},
@@ -287,6 +289,9 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
     share = d.get("share_cost_model", True)
     if not isinstance(share, bool):
         raise SpecError(f"share_cost_model must be true or false, got {share!r}")
+    warm_start = d.get("warm_start", True)
+    if not isinstance(warm_start, bool):
+        raise SpecError(f"warm_start must be true or false, got {warm_start!r}")
 
     samp = d.get("sampling", {"method": "grid"})
     if isinstance(samp, str):
@@ -319,7 +324,7 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
     constraints = _parse_constraints(d.get("constraints", {}))
     models = _parse_models(d.get("models"), trials, root)
     return SweepSpec(name, description, base, base_hw, axes, method, count, seed, constraints, models,
-                     objective, share)
+                     objective, share, warm_start)
 
 
 def load_spec(path: str | Path) -> SweepSpec:
