@@ -1,0 +1,229 @@
+"""Partition search: the fast evaluator against the partitioned graph's cost and a hand computation,
+search vs the exact optimum on graphs named by shape, baselines, and acyclicity."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import sim
+from partition import interpret
+from partition.builder import GraphBuilder
+from tuner.costing import CostOptions, KernelCoster, graph_cost, host_op_cost
+from tuner.exact import exhaustive, optimum
+from tuner.partition_problem import PartitionSearchError, Problem
+from tuner.partition_search import search
+
+OPTS = CostOptions(fidelity="analytical")
+
+
+def _hw(**over):
+    """edge-npu with dense/matmul support only (no patterns): every dense is its own unit."""
+    d = {"base": "edge-npu", "support": {"ops": ["dense", "matmul"], "patterns": []}}
+    for k, v in over.items():
+        sec, f = k.split("__")
+        d.setdefault(sec, {})[f] = v
+    return sim.HardwareConfig.from_dict(d)
+
+
+def chain(n=4, width=64, rows=32, host_every=2):
+    """dense, dense, tanh, dense, dense, tanh, ...: runs of offloadable units between host ops."""
+    b = GraphBuilder("chain", 0)
+    x = b.input("x", (rows, width))
+    for i in range(n):
+        x = b.dense(x, width, name=f"d{i}", bias=False)
+        if (i + 1) % host_every == 0:
+            x = b.tanh(x, name=f"t{i}")
+    return b.finish([x])
+
+
+def diamond(width=64, rows=32):
+    """x -> d0 -> (d1, tanh) -> add: two branches meet."""
+    b = GraphBuilder("diamond", 1)
+    x = b.input("x", (rows, width))
+    a = b.dense(x, width, name="d0", bias=False)
+    l = b.dense(a, width, name="d1", bias=False)
+    r = b.tanh(a, name="t")
+    y = b.dense(b.add(l, r, name="s"), width, name="d2", bias=False)
+    return b.finish([y])
+
+
+def would_be_cycle(width=64, rows=32):
+    """d0 -> tanh -> d2 and d0 -> d2: merging d0 and d2 with tanh on the host would be a cycle."""
+    b = GraphBuilder("cyc", 2)
+    x = b.input("x", (rows, width))
+    a = b.dense(x, width, name="d0", bias=False)
+    t = b.tanh(a, name="t")
+    y = b.add(a, t, name="s")
+    z = b.dense(y, width, name="d2", bias=False)
+    return b.finish([z, a])
+
+
+def multi_producer(width=32, rows=16):
+    """Two independent denses feed one matmul; another consumer reads the first."""
+    b = GraphBuilder("mp", 3)
+    x = b.input("x", (rows, width))
+    p = b.dense(x, width, name="p", bias=False)
+    q = b.dense(x, width, name="q", bias=False)
+    m = b.matmul(p, b.transpose(q, name="qt", perm=(1, 0)), name="m")
+    e = b.exp(p, name="e")
+    return b.finish([m, e])
+
+
+GRAPHS = {"chain": chain, "diamond": diamond, "would_be_cycle": would_be_cycle, "multi_producer": multi_producer}
+# Link speeds from "offloading never pays" to "offloading always pays", so the optimum moves.
+LINKS = [1e6, 350e6, 2e9, 1e12]
+
+
+def _problem(graph, link=350e6, launch=100e-6):
+    hw = _hw(link__bytes_per_s=link, link__launch_latency_s=launch)
+    return Problem(graph, hw, KernelCoster(hw, opts=OPTS), OPTS)
+
+
+def _all_subsets(p):
+    off = [i for i in range(len(p.units)) if p.offloadable[i]]
+    for r in range(len(off) + 1):
+        yield from (frozenset(c) for c in itertools.combinations(off, r))
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_evaluator_equals_cost_of_the_partitioned_graph(name):
+    p = _problem(GRAPHS[name]())
+    for s in _all_subsets(p):
+        part = p.materialize(s)
+        part.lint()
+        gc = graph_cost(part, p.coster, OPTS).total
+        c = p.cost(s)
+        assert c.latency_s == pytest.approx(gc.latency_s, rel=1e-12)
+        assert c.energy_j == pytest.approx(gc.energy_j, rel=1e-12)
+        assert c.calls == gc.calls
+        total = p.fixed_cost()
+        for k in range(len(p.clusters)):
+            total = total + p.cluster_cost(k, s)
+        assert total.latency_s == pytest.approx(c.latency_s, rel=1e-12)
+
+
+def test_cost_of_one_offloaded_dense_by_hand():
+    b = GraphBuilder("one", 0)
+    x = b.input("x", (32, 64))
+    y = b.tanh(b.dense(x, 16, name="d", bias=False), name="t")
+    g = b.finish([y])
+    hw = _hw()
+    p = Problem(g, hw, KernelCoster(hw, opts=OPTS), OPTS)
+    (i,) = [u.index for u in p.units if u.offloadable]
+    dense = g.node_by_name("d")
+    rep = sim.simulate(sim.Workload.gemm(32, 16, 64), hw, sim.Schedule.default(sim.Workload.gemm(32, 16, 64), hw))
+    tanh_s = hw.host.op_overhead_s + max(32 * 16 * host_flops_per_elem_tanh() / hw.host.peak_flops,
+                                         2 * 32 * 16 * 4 / hw.host.mem_bytes_per_s)
+    link_bytes = 32 * 64 * 4 + 32 * 16 * 4
+    want = (tanh_s + hw.link.launch_latency_s + link_bytes / hw.link.bytes_per_s
+            + rep.total_cycles / hw.clock_hz)
+    c = p.cost({i})
+    assert c.latency_s == pytest.approx(want, rel=1e-9)
+    assert c.link_bytes == link_bytes
+    host_dense = host_op_cost(dense, hw, OPTS).host_s
+    assert p.cost(set()).latency_s == pytest.approx(tanh_s + host_dense, rel=1e-9)
+
+
+def host_flops_per_elem_tanh():
+    from partition.ops import op_cost
+    b = GraphBuilder("t", 0)
+    t = b.tanh(b.input("x", (1,)), name="t")
+    return op_cost(t.producer).flops
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("link", LINKS)
+@pytest.mark.parametrize("objective", ["latency", "energy", "edp"])
+def test_search_finds_the_exhaustive_optimum(name, link, objective):
+    p = _problem(GRAPHS[name](), link=link)
+    got = search(p, objective)
+    ex = exhaustive(p, objective)
+    assert got.score == pytest.approx(ex.score, rel=1e-9)
+    if objective != "edp":
+        opt = optimum(p, objective)
+        assert opt.certified
+        assert opt.score == pytest.approx(ex.score, rel=1e-9)
+
+
+@pytest.mark.parametrize("link", LINKS)
+def test_search_never_worse_than_baselines(link):
+    p = _problem(chain(n=6, host_every=3), link=link)
+    got = search(p, "latency")
+    assert got.cost.latency_s <= p.cost(p.greedy_set).latency_s * (1 + 1e-12)
+    assert got.cost.latency_s <= p.cost(frozenset()).latency_s * (1 + 1e-12)
+
+
+def test_baselines_at_the_extremes():
+    """A hopeless link keeps everything on the host; a free link offloads what greedy BYOC does."""
+    g = chain(n=4)
+    slow = _problem(g, link=1e3, launch=1.0)
+    assert search(slow, "latency").device == frozenset()
+    fast = _problem(g, link=1e15, launch=0.0)
+    assert search(fast, "latency").device == fast.greedy_set
+    assert len(fast.greedy_set) == 4
+
+
+def test_would_be_cycle_never_merged():
+    p = _problem(would_be_cycle(), link=1e15, launch=1e-3)
+    d0, d2 = p.unit_of("cyc", "d0"), p.unit_of("cyc", "d2")
+    groups = p.groups({d0, d2})
+    assert sorted(map(sorted, groups)) == [[d0], [d2]]
+    part = p.materialize({d0, d2})
+    part.lint()
+    np.testing.assert_allclose(interpret(part, [np.ones((32, 64), np.float32)])[0],
+                               interpret(would_be_cycle(), [np.ones((32, 64), np.float32)])[0], rtol=1e-5)
+
+
+def test_random_dags_stay_acyclic_and_correct():
+    rng = np.random.default_rng(0)
+    for trial in range(6):
+        b = GraphBuilder("rand", trial)
+        vals = [b.input("x", (8, 16))]
+        for j in range(9):
+            a = vals[rng.integers(len(vals))]
+            if rng.random() < 0.6:
+                v = b.dense(a, 16, name=f"d{j}", bias=False)
+            elif rng.random() < 0.5:
+                v = b.tanh(a, name=f"t{j}")
+            else:
+                v = b.add(a, vals[rng.integers(len(vals))], name=f"a{j}")
+            vals.append(v)
+        g = b.finish([vals[-1], vals[-2]])
+        p = _problem(g, link=1e9, launch=1e-6)
+        x = rng.standard_normal((8, 16)).astype(np.float32)
+        ref = interpret(g, [x])
+        for s in itertools.islice(_all_subsets(p), 0, None, 7):
+            part = p.materialize(s)
+            part.lint()  # topological order: no cycle between functions
+            for a, r in zip(interpret(part, [x]), ref):
+                np.testing.assert_allclose(a, r, rtol=1e-4, atol=1e-5)
+
+
+def test_same_problem_same_result():
+    p = _problem(chain(n=6, host_every=3), link=2e9)
+    assert search(p, "latency").device == search(p, "latency").device
+
+
+def test_bad_objective_and_bad_sets():
+    p = _problem(chain())
+    with pytest.raises(ValueError, match="objective"):
+        search(p, "speed")
+    host_only = [u.index for u in p.units if not p.offloadable[u.index]]
+    with pytest.raises(PartitionSearchError, match="cannot run on the device"):
+        p.materialize({host_only[0]})
+    with pytest.raises(PartitionSearchError, match="at most 2"):
+        exhaustive(p, "latency", limit=2)
+
+
+def test_resnet50_and_bert_base_search_is_fast():
+    import time
+    from partition import models
+    for name in ("resnet50", "bert_base"):
+        hw = sim.load_hw("edge-npu")
+        p = Problem(models.get(name), hw, KernelCoster(hw, opts=OPTS), OPTS)
+        t0 = time.perf_counter()
+        r = search(p, "latency")
+        assert time.perf_counter() - t0 < 10
+        assert r.cost.latency_s <= p.cost(p.greedy_set).latency_s
