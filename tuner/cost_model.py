@@ -12,7 +12,7 @@ Two objectives (see docs/TUNING.md for the comparison that chose the default):
   AutoTVM and Ansor do: only the order within a task matters.
 
 ``predict`` returns a cost where lower means faster in both cases (log cycles for regression, minus
-the rank score for rank), so search code does not care which objective is used.
+the rank score over ``rank_prior_scale`` for rank), so search code does not care which objective is used.
 
 A model holds its training set, so ``fit`` with new rows retrains on everything seen (online, each
 round) and a saved model warm-starts a later tuning run on other tasks or hardware. ``fit`` returns
@@ -49,6 +49,10 @@ class CostModelConfig:
     seed: int = 0
     min_rows: int = 8          # below this many rows the model stays the analytical prior
     max_rows: int = 20000      # keep the most recent rows (training time stays bounded)
+    # The pairwise loss has no scale of its own: its trees grow until pairs separate, drowning a
+    # prior of log-cycle differences (~0.01-0.1). Scaling the prior keeps it in charge of the order
+    # the trees do not learn (docs/TUNING.md).
+    rank_prior_scale: float = 100.0
 
     def __post_init__(self):
         if self.objective not in OBJECTIVES:
@@ -107,9 +111,9 @@ class CostModel:
             return prior.copy()
         import xgboost as xgb
         b = self._booster()
-        sign = -1.0 if self.config.objective == "rank" else 1.0
+        sign = -self.config.rank_prior_scale if self.config.objective == "rank" else 1.0
         d = xgb.DMatrix(np.asarray(X, dtype=np.float32), base_margin=sign * prior, nthread=self.config.nthread)
-        return sign * b.predict(d, output_margin=True).astype(float)
+        return b.predict(d, output_margin=True).astype(float) / sign
 
     def _booster(self):
         # Deserialised once per model (a derived cache, not state: the raw bytes define the model).
@@ -159,7 +163,7 @@ def _params(cfg: CostModelConfig) -> dict:
     p = {"max_depth": cfg.max_depth, "eta": cfg.learning_rate, "min_child_weight": cfg.min_child_weight,
          "nthread": cfg.nthread, "seed": cfg.seed, "tree_method": "hist", "verbosity": 0}
     if cfg.objective == "rank":
-        p.update(objective="rank:pairwise", lambdarank_pair_method="topk", lambdarank_num_pair_per_sample=8)
+        p.update(objective="rank:pairwise", lambdarank_pair_method="mean", lambdarank_num_pair_per_sample=8)
     else:
         p.update(objective="reg:squarederror")
     return p
@@ -169,7 +173,8 @@ def _train(cfg: CostModelConfig, X, y, groups, prior) -> bytes:
     import xgboost as xgb
     if cfg.objective == "rank":
         order = np.argsort(groups, kind="stable")  # XGBoost wants each query group contiguous
-        d = xgb.DMatrix(X[order], label=-y[order], qid=groups[order], base_margin=-prior[order], nthread=cfg.nthread)
+        d = xgb.DMatrix(X[order], label=-y[order], qid=groups[order],
+                        base_margin=-cfg.rank_prior_scale * prior[order], nthread=cfg.nthread)
     else:
         d = xgb.DMatrix(X, label=y, base_margin=prior, nthread=cfg.nthread)
     b = xgb.train(_params(cfg), d, num_boost_round=cfg.n_trees)
