@@ -21,3 +21,8 @@ __all__ = ["HardwareConfig", "HardwareError", "load_hw", "presets", "Workload", 
 from .subgraph import CostError, GraphCost, cost_graph, simulate_function  # noqa: E402
 
 __all__ += ["simulate_function", "cost_graph", "GraphCost", "CostError"]
+
+from . import runtime  # noqa: E402
+from .runtime import load  # noqa: E402
+
+__all__ += ["runtime", "load"]

@@ -75,12 +75,16 @@ def _validate(obj: Any, prefix: str) -> None:
                 _fail(path, f"one of {', '.join(rule)}", v)
 
 
-def _tupled(obj: Any) -> None:
-    """Lists from files become tuples so the config stays hashable."""
+def _tupled(obj: Any, numbers: bool) -> None:
+    """Lists from files become tuples so the config stays hashable; with ``numbers``, 64.0 for an
+    integer field becomes 64 and 11 for a real field 11.0, so the fingerprint does not depend on
+    how a file spelled a number."""
     for f in fields(obj):
         v = getattr(obj, f.name)
         if isinstance(v, list):
             object.__setattr__(obj, f.name, tuple(v))
+        elif not numbers:
+            continue
         elif isinstance(v, int) and not isinstance(v, bool) and f.metadata.get("rule") in ("pos", "nonneg"):
             object.__setattr__(obj, f.name, float(v))
         elif (isinstance(v, float) and v.is_integer()
@@ -97,8 +101,9 @@ class _Section:
     _name = ""
 
     def __post_init__(self):
-        _tupled(self)
-        _validate(self, self._name)
+        _tupled(self, numbers=False)
+        _validate(self, self._name)  # before numbers are normalised, so errors echo the input
+        _tupled(self, numbers=True)
         self._check()
 
     def _check(self) -> None:

@@ -194,15 +194,12 @@ class GraphCost:
 def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
                fidelity: str = "analytical") -> GraphCost:
     """Walk a partitioned graph: host ops on the host model, each call of an external function
-    (a ``Compiler`` attr) on the accelerator."""
-    host: list[HostOpCost] = []
-    calls: list[SubgraphReport] = []
+    (a ``Compiler`` attr) on the accelerator. A loop body counts its maximum trip count times and an
+    if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are)."""
     cache: dict[str, Schedule] = {}
     reports: dict[str, SubgraphReport] = {}
-    weights = 0
 
-    def walk(g: Any, scope: dict[str, Any]) -> None:
-        nonlocal weights
+    def walk(g: Any, scope: dict[str, Any], host: list, calls: list) -> None:
         scope = {**scope, **g.functions}
         for node in g.nodes:
             fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
@@ -210,11 +207,32 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
                 sym = node.attrs["callee"]
                 if sym not in reports:
                     reports[sym] = simulate_function(fn, hw, schedules, fidelity, sym, cache)
-                    weights += reports[sym].weight_bytes
                 calls.append(reports[sym])
             elif fn is not None:
-                walk(fn.graph, scope)  # a host-side function: its ops run on the host
+                walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
+            elif node.op == "loop":
+                trip = node.inputs[0].data if node.inputs and node.inputs[0].is_const else None
+                trips = max(1, int(trip.reshape(-1)[0])) if trip is not None else 1
+                h2: list = []
+                c2: list = []
+                walk(node.attrs["body"], scope, h2, c2)
+                host.append(HostOpCost(node.name, node.op, hw.host.op_overhead_s))
+                host.extend(h2 * trips)
+                calls.extend(c2 * trips)
+            elif node.op == "if":
+                branches = []
+                for key in ("then_branch", "else_branch"):
+                    h2, c2 = [], []
+                    walk(node.attrs[key], scope, h2, c2)
+                    branches.append((GraphCost(hw.name, tuple(h2), tuple(c2), 0).latency_s, h2, c2))
+                _, h2, c2 = max(branches, key=lambda b: b[0])
+                host.append(HostOpCost(node.name, node.op, hw.host.op_overhead_s))
+                host.extend(h2)
+                calls.extend(c2)
             else:
                 host.append(HostOpCost(node.name, node.op, host_op_seconds(node, hw)))
-    walk(graph, {})
-    return GraphCost(hw.name, tuple(host), tuple(calls), weights)
+
+    host: list[HostOpCost] = []
+    calls: list[SubgraphReport] = []
+    walk(graph, {}, host, calls)
+    return GraphCost(hw.name, tuple(host), tuple(calls), sum(r.weight_bytes for r in reports.values()))

@@ -1,0 +1,102 @@
+import json
+
+import numpy as np
+import pytest
+
+import sim
+from partition import Graph, partition_for
+from partition.models import get
+from sim import Schedule, Workload, cost_graph, load_hw, simulate, simulate_function
+from tuner.cli import main
+
+
+def _two_conv_graph(c=16, hw_=28):
+    g = Graph("two")
+    x = g.add_input("x", (1, c, hw_, hw_))
+    w1 = g.add_const(np.zeros((c, c, 3, 3), "float32"), "w1")
+    w2 = g.add_const(np.zeros((c, c, 3, 3), "float32"), "w2")
+    a = g.add_node("conv2d", [x, w1], {"pads": (1, 1, 1, 1)}).output
+    r = g.add_node("relu", [a]).output
+    b = g.add_node("conv2d", [r, w2], {"pads": (1, 1, 1, 1)}).output
+    g.set_outputs([g.add_node("relu", [b]).output])
+    return g
+
+
+def _external(g, hw):
+    pg = partition_for(g, hw.partition_target())
+    ext = [f for f in pg.functions.values() if "Compiler" in f.attrs]
+    assert len(ext) == 1
+    return pg, ext[0]
+
+
+def test_function_keeps_intermediate_on_chip_and_fuses_epilogue():
+    hw = load_hw("cloud-npu")
+    g = _two_conv_graph()
+    pg, fn = _external(g, hw)
+    rep = simulate_function(fn, hw)
+    assert len(rep.kernels) == 2
+    assert all(k.op.endswith("conv2d_relu") for k in rep.kernels)
+    assert rep.spilled_bytes == 0
+    # each kernel alone would write/read the 16x28x28 intermediate through DRAM
+    wl = Workload.conv2d(1, 16, 28, 28, 16, 3, 3, pad=1, epilogue=("relu",))
+    alone = simulate(wl, hw, Schedule.default(wl, hw))
+    assert sum(k.report.dram_bytes for k in rep.kernels) == 2 * alone.dram_bytes  # traffic as costed alone
+    assert rep.device_cycles < 2 * alone.total_cycles                            # but the on-chip hand-off saves time
+    # link: the float32 input and output of the call; weights counted once, not per call
+    assert rep.link_bytes == 2 * 16 * 28 * 28 * 4
+    assert rep.weight_bytes == 2 * 16 * 16 * 9 * 4
+    assert rep.link_s == pytest.approx(rep.link_bytes / hw.link.bytes_per_s)
+    assert rep.latency_s == pytest.approx(rep.device_s + rep.link_s + hw.link.launch_latency_s)
+
+
+def test_intermediate_spills_when_buffer_too_small():
+    hw = load_hw("cloud-npu").with_overrides({"buffers.unified_bytes": 64 * 1024})
+    pg, fn = _external(_two_conv_graph(c=32, hw_=56), hw)
+    rep = simulate_function(fn, hw)
+    assert rep.spilled_bytes == 32 * 56 * 56 * hw.array.word_bytes
+
+
+def test_cost_graph_splits_host_link_device():
+    hw = load_hw("edge-npu")
+    g = get("resnet18")
+    c = cost_graph(partition_for(g, hw.partition_target()), hw)
+    assert c.calls and c.host_ops
+    assert c.latency_s == pytest.approx(c.host_s + c.link_s + c.launch_s + c.device_s)
+    assert c.launch_s == pytest.approx(len(c.calls) * hw.link.launch_latency_s)
+    # edge-npu offloads only conv/GEMM: pooling and the residual adds stay on the host
+    assert {"max_pool2d", "add"} & {h.op for h in c.host_ops}
+    d = c.to_dict()
+    assert d["latency_s"] == pytest.approx(c.latency_s)
+
+
+def test_schedules_override_defaults():
+    hw = load_hw("cloud-npu")
+    pg, fn = _external(_two_conv_graph(), hw)
+    base = simulate_function(fn, hw)
+    wl = Workload.conv2d(1, 16, 28, 28, 16, 3, 3, pad=1, epilogue=("relu",))
+    slow = Schedule("os", ("m", "n"), 16, 16, 16, "kmn", False, ("relu",))
+    rep = simulate_function(fn, hw, {wl.key: slow})
+    assert rep.kernels[0].report.schedule == slow.to_dict()
+    assert rep.device_cycles > base.device_cycles
+
+
+@pytest.mark.parametrize("preset", ["edge-npu", "cloud-npu"])
+def test_cli_simulate_json(capsys, preset):
+    assert main(["simulate", "--model", "bert_tiny", "--hw", preset, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["latency_s"] == pytest.approx(d["host_s"] + d["link_s"] + d["launch_s"] + d["device_s"])
+    assert d["calls"] and all(k["total_cycles"] >= k["roofline_cycles"] - 1 for c in d["calls"] for k in c["kernels"])
+
+
+def test_cli_hw_list_show_and_errors(capsys, tmp_path):
+    assert main(["hw", "list", "--json"]) == 0
+    names = {r["name"] for r in json.loads(capsys.readouterr().out)}
+    assert names == set(sim.presets.names())
+    assert main(["hw", "show", "tpu-v1-like", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["array"]["rows"] == 256 and len(d["fingerprint"]) == 64
+    bad = tmp_path / "bad.toml"
+    bad.write_text('base = "edge-npu"\n[dram]\nbytes_per_cycle = -1\n')
+    assert main(["simulate", "--model", "resnet18", "--hw", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "accel-tune: error: hardware.dram.bytes_per_cycle must be > 0, got -1"
