@@ -143,12 +143,12 @@ def plan_metrics(plan: Any, macs: int, hw) -> dict[str, Any]:
 
 
 def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, state: WorkerState, log: Path):
-    import tuner
+    from tuner.tune import tune
     kwargs: dict[str, Any] = dict(trials=m.trials, log=str(log), objective=settings.objective,
                                   seed=settings.seed, progress=False)
     if state.cost_model is not None:
         kwargs["cost_model"] = state.cost_model
-    return tuner.tune(graph, hw, **kwargs)
+    return tune(graph, hw, **kwargs)
 
 
 def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:

@@ -1,0 +1,151 @@
+"""Running sweeps: rows agree with tuning each point directly, resume after a kill loses nothing
+finished, and a LocalCluster of two Dask workers gives the same rows as one process."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tuner.sweep import SweepError, enumerate_space, load_spec, parse_spec, pareto_front, read_rows, run_sweep
+from tuner.sweep.runner import objective_matrix
+
+TRIALS = 4
+
+
+def _spec_dict(**over):
+    d = {"name": "tiny", "base": "edge-npu", "seed": 1, "trials": TRIALS, "share_cost_model": False,
+         "warm_start": False,
+         "axes": {"array.rows,array.cols": [8, 16], "dram.bytes_per_cycle": [4.0, 16.0]},
+         "models": [{"name": "bert_tiny"}]}
+    d.update(over)
+    return d
+
+
+def _write_spec(tmp_path: Path, **over) -> Path:
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(_spec_dict(**over)))
+    return p
+
+
+def _numbers(rows):
+    return {r["point"]: (r["latency_s"], r["energy_j"], r["area_mm2"]) for r in rows}
+
+
+def test_rows_match_tuning_each_point_directly(tmp_path):
+    import tuner
+    from partition.models import get, model_stats
+    spec = parse_spec(_spec_dict(axes={"array.rows,array.cols": [8, 16]}))
+    res = run_sweep(spec, tmp_path / "out", progress=False)
+    assert res.new == 2 and res.skipped == 0 and not res.failed
+    g = get("bert_tiny")
+    macs = model_stats(g).macs
+    for p, r in zip(enumerate_space(spec).points, res.rows):
+        plan = tuner.tune(g, p.hw, trials=TRIALS, objective="latency", seed=1, progress=False)
+        m = r["models"]["bert_tiny"]
+        assert m["latency_s"] == pytest.approx(plan.latency_s, rel=1e-12)
+        assert m["energy_j"] == pytest.approx(plan.energy_j, rel=1e-12)
+        assert r["latency_s"] == m["latency_s"] and r["edp"] == pytest.approx(m["latency_s"] * m["energy_j"])
+        assert m["utilization"] == pytest.approx(macs / (p.hw.pes * p.hw.clock_hz * plan.latency_s))
+        assert r["area_mm2"] == pytest.approx(p.hw.area_mm2()) and r["params"]["array.rows"] == p.hw.array.rows
+    # The written tables agree with the rows.
+    with open(tmp_path / "out" / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [float(t["latency_s"]) for t in table] == [r["latency_s"] for r in res.rows]
+    front = json.loads((tmp_path / "out" / "pareto.json").read_text())["all"]["points"]
+    assert front == sorted(res.rows[i]["index"] for i in pareto_front(objective_matrix(list(res.rows))))
+    assert json.loads((tmp_path / "out" / "version.json").read_text())["accel-tune"]
+    assert json.loads((tmp_path / "out" / "spec.json").read_text())["settings"]["seed"] == 1
+
+
+def test_resume_after_kill_loses_no_finished_point(tmp_path):
+    spec_path = _write_spec(tmp_path)
+    out = tmp_path / "out"
+    res_file = out / "results.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "sweep", str(spec_path), "-o", str(out),
+                             "--no-progress"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if res_file.exists() and res_file.read_text().count("\n") >= 1:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = res_file.read_text().splitlines()
+    assert 1 <= len(before) < 4, "the sweep finished before the kill; the test needs a slower point"
+    # A kill in the middle of a write leaves half a line behind.
+    with res_file.open("a") as f:
+        f.write(before[0][: len(before[0]) // 2])
+    with pytest.warns(UserWarning, match="truncated"):
+        res = run_sweep(load_spec(spec_path), out, progress=False)
+    assert res.skipped == len(before) and res.new == 4 - len(before) and not res.failed
+    after = [ln for ln in res_file.read_text().splitlines() if ln.strip()]
+    # Every finished line survives byte for byte, and each point appears exactly once.
+    assert after[: len(before)] == before
+    with pytest.warns(UserWarning, match="truncated"):
+        rows = read_rows(res_file)
+    assert len(rows) == 4 and len({r["key"] for r in rows}) == 4
+    # A third run finds nothing left to do.
+    with pytest.warns(UserWarning, match="truncated"):
+        again = run_sweep(load_spec(spec_path), out, progress=False)
+    assert again.new == 0 and again.skipped == 4
+
+
+@pytest.mark.slow
+def test_local_cluster_two_workers_equals_one_process(tmp_path):
+    spec = parse_spec(_spec_dict())
+    inline = run_sweep(spec, tmp_path / "inline", progress=False)
+    dask = run_sweep(spec, tmp_path / "dask", workers=2, progress=False)
+    assert dask.new == 4 and not dask.failed
+    assert _numbers(dask.rows) == _numbers(inline.rows)
+    pool = run_sweep(spec, tmp_path / "pool", processes=2, progress=False)
+    assert _numbers(pool.rows) == _numbers(inline.rows)
+    assert len({r["worker"] for r in pool.rows}) >= 1
+
+
+def test_warm_start_seeds_later_points_with_real_measurements(tmp_path):
+    from tuner.records import load_records
+    spec = parse_spec(_spec_dict(axes={"array.rows,array.cols": [8, 16]}, warm_start=True, trials=6))
+    res = run_sweep(spec, tmp_path / "o", progress=False)
+    first, second = res.rows
+    assert first["models"]["bert_tiny"]["warm_start_seeds"] == 0
+    seeds = second["models"]["bert_tiny"]["warm_start_seeds"]
+    assert seeds > 0
+    # The seeds are records of the second point's own hardware, written before its search, and
+    # they count against its budget: total measurements stay at the trials asked for.
+    recs = load_records(tmp_path / "o" / "records" / f"{second['point']}.bert_tiny.jsonl")
+    assert {r.hw_fingerprint for r in recs} == {second["hw_fingerprint"]}
+    first_best = {k["workload"] for k in first["models"]["bert_tiny"]["kernels"]}
+    assert {r.workload_key for r in recs[:seeds]} <= first_best
+    assert second["models"]["bert_tiny"]["measurements"] == 6
+
+
+def test_folder_of_another_sweep_is_refused(tmp_path):
+    run_sweep(parse_spec(_spec_dict(axes={"array.rows": [8]})), tmp_path / "o", progress=False)
+    with pytest.raises(SweepError, match="holds results of a sweep with other models"):
+        run_sweep(parse_spec(_spec_dict(axes={"array.rows": [8]}, trials=TRIALS + 1)), tmp_path / "o",
+                  progress=False)
+
+
+def test_bad_engine_options():
+    spec = parse_spec(_spec_dict())
+    with pytest.raises(SweepError, match="not both"):
+        run_sweep(spec, "/nonexistent/x", workers=2, scheduler="tcp://x:1", progress=False)
+    with pytest.raises(SweepError, match="--workers must be >= 1"):
+        run_sweep(spec, "/nonexistent/x", workers=0, progress=False)
+
+
+def test_cli_json_and_limit(tmp_path, capsys):
+    from tuner.cli import main
+    spec_path = _write_spec(tmp_path)
+    assert main(["sweep", str(spec_path), "-o", str(tmp_path / "o"), "--limit", "1", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["evaluated"] == 1 and s["remaining"] == 3 and s["points"] == 4
+    assert main(["sweep", str(tmp_path / "missing.toml"), "-o", str(tmp_path / "o")]) == 2
+    assert "accel-tune: error: cannot read sweep spec" in capsys.readouterr().err
