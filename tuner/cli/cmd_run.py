@@ -1,0 +1,113 @@
+"""accel-tune run: load a packed plan and run one inference on the simulated device; print the
+outputs' shapes and the simulated latency breakdown (host, link, launch, device, per external
+function), beside what the plan predicted."""
+from __future__ import annotations
+
+import argparse
+import os
+import zipfile
+
+import numpy as np
+
+from tuner.cli import CLIError, print_json
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("run", help="run a packed plan on the simulated device",
+                       description="Load a packed plan (accel-tune tune -o PLAN), run one inference: host ops "
+                                   "with numpy, external functions on the simulated accelerator (numerics by "
+                                   "the reference implementation, timing by the simulator with the plan's "
+                                   "schedules and hardware). Prints output shapes and the latency breakdown.")
+    p.add_argument("plan", metavar="PLAN", help="packed plan (zip archive)")
+    p.add_argument("--inputs", metavar="FILE.npz",
+                   help="inputs by name (default: deterministic random inputs of the right shapes; token "
+                        "ids within the vocabulary, masks all ones)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the default random inputs")
+    p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs here, by name")
+    p.add_argument("--fidelity", choices=("tile", "analytical"), default="tile",
+                   help="kernel simulator for device timing (default: tile, what the tuner measures)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def read_inputs(path: str) -> dict[str, np.ndarray]:
+    """Arrays of an .npz by key; never unpickles."""
+    if not os.path.isfile(path):
+        raise CLIError(f"inputs file not found: {path}")
+    try:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise CLIError(f"{path}: not an .npz archive of named arrays (got a single .npy array)")
+        with z:
+            return {k: z[k] for k in z.files}
+    except CLIError:
+        raise
+    except ValueError as e:
+        if "pickle" in str(e).lower():
+            raise CLIError(f"{path}: holds an object array (pickle); refusing to load it") from None
+        raise CLIError(f"{path}: not a readable .npz file: {e}") from None
+    except (OSError, EOFError, zipfile.BadZipFile) as e:
+        raise CLIError(f"{path}: not a readable .npz file: {e}") from None
+
+
+def run(args) -> int:
+    from sim.runtime import RunInputError, example_inputs, load
+
+    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
+        raise CLIError(f"cannot write outputs: directory {os.path.dirname(os.path.abspath(args.output))} "
+                       f"does not exist")
+    mod = load(args.plan, fidelity=args.fidelity)
+    if args.inputs:
+        inputs, source = read_inputs(args.inputs), args.inputs
+    else:
+        inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
+    try:
+        res = mod.run(inputs)
+    except RunInputError as e:
+        raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
+    if args.output:
+        # Output names are graph value names; npz keys are looked up, never used as paths.
+        np.savez(args.output, **{k: np.asarray(v) for k, v in res.outputs.items()})
+
+    pred = mod.manifest.get("predicted", {})
+    b = res.breakdown
+    if args.json:
+        obj = {"plan": args.plan, "model": mod.manifest.get("model", {}).get("name"),
+               "hardware": mod.hw.name, "fidelity": mod.fidelity, "inputs": source,
+               "outputs": {k: {"shape": list(v.shape), "dtype": v.dtype.name} for k, v in res.outputs.items()},
+               "latency_s": res.latency_s, "energy_j": res.energy_j, "breakdown": b.to_dict(),
+               "predicted": {"latency_s": pred.get("latency_s"), "energy_j": pred.get("energy_j")}}
+        if args.output:
+            obj["output_file"] = args.output
+        print_json(obj)
+        return 0
+    _print(mod, res, source, pred, args)
+    return 0
+
+
+def _print(mod, res, source, pred, args) -> None:
+    b = res.breakdown
+    name = mod.manifest.get("model", {}).get("name", "?")
+    print(f"{name} on {mod.hw.name} ({args.plan}), inputs: {source}")
+    print("outputs:")
+    for k, v in res.outputs.items():
+        print(f"  {k}  {v.dtype.name}[{','.join(map(str, v.shape))}]")
+    print(f"simulated latency {b.latency_s * 1e3:.3f} ms, energy {b.energy_j * 1e3:.3f} mJ "
+          f"(accelerator and link; {mod.fidelity} kernel simulator)")
+    print(f"  host    {b.host_s * 1e3:10.3f} ms  ({b.host_ops} ops)")
+    print(f"  link    {b.link_s * 1e3:10.3f} ms")
+    print(f"  launch  {b.launch_s * 1e3:10.3f} ms  ({sum(f.calls for f in b.functions)} calls)")
+    print(f"  device  {b.device_s * 1e3:10.3f} ms")
+    if b.functions:
+        w = max(len("function"), *(len(f.symbol) for f in b.functions))
+        print(f"  {'function':<{w}} {'calls':>5} {'cycles':>14} {'latency ms':>11} {'energy mJ':>10}")
+        for f in b.functions:
+            print(f"  {f.symbol:<{w}} {f.calls:>5} {f.cycles:>14,} {f.latency_s * 1e3:>11.3f} "
+                  f"{f.energy_j * 1e3:>10.3f}")
+    if isinstance(pred.get("latency_s"), (int, float)) and isinstance(pred.get("energy_j"), (int, float)):
+        host_j = pred.get("breakdown", {}).get("host_j") if isinstance(pred.get("breakdown"), dict) else None
+        extra = f" (host {host_j * 1e3:.3f} mJ of it)" if isinstance(host_j, (int, float)) else ""
+        print(f"plan's prediction: latency {pred['latency_s'] * 1e3:.3f} ms, energy "
+              f"{pred['energy_j'] * 1e3:.3f} mJ{extra}")
+    if args.output:
+        print(f"outputs written to {args.output}")
