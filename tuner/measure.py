@@ -33,8 +33,9 @@ class Measurer(Protocol):
 
 
 def workload_to_dict(wl: Workload) -> dict[str, Any]:
-    d: dict[str, Any] = {"kind": wl.kind, "dims": dict(wl.dims), "dtype_bytes": wl.dtype_bytes,
-                         "epilogue": list(wl.epilogue), "key": wl.key, "macs": wl.macs}
+    d: dict[str, Any] = {"kind": wl.kind, "dims": dict(wl.dims), "dim_order": [k for k, _ in wl.dims],
+                         "dtype_bytes": wl.dtype_bytes, "epilogue": list(wl.epilogue), "op": wl.op,
+                         "key": wl.key, "macs": wl.macs}
     if wl.is_mac:
         d["gemm_view"] = dict(zip(("g", "m", "n", "k"), wl.gemm_view()))
     if wl.kind == "conv2d":
@@ -43,7 +44,12 @@ def workload_to_dict(wl: Workload) -> dict[str, Any]:
 
 
 def workload_from_dict(d: dict[str, Any]) -> Workload:
-    return Workload(d["kind"], tuple(d["dims"].items()), int(d.get("dtype_bytes", 4)), tuple(d.get("epilogue", ())))
+    """Inverse of ``workload_to_dict`` (JSON object keys may come back sorted: ``dim_order`` keeps
+    the order the workload key is built in)."""
+    dims = d["dims"]
+    order = d.get("dim_order", list(dims))
+    return Workload(d["kind"], tuple((k, dims[k]) for k in order), int(d.get("dtype_bytes", 4)),
+                    tuple(d.get("epilogue", ())), d.get("op", ""))
 
 
 def request_json(wl: Workload, hw: HardwareConfig, s: Schedule) -> str:

@@ -3,7 +3,8 @@
 A record is keyed by the workload key, the hardware fingerprint and the schedule (its canonical
 JSON), and carries the measured cycles and the name of the measurer that produced them (cycles of
 different measurers are not compared: a run reuses only records of its own measurer). A process
-killed mid-write leaves a truncated last line; reading skips it with a warning. A malformed line
+killed mid-write leaves a truncated last line; reading skips it with a warning, and the next append
+cuts it off first. A malformed line
 anywhere else is an error naming the file and line, since something other than the tuner wrote it.
 """
 from __future__ import annotations
@@ -85,16 +86,31 @@ def append_record(path: str | Path, record: Record) -> None:
     p = Path(path)
     try:
         with open(p, "a+b") as f:
-            f.seek(0, os.SEEK_END)
-            if f.tell() > 0:
-                f.seek(-1, os.SEEK_END)
-                if f.read(1) != b"\n":  # a truncated line from a killed run: start a fresh line
-                    f.write(b"\n")
+            _drop_truncated_tail(f)
             f.write(record.to_json().encode() + b"\n")
             f.flush()
             os.fsync(f.fileno())
     except OSError as e:
         raise RecordsError(f"cannot append to tuning log {p}: {e.strerror}") from None
+
+
+def _drop_truncated_tail(f) -> None:
+    """A killed run may leave a partial last line: cut it off, so it does not become an unreadable
+    line in the middle of the log once the next record is appended."""
+    size = f.seek(0, os.SEEK_END)
+    if size == 0:
+        return
+    f.seek(size - 1)
+    if f.read(1) == b"\n":
+        return
+    back = min(size, 1 << 20)
+    f.seek(size - back)
+    nl = f.read(back).rfind(b"\n")
+    if nl >= 0 or back == size:
+        f.truncate(size - back + nl + 1)
+    else:  # a line longer than 1 MiB: keep it, end it
+        f.write(b"\n")
+    f.seek(0, os.SEEK_END)
 
 
 def select(records: Iterable[Record], workload_key: str | None = None, hw_fingerprint: str | None = None,

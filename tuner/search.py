@@ -108,13 +108,16 @@ class _Strategy:
 
 class RandomSearch(_Strategy):
     def ask(self, n: int, model: CostModel | None = None) -> list[Schedule]:
-        return self.space.schedules(np.array(self._random_fresh(n, set()))) if n > 0 else []
+        chosen = self._random_fresh(n, set()) if n > 0 else []
+        return self.space.schedules(np.array(chosen)) if chosen else []
 
 
 @dataclass(frozen=True)
 class EvolutionConfig:
-    population: int = 256
-    generations: int = 4
+    # The analytical simulator's cost per call hardly depends on the batch size, so a large
+    # population over few generations is cheaper than the reverse for the same search.
+    population: int = 768
+    generations: int = 3
     seed_best: int = 16          # best measured schedules put in the initial population
     crossover_prob: float = 0.2  # the rest of the offspring are mutants
     elite_frac: float = 0.1

@@ -1,0 +1,126 @@
+"""Contract suite every measurer passes, and the external command's failure modes: one clear line,
+and no record measured before the failure is lost."""
+import json
+import sys
+import textwrap
+
+import pytest
+
+import sim
+from tuner.measure import (AnalyticalMeasurer, CommandMeasurer, MeasureError, TileMeasurer, measurer_from_spec,
+                           request_json, workload_from_dict)
+from tuner.records import load_records
+from tuner.tune_kernels import tune_kernels
+
+HW = sim.load_hw("edge-npu")
+WL = sim.Workload.conv2d(1, 16, 14, 14, 32, 3, 3, pad=1, epilogue=("batch_norm", "relu"))
+
+# An external measurer written the way a hardware team would: reads the request, answers cycles.
+ANALYTICAL_CMD = textwrap.dedent("""
+    import json, sys
+    import sim
+    from tuner.measure import workload_from_dict
+    req = json.load(sys.stdin)
+    hw = sim.HardwareConfig.from_dict(req["hardware"])
+    s = sim.Schedule.from_dict(req["schedule"])
+    print(json.dumps({"cycles": sim.simulate(workload_from_dict(req["workload"]), hw, s).total_cycles}))
+""")
+
+
+# A stand-in that starts fast (no simulator import): cycles from the tile sizes alone.
+FAST_CMD = textwrap.dedent("""
+    import json, sys
+    req = json.load(sys.stdin)
+    s = req["schedule"]
+    print(json.dumps({"cycles": 1000 + s["tile_m"] + 2 * s["tile_n"] + 3 * s["tile_k"]}))
+""")
+
+
+def script(tmp_path, name, body):
+    p = tmp_path / name
+    p.write_text(body)
+    return (sys.executable, str(p))
+
+
+def measurers(tmp_path):
+    return {"tile": TileMeasurer(), "analytical": AnalyticalMeasurer(),
+            "command": CommandMeasurer(script(tmp_path, "m.py", ANALYTICAL_CMD), timeout_s=60)}
+
+
+@pytest.mark.parametrize("kind", ["tile", "analytical", "command"])
+def test_measurer_contract(tmp_path, kind):
+    m = measurers(tmp_path)[kind]
+    s = sim.Schedule.default(WL, HW)
+    c = m.measure(WL, HW, s)
+    assert isinstance(c, float) and c > 0
+    assert m.measure(WL, HW, s) == c                     # deterministic
+    assert isinstance(m.name, str) and m.name
+    fidelity = "tile" if kind == "tile" else "analytical"
+    assert c == sim.simulate(WL, HW, s, fidelity=fidelity).total_cycles
+
+
+def test_request_round_trips_the_workload():
+    req = json.loads(request_json(WL, HW, sim.Schedule.default(WL, HW)))
+    assert workload_from_dict(req["workload"]) == WL
+    assert sim.HardwareConfig.from_dict(req["hardware"]).fingerprint() == HW.fingerprint()
+    assert req["workload"]["gemm_view"] == dict(zip("gmnk", WL.gemm_view()))
+
+
+@pytest.mark.parametrize("body,timeout,match", [
+    ("import sys; print('boom: license server down', file=sys.stderr); sys.exit(3)", 30,
+     r"failed with exit status 3 on conv2d.*: boom: license server down"),
+    ("import time; time.sleep(10)", 0.5, r"timed out after 0.5 s"),
+    ("print('cycles: 12')", 30, r"printed 'cycles: 12', expected a JSON object"),
+    ("print('{\"cycles\": -4}')", 30, r"expected a JSON object"),
+])
+def test_command_failures_are_one_clear_line(tmp_path, body, timeout, match):
+    m = CommandMeasurer(script(tmp_path, "bad.py", body), timeout_s=timeout)
+    with pytest.raises(MeasureError, match=match) as e:
+        m.measure(WL, HW, sim.Schedule.default(WL, HW))
+    assert "\n" not in str(e.value)
+
+
+def test_missing_command(tmp_path):
+    m = CommandMeasurer((str(tmp_path / "no-such-simulator"),))
+    with pytest.raises(MeasureError, match="cannot be run"):
+        m.measure(WL, HW, sim.Schedule.default(WL, HW))
+
+
+def test_failing_command_loses_no_records(tmp_path):
+    """The command works four times, then dies: the four results are in the log (with the cycles the
+    command printed), the error names the failure, and a rerun with the fixed command does not
+    repeat them."""
+    counter = tmp_path / "count"
+    body = FAST_CMD.replace("req = json.load", textwrap.dedent(f"""
+        import pathlib
+        c = pathlib.Path({str(counter)!r})
+        n = int(c.read_text()) if c.exists() else 0
+        c.write_text(str(n + 1))
+        if n >= 4:
+            sys.exit("simulator crashed")
+        req = json.load"""))
+    cmd = script(tmp_path, "flaky.py", body)
+    log = tmp_path / "log.jsonl"
+    with pytest.raises(MeasureError, match="exit status 1 .*simulator crashed"):
+        tune_kernels([WL], HW, trials=16, log=log, measurer=CommandMeasurer(cmd, label="rtl"), progress=False)
+    recs = load_records(log)
+    assert len(recs) == 4 and all(r.measurer == "rtl" for r in recs)
+    for r in recs:
+        s = r.schedule
+        assert r.cycles == 1000 + s.tile_m + 2 * s.tile_n + 3 * s.tile_k
+    counter.write_text("-100")  # the simulator is fixed
+    res = tune_kernels([WL], HW, trials=16, log=log, measurer=CommandMeasurer(cmd, label="rtl"), progress=False)
+    assert res.reused == 4 and res.measurements == 12
+    keys = [r.key for r in load_records(log)]
+    assert len(keys) == 16 == len(set(keys))
+
+
+def test_measurer_from_spec():
+    assert isinstance(measurer_from_spec(None), TileMeasurer)
+    assert isinstance(measurer_from_spec("analytical"), AnalyticalMeasurer)
+    m = measurer_from_spec("cmd:python3 my_sim.py --fast")
+    assert m.command == ("python3", "my_sim.py", "--fast")
+    with pytest.raises(MeasureError, match="measurer must be 'tile', 'analytical' or 'cmd:<command>'"):
+        measurer_from_spec("rtl")
+    with pytest.raises(MeasureError, match="empty"):
+        CommandMeasurer(())
