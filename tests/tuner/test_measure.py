@@ -124,3 +124,14 @@ def test_measurer_from_spec():
         measurer_from_spec("rtl")
     with pytest.raises(MeasureError, match="empty"):
         CommandMeasurer(())
+
+
+def test_scalesim_adapter_without_scalesim_says_so():
+    import importlib.util
+    import pathlib
+    if importlib.util.find_spec("scalesim") is not None:
+        pytest.skip("SCALE-Sim is installed here")
+    adapter = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "adapters" / "scalesim_measurer.py"
+    m = CommandMeasurer((sys.executable, str(adapter)), timeout_s=60)
+    with pytest.raises(MeasureError, match="exit status 2 .*SCALE-Sim is not installed"):
+        m.measure(WL, HW, sim.Schedule.default(WL, HW))

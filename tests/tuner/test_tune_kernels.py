@@ -1,0 +1,85 @@
+"""tune_kernels end to end: same seed same result, budgets respected, tuned no worse than the
+simulator's default heuristic, warm start, input errors."""
+import time
+
+import pytest
+
+import sim
+from tuner import AnalyticalMeasurer, CostModel, Task, TaskError, TileMeasurer, tune_kernels
+
+HW = sim.load_hw("edge-npu")
+TASKS = [Task(sim.Workload.conv2d(1, 32, 28, 28, 32, 3, 3, pad=1, epilogue=("relu",)), weight=3),
+         Task(sim.Workload.gemm(128, 256, 64))]
+
+
+def test_same_seed_same_result():
+    a = tune_kernels(TASKS, HW, trials=32, seed=5, progress=False)
+    b = tune_kernels(TASKS, HW, trials=32, seed=5, progress=False)
+    assert a.to_dict() == b.to_dict()
+    assert [t.trace for t in a.tasks] == [t.trace for t in b.tasks]
+
+
+def test_budget_legality_and_bookkeeping():
+    r = tune_kernels(TASKS, HW, trials=40, seed=0, progress=False, per_round=8)
+    assert r.measurements == 40 == sum(len(t.trace) for t in r.tasks)
+    assert all(t.measurements >= 8 for t in r.tasks)          # warm-up: every task gets a round
+    for t in r.tasks:
+        t.schedule.check(t.task.workload, HW)
+        assert t.cycles == min(t.trace)
+        assert t.cycles == sim.simulate(t.task.workload, HW, t.schedule, fidelity="tile").total_cycles
+    assert r.weighted_cycles == pytest.approx(sum(t.task.weight * t.cycles for t in r.tasks))
+    assert set(r.schedules()) == {t.key for t in TASKS}
+
+
+def test_tuned_is_no_worse_than_the_default_heuristic():
+    m = AnalyticalMeasurer()
+    r = tune_kernels(TASKS, HW, trials=32, seed=1, measurer=m, progress=False)
+    for t in r.tasks:
+        default = m.measure(t.task.workload, HW, sim.Schedule.default(t.task.workload, HW))
+        assert t.cycles <= default
+
+
+@pytest.mark.parametrize("strategy", ["random", "measured-evolution"])
+def test_baseline_strategies_run_without_a_model(strategy):
+    r = tune_kernels(TASKS, HW, trials=16, seed=0, progress=False, strategy=strategy)
+    assert r.measurements == 16 and r.cost_model.n_rows == 0
+
+
+def test_model_is_trained_online_and_warm_starts(tmp_path):
+    r = tune_kernels(TASKS, HW, trials=24, seed=0, progress=False)
+    assert r.cost_model.trained and r.cost_model.n_rows == 24
+    p = tmp_path / "m.npz"
+    r.cost_model.save(p)
+    cloud = tune_kernels(TASKS[:1], "cloud-npu", trials=8, seed=0, progress=False, cost_model=CostModel.load(p))
+    assert cloud.cost_model.n_rows == 32          # knowledge from edge-npu carried over
+
+
+def test_input_errors():
+    with pytest.raises(TaskError, match="unique workloads"):
+        tune_kernels([TASKS[0], TASKS[0]], HW, trials=4, progress=False)
+    with pytest.raises(TaskError, match="trials must be an integer >= 0"):
+        tune_kernels(TASKS, HW, trials=-1, progress=False)
+    with pytest.raises(ValueError, match="no hardware preset or file named 'tpu-v9'"):
+        tune_kernels(TASKS, "tpu-v9", trials=4, progress=False)
+
+
+@pytest.mark.slow
+def test_resnet50_on_edge_npu_default_trials_fast_and_near_roofline():
+    import statistics
+    from partition import models
+    from partition.byoc.pipeline import partition_for
+    from tuner import extract_tasks
+    hw = sim.load_hw("edge-npu")
+    t0 = time.perf_counter()
+    tasks = extract_tasks(partition_for(models.get("resnet50"), hw.partition_target()))
+    r = tune_kernels(tasks, hw, seed=0, progress=False, measurer=TileMeasurer())
+    elapsed = time.perf_counter() - t0
+    fracs = []
+    for t in r.tasks:
+        rep = sim.simulate(t.task.workload, hw, t.schedule, fidelity="tile")
+        wl = t.task.workload
+        memory_bound = sum(wl.operand_elems().values()) * hw.array.word_bytes / hw.dram.bytes_per_cycle
+        if wl.macs / hw.pes >= memory_bound:       # compute bound
+            fracs.append(rep.roofline_fraction)
+    assert fracs and statistics.median(fracs) >= 0.85
+    assert elapsed < 60
