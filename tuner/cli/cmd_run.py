@@ -34,14 +34,16 @@ def read_inputs(path: str) -> dict[str, np.ndarray]:
     """Arrays of an .npz by key; never unpickles."""
     if not os.path.isfile(path):
         raise CLIError(f"inputs file not found: {path}")
+    # np.load guesses the format and calls anything unrecognised "pickled data": decide first.
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic == b"\x93NUMPY":
+        raise CLIError(f"{path}: not an .npz archive of named arrays (got a single .npy array)")
+    if not zipfile.is_zipfile(path):
+        raise CLIError(f"{path}: not a readable .npz file (not a zip archive)")
     try:
-        z = np.load(path, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise CLIError(f"{path}: not an .npz archive of named arrays (got a single .npy array)")
-        with z:
+        with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except CLIError:
-        raise
     except ValueError as e:
         if "pickle" in str(e).lower():
             raise CLIError(f"{path}: holds an object array (pickle); refusing to load it") from None
