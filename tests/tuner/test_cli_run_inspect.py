@@ -332,3 +332,28 @@ def test_plan_round_trip_builtin(name, tmp_path):
 @pytest.mark.parametrize("fname", sorted(p.name for p in SHARED.glob("*.onnx")) if SHARED.is_dir() else [])
 def test_plan_round_trip_shared(fname, tmp_path):
     _plan_round_trip(load_onnx(SHARED / fname), tmp_path)
+
+
+# ----------------------------------------------------------------------------- README
+@pytest.mark.slow
+def test_readme_export_section_runs_as_written(tmp_path):
+    """Every command of README's "Export and run a plan" block, in a fresh directory."""
+    import subprocess
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "README.md").read_text()
+    section = text.split("## Export and run a plan", 1)[1]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [ln for ln in block.splitlines() if ln.strip()]
+    assert any(c.startswith("accel-tune tune ") and " -o " in c for c in commands)
+    assert any(c.startswith("accel-tune run ") for c in commands)
+    assert any(c.startswith("accel-tune inspect ") for c in commands)
+    (tmp_path / "experiments").symlink_to(root / "experiments")
+    for c in commands:
+        r = subprocess.run(c, shell=True, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{c}: {r.stderr[-500:]}"
+    with np.load(tmp_path / "out.npz") as z:
+        (logits,) = [z[k] for k in z.files]
+    with np.load(tmp_path / "image.npz") as z:
+        x = {"pixel_values": z["pixel_values"]}
+    assert_same(logits, interpret(models.get("resnet18"), x)[0])
+    parse_dot((tmp_path / "resnet18.dot").read_text())
