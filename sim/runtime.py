@@ -230,8 +230,12 @@ def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
     if fidelity not in FIDELITIES:
         raise RuntimeLoadError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     packed = read_packed(path)
+    hw_doc = packed.manifest["hardware"]
+    if "base" in hw_doc:
+        # 'base' names a preset or a file to start from; an archive must not make us read local files.
+        raise RuntimeLoadError("manifest.json: hardware must be a complete config, without 'base'")
     try:
-        hw = HardwareConfig.from_dict(packed.manifest["hardware"])
+        hw = HardwareConfig.from_dict(hw_doc)
     except (HardwareError, TypeError, ValueError) as e:
         raise RuntimeLoadError(f"manifest.json: hardware is not a valid hardware config: {e}") from None
     schedules: dict[str, dict[str, Schedule]] = {}

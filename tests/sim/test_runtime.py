@@ -343,6 +343,15 @@ def test_hardware_that_is_not_a_config_is_one_line(tmp_path):
         load(tmp_path / "t.zip")
 
 
+def test_hardware_may_not_point_at_a_local_file(tmp_path):
+    ext = {"npu_main_0": {"schedules": {}}}
+    f = manifest_fields(tinynet(), ext)
+    f["hardware"] = {**f["hardware"], "base": "/etc/passwd"}
+    write_tinynet(tmp_path / "t.zip", manifest_fields=f, externals=ext)
+    with pytest.raises(RuntimeLoadError, match=r"^manifest.json: hardware must be a complete config, without 'base'$"):
+        load(tmp_path / "t.zip")
+
+
 def test_bad_schedules_are_one_line(tmp_path):
     bad = {"dataflow": "xs", "spatial": ["k", "n"], "tile_m": 1, "tile_n": 1, "tile_k": 1,
            "loop_order": "mnk", "double_buffer": True, "epilogue": []}
