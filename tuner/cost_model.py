@@ -172,8 +172,11 @@ def _params(cfg: CostModelConfig) -> dict:
 def _train(cfg: CostModelConfig, X, y, groups, prior) -> bytes:
     import xgboost as xgb
     if cfg.objective == "rank":
-        order = np.argsort(groups, kind="stable")  # XGBoost wants each query group contiguous
-        d = xgb.DMatrix(X[order], label=-y[order], qid=groups[order],
+        # XGBoost wants each query group contiguous and small non-decreasing ids (64-bit hashes
+        # lose their order in its conversion).
+        _, qid = np.unique(groups, return_inverse=True)
+        order = np.argsort(qid, kind="stable")
+        d = xgb.DMatrix(X[order], label=-y[order], qid=qid[order],
                         base_margin=-cfg.rank_prior_scale * prior[order], nthread=cfg.nthread)
     else:
         d = xgb.DMatrix(X, label=y, base_margin=prior, nthread=cfg.nthread)

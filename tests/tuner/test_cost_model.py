@@ -14,7 +14,9 @@ def synthetic(n=400, seed=0, groups=4):
     X = rng.random((n, N_FEATURES)).astype(np.float32)
     prior = 10 + 0.05 * rng.standard_normal(n)
     y = prior + np.where(X[:, 3] > 0.5, np.log(1.3), 0.0)
-    g = np.repeat(np.arange(groups), n // groups).astype(np.int64)
+    # real group ids are 62-bit hashes, interleaved the way rows arrive from several tasks
+    ids = np.array([group_id(f"task{i}", "hw") for i in range(groups)], dtype=np.int64)
+    g = ids[np.arange(n) % groups]
     return X, y, g, prior
 
 
