@@ -34,11 +34,14 @@ class GraphBuilder:
         return self.graph.add_const(np.asarray(data), name)
 
     def normal(self, name: str, shape: Sequence[int], std: float, mean: float = 0.0) -> Value:
-        data = (mean + std * self.rng.standard_normal(tuple(shape))).astype(np.float32)
+        data = self.rng.standard_normal(tuple(shape), dtype=np.float32)
+        data *= np.float32(std)
+        data += np.float32(mean)
         return self.graph.add_const(data, name)
 
     def uniform(self, name: str, shape: Sequence[int], lo: float, hi: float) -> Value:
-        return self.graph.add_const(self.rng.uniform(lo, hi, tuple(shape)).astype(np.float32), name)
+        data = self.rng.random(tuple(shape), dtype=np.float32)
+        return self.graph.add_const(np.float32(lo) + np.float32(hi - lo) * data, name)
 
     # ------------------------------------------------------------------ generic
     def op(self, op: str, inputs: Sequence[Value], attrs: dict | None = None, name: str | None = None) -> Value:
