@@ -62,6 +62,11 @@ def test_rows_match_tuning_each_point_directly(tmp_path):
     assert front == sorted(res.rows[i]["index"] for i in pareto_front(objective_matrix(list(res.rows))))
     assert json.loads((tmp_path / "out" / "version.json").read_text())["accel-tune"]
     assert json.loads((tmp_path / "out" / "spec.json").read_text())["settings"]["seed"] == 1
+    # The report of real rows has every figure: the plan's breakdown and tuned kernels are in them.
+    from tuner.sweep.report import build_report
+    assert [f.id for f in build_report(list(res.rows)).figures] == ["pareto", "breakdown", "roofline", "search"]
+    bd = res.rows[0]["models"]["bert_tiny"]["breakdown"]
+    assert sum(v["latency_s"] for v in bd.values()) == pytest.approx(res.rows[0]["latency_s"])
 
 
 def test_resume_after_kill_loses_no_finished_point(tmp_path):
