@@ -425,3 +425,48 @@ def test_shape_errors_name_the_node():
     model = _model([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")],
                    [_vi("a", [2, 3]), _vi("b", [4, 5])], [_vi("y", [2, 5])])
     _one_line_error(model.SerializeToString(), "node 'mm' (MatMul): ")
+
+
+def test_torchscript_style_opset11_graph():
+    """The TorchScript exporter's habits at opset 11: Constant nodes for every literal, shapes
+    rebuilt at run time through Shape/Gather/Unsqueeze(attr)/Concat, Range/ConstantOfShape/Where
+    chains on constants, Pad and Slice with input tensors, Squeeze with attribute axes."""
+    c = lambda name, arr: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.asarray(arr)))  # noqa: E731
+    rng = np.random.default_rng(7)
+    nodes = [
+        c("c0", np.int64(0)), c("c1", np.int64(1)), c("heads", np.int64([2])), c("dh", np.int64([4])),
+        c("w", rng.standard_normal((8, 8)).astype(np.float32)), c("scale", np.float32(2.0)),
+        helper.make_node("Shape", ["x"], ["shp"]),
+        helper.make_node("Gather", ["shp", "c0"], ["b"], axis=0),
+        helper.make_node("Gather", ["shp", "c1"], ["s"], axis=0),
+        helper.make_node("Unsqueeze", ["b"], ["b1"], axes=[0]),
+        helper.make_node("Unsqueeze", ["s"], ["s1"], axes=[0]),
+        helper.make_node("Concat", ["b1", "s1", "heads", "dh"], ["qshape"], axis=0),
+        helper.make_node("MatMul", ["x", "w"], ["q"]),
+        helper.make_node("Reshape", ["q", "qshape"], ["q4"]),
+        helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+        helper.make_node("Transpose", ["q4"], ["kt"], perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["qt", "kt"], ["sc"]),
+        helper.make_node("Div", ["sc", "scale"], ["sc2"]),
+        # position ids: Range(0, s) -> Equal to ConstantOfShape(zeros) -> Where -> a constant bias
+        helper.make_node("Range", ["c0", "s", "c1"], ["pos"]),
+        helper.make_node("ConstantOfShape", ["s1"], ["zeros"], value=numpy_helper.from_array(np.int64([0]))),
+        helper.make_node("Equal", ["pos", "zeros"], ["is0"]),
+        c("big", np.float32(-100.0)), c("nil", np.float32(0.0)),
+        helper.make_node("Where", ["is0", "big", "nil"], ["bias"]),
+        helper.make_node("Add", ["sc2", "bias"], ["sc3"]),
+        helper.make_node("Softmax", ["sc3"], ["p"], axis=3),
+        c("pads", np.int64([0, 0, 0, 1, 0, 0, 0, 2])),
+        helper.make_node("Pad", ["p", "pads"], ["pp"]),
+        c("st", np.int64([1])), c("en", np.int64([4])), c("ax", np.int64([3])),
+        helper.make_node("Slice", ["pp", "st", "en", "ax"], ["sl"]),
+        helper.make_node("ReduceSum", ["sl"], ["rs"], axes=[1], keepdims=1),
+        helper.make_node("Squeeze", ["rs"], ["out"], axes=[1]),
+    ]
+    model = _model(nodes, [_vi("x", [1, 5, 8])], [_vi("out", [1, 5, 3])], opset=11)
+    g = _check_against_ort(model)
+    ops = [n.op for n in g.nodes]
+    assert not {"shape", "range"} & set(ops)
+    assert ops == ["matmul", "reshape", "transpose", "transpose", "matmul", "div", "add", "softmax", "pad",
+                   "slice", "reduce_sum", "squeeze"]
+    assert g.nodes[1].attrs["shape"] == (1, 5, 2, 4)
