@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -407,15 +408,6 @@ class _Ctx:
 # ---------------------------------------------------------------------------- converters
 
 Converter = Callable[[_Ctx], list]
-CONVERTERS: dict[str, Converter] = {}
-
-
-def _reg(*names: str):
-    def deco(fn):
-        for n in names:
-            CONVERTERS[n] = fn
-        return fn
-    return deco
 
 
 def _unary(op: str) -> Converter:
@@ -426,17 +418,14 @@ def _binary(op: str) -> Converter:
     return lambda c: c.emit(op, [c.need(0), c.need(1)])
 
 
-for _onnx, _ir in {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log",
-                   "Sqrt": "sqrt", "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal",
-                   "Not": "not", "HardSwish": "hard_swish"}.items():
-    CONVERTERS[_onnx] = _unary(_ir)
-for _onnx, _ir in {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
-                   "Equal": "equal", "Less": "less", "Greater": "greater", "LessOrEqual": "less_equal",
-                   "GreaterOrEqual": "greater_equal", "And": "and", "Or": "or", "MatMul": "matmul"}.items():
-    CONVERTERS[_onnx] = _binary(_ir)
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+          "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Not": "not",
+          "HardSwish": "hard_swish"}
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
+           "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
+           "Or": "or", "MatMul": "matmul"}
 
 
-@_reg("Identity", "Dropout")
 def _identity(c: _Ctx):
     if c.node.op_type == "Dropout" and len(c.node.output) > 1 and c.node.output[1]:
         # The mask of an inference Dropout is all ones.
@@ -445,28 +434,23 @@ def _identity(c: _Ctx):
     return [c.need(0)]
 
 
-@_reg("Where")
 def _where(c):
     return c.emit("where", [c.need(0), c.need(1), c.need(2)])
 
 
-@_reg("LeakyRelu")
 def _leaky(c):
     return c.emit("leaky_relu", [c.need(0)], {"alpha": float(c.attrs.get("alpha", 0.01))})
 
 
-@_reg("HardSigmoid")
 def _hsig(c):
     return c.emit("hard_sigmoid", [c.need(0)], {"alpha": float(c.attrs.get("alpha", 0.2)),
                                                 "beta": float(c.attrs.get("beta", 0.5))})
 
 
-@_reg("Gelu")
 def _gelu(c):
     return c.emit("gelu", [c.need(0)], {"approximate": c.attrs.get("approximate", "none")})
 
 
-@_reg("Clip")
 def _clip(c):
     if c.opset < 11:
         lo, hi = c.attrs.get("min"), c.attrs.get("max")
@@ -479,12 +463,10 @@ def _clip(c):
     return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
 
 
-@_reg("Cast")
 def _cast(c):
     return c.emit("cast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
 
 
-@_reg("CastLike")
 def _cast_like(c):
     return c.emit("cast", [c.need(0)], {"dtype": c.need(1).dtype})
 
@@ -514,7 +496,6 @@ def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
     return {"strides": strides, "pads": pads, "dilations": dil}
 
 
-@_reg("Conv")
 def _conv(c):
     x, w = c.need(0), c.need(1)
     if len(w.shape) != 4:
@@ -533,7 +514,6 @@ def _pool_attrs(c: _Ctx, x: Value) -> dict:
     return attrs
 
 
-@_reg("MaxPool")
 def _maxpool(c):
     if len(c.node.output) > 1 and c.node.output[1]:
         raise c.fail("the Indices output of MaxPool is not supported")
@@ -541,7 +521,6 @@ def _maxpool(c):
     return c.emit("max_pool2d", [x], _pool_attrs(c, x))
 
 
-@_reg("AveragePool")
 def _avgpool(c):
     x = c.need(0)
     attrs = _pool_attrs(c, x)
@@ -549,7 +528,6 @@ def _avgpool(c):
     return c.emit("avg_pool2d", [x], attrs)
 
 
-@_reg("GlobalAveragePool")
 def _gap(c):
     x = c.need(0)
     if len(x.shape) != 4:
@@ -557,13 +535,11 @@ def _gap(c):
     return c.emit("global_avg_pool2d", [x])
 
 
-@_reg("GlobalMaxPool")
 def _gmp(c):
     x = c.need(0)
     return c.emit("reduce_max", [x], {"axes": tuple(range(2, len(x.shape))), "keepdims": True})
 
 
-@_reg("BatchNormalization")
 def _bn(c):
     if any(o for o in c.node.output[1:]):
         raise c.fail("training-mode outputs of BatchNormalization are not supported")
@@ -573,7 +549,6 @@ def _bn(c):
                   out_names=[c.node.output[0]])
 
 
-@_reg("LayerNormalization")
 def _ln(c):
     if any(o for o in c.node.output[1:]):
         raise c.fail("the Mean/InvStdDev outputs of LayerNormalization are not supported")
@@ -583,7 +558,6 @@ def _ln(c):
                   out_names=[c.node.output[0]])
 
 
-@_reg("Gemm")
 def _gemm(c):
     a, b, bias = c.need(0), c.need(1), c.inp(2)
     alpha, beta = float(c.attrs.get("alpha", 1.0)), float(c.attrs.get("beta", 1.0))
@@ -596,7 +570,6 @@ def _gemm(c):
     return c.emit("gemm", [a, b] + ([bias] if bias is not None else []), attrs)
 
 
-@_reg("Softmax")
 def _softmax(c):
     x = c.need(0)
     rank = len(x.shape)
@@ -639,12 +612,8 @@ def _reduce(op: str, axes_input_from: int) -> Converter:
     return conv
 
 
-CONVERTERS["ReduceMean"] = _reduce("reduce_mean", 18)
-CONVERTERS["ReduceMax"] = _reduce("reduce_max", 18)
-CONVERTERS["ReduceSum"] = _reduce("reduce_sum", 13)
 
 
-@_reg("ArgMax")
 def _argmax(c):
     x = c.need(0)
     axis = int(c.attrs.get("axis", 0))
@@ -653,7 +622,6 @@ def _argmax(c):
                                   "select_last_index": bool(c.attrs.get("select_last_index", 0))})
 
 
-@_reg("TopK")
 def _topk(c):
     x = c.need(0)
     k = int(np.asarray(c.const(1, "K")).reshape(-1)[0]) if c.opset >= 10 else int(c.attrs["k"])
@@ -663,7 +631,6 @@ def _topk(c):
                                 "sorted": bool(c.attrs.get("sorted", 1))})
 
 
-@_reg("Transpose")
 def _transpose(c):
     x = c.need(0)
     perm = c.attrs.get("perm")
@@ -671,7 +638,6 @@ def _transpose(c):
     return c.emit("transpose", [x], {"perm": perm})
 
 
-@_reg("Reshape")
 def _reshape(c):
     x = c.need(0)
     target = [int(v) for v in np.asarray(c.const(1, "shape")).reshape(-1)]
@@ -693,14 +659,12 @@ def _reshape(c):
     return c.emit("reshape", [x], {"shape": tuple(shape)})
 
 
-@_reg("Flatten")
 def _flatten(c):
     x = c.need(0)
     axis = int(c.attrs.get("axis", 1))
     return c.emit("flatten", [x], {"axis": axis + len(x.shape) if axis < 0 else axis})
 
 
-@_reg("Squeeze")
 def _squeeze(c):
     x = c.need(0)
     axes = _axes_of(c, 13, 1)
@@ -708,7 +672,6 @@ def _squeeze(c):
     return c.emit("squeeze", [x], {"axes": axes})
 
 
-@_reg("Unsqueeze")
 def _unsqueeze(c):
     x = c.need(0)
     axes = _axes_of(c, 13, 1)
@@ -717,7 +680,6 @@ def _unsqueeze(c):
     return c.emit("unsqueeze", [x], {"axes": _norm_axes(axes, len(x.shape) + len(axes))})
 
 
-@_reg("Concat")
 def _concat(c):
     xs = [v for v in c.ins if v is not None]
     axis = int(c.attrs["axis"])
@@ -725,7 +687,6 @@ def _concat(c):
     return c.emit("concat", xs, {"axis": axis + rank if axis < 0 else axis})
 
 
-@_reg("Split")
 def _split(c):
     x = c.need(0)
     axis = int(c.attrs.get("axis", 0))
@@ -745,7 +706,6 @@ def _split(c):
     return c.emit("split", [x], {"axis": axis, "sizes": tuple(sizes)})
 
 
-@_reg("Slice")
 def _slice(c):
     x = c.need(0)
     if c.opset < 10:
@@ -761,26 +721,22 @@ def _slice(c):
     return c.emit("slice", [x], attrs)
 
 
-@_reg("Gather")
 def _gather(c):
     data = c.need(0)
     axis = int(c.attrs.get("axis", 0))
     return c.emit("gather", [data, c.need(1)], {"axis": axis + len(data.shape) if axis < 0 else axis})
 
 
-@_reg("GatherND")
 def _gather_nd(c):
     return c.emit("gather_nd", [c.need(0), c.need(1)], {"batch_dims": int(c.attrs.get("batch_dims", 0))})
 
 
-@_reg("GatherElements")
 def _gather_el(c):
     data = c.need(0)
     axis = int(c.attrs.get("axis", 0))
     return c.emit("gather_elements", [data, c.need(1)], {"axis": axis + len(data.shape) if axis < 0 else axis})
 
 
-@_reg("Pad")
 def _pad(c):
     x = c.need(0)
     rank = len(x.shape)
@@ -801,19 +757,16 @@ def _pad(c):
     return c.emit("pad", [x], {"pads": tuple(int(p) for p in pads), "mode": mode, "value": value})
 
 
-@_reg("Expand")
 def _expand(c):
     shape = tuple(int(v) for v in np.asarray(c.const(1, "shape")).reshape(-1))
     return c.emit("expand", [c.need(0)], {"shape": shape})
 
 
-@_reg("Tile")
 def _tile(c):
     reps = tuple(int(v) for v in np.asarray(c.const(1, "repeats")).reshape(-1))
     return c.emit("tile", [c.need(0)], {"repeats": reps})
 
 
-@_reg("NonMaxSuppression")
 def _nms(c):
     mo, iou, st = c.const(2, "max_output_boxes_per_class"), c.const(3, "iou_threshold"), c.const(4, "score_threshold")
     scalar = lambda a, f: None if a is None else f(np.asarray(a).reshape(-1)[0])  # noqa: E731
@@ -826,7 +779,6 @@ def _nms(c):
 
 # ---- ops that only ever produce constants (shapes are static) -------------------------------
 
-@_reg("Constant")
 def _constant(c):
     from onnx import numpy_helper
     a = c.attrs
@@ -845,19 +797,16 @@ def _constant(c):
     return c.new_const(data)
 
 
-@_reg("Shape")
 def _shape(c):
     shape = np.array(c.need(0).shape, dtype=np.int64)
     start, end = int(c.attrs.get("start", 0)), c.attrs.get("end")
     return c.new_const(shape[start:None if end is None else int(end)])
 
 
-@_reg("Size")
 def _size(c):
     return c.new_const(np.array(c.need(0).type.size, dtype=np.int64))
 
 
-@_reg("ConstantOfShape")
 def _const_of_shape(c):
     from onnx import numpy_helper
     shape = tuple(int(v) for v in np.asarray(c.const(0, "shape")).reshape(-1))
@@ -866,7 +815,6 @@ def _const_of_shape(c):
     return c.new_const(np.full(shape, fill[0], dtype=fill.dtype))
 
 
-@_reg("Range")
 def _range(c):
     start, limit, delta = (np.asarray(c.const(i, n)) for i, n in enumerate(("start", "limit", "delta")))
     return c.new_const(np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype))
@@ -874,7 +822,6 @@ def _range(c):
 
 # ---- control flow -----------------------------------------------------------------------------
 
-@_reg("If")
 def _if(c):
     cond = c.need(0)
     then_gp, else_gp = c.attrs["then_branch"], c.attrs["else_branch"]
@@ -900,7 +847,6 @@ def _if(c):
     return c.emit("if", [cond, *order], {"then_branch": then_g, "else_branch": else_g})
 
 
-@_reg("Loop")
 def _loop(c):
     body_gp = c.attrs["body"]
     if c.inp(0) is None:
@@ -923,5 +869,57 @@ def _loop(c):
     return c.emit("loop", [trip_v, cond_v, *carried, *scope.captured],
                   {"body": body, "num_carried": len(carried)})
 
+
+# ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
+CONVERTERS: Mapping[str, Converter] = MappingProxyType({
+    **{k: _unary(v) for k, v in _UNARY.items()},
+    **{k: _binary(v) for k, v in _BINARY.items()},
+    # ReduceSum took axes as an input from opset 13, the others from opset 18
+    "ReduceMean": _reduce("reduce_mean", 18),
+    "ReduceMax": _reduce("reduce_max", 18),
+    "ReduceSum": _reduce("reduce_sum", 13),
+    "Identity": _identity,
+    "Dropout": _identity,
+    "Where": _where,
+    "LeakyRelu": _leaky,
+    "HardSigmoid": _hsig,
+    "Gelu": _gelu,
+    "Clip": _clip,
+    "Cast": _cast,
+    "CastLike": _cast_like,
+    "Conv": _conv,
+    "MaxPool": _maxpool,
+    "AveragePool": _avgpool,
+    "GlobalAveragePool": _gap,
+    "GlobalMaxPool": _gmp,
+    "BatchNormalization": _bn,
+    "LayerNormalization": _ln,
+    "Gemm": _gemm,
+    "Softmax": _softmax,
+    "ArgMax": _argmax,
+    "TopK": _topk,
+    "Transpose": _transpose,
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Concat": _concat,
+    "Split": _split,
+    "Slice": _slice,
+    "Gather": _gather,
+    "GatherND": _gather_nd,
+    "GatherElements": _gather_el,
+    "Pad": _pad,
+    "Expand": _expand,
+    "Tile": _tile,
+    "NonMaxSuppression": _nms,
+    "Constant": _constant,
+    "Shape": _shape,
+    "Size": _size,
+    "ConstantOfShape": _const_of_shape,
+    "Range": _range,
+    "If": _if,
+    "Loop": _loop,
+})
 
 __all__ = ["load_onnx", "fill_stripped", "fill_arrays", "OnnxImportError"]
