@@ -4,15 +4,14 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.common import add_model_args, load_graph
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("partition", help="partition a model into host ops and offloaded functions",
                        description="Partition a built-in model or an ONNX file for an offload target "
                                    "and print the partitioned graph and what was offloaded.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="NAME", help="built-in model name (see `accel-tune models`)")
-    src.add_argument("--onnx", metavar="FILE", help="ONNX model file")
+    add_model_args(p)
     p.add_argument("--target", required=True, metavar="NAME", help="offload target, e.g. npu-gemm, npu-full")
     p.add_argument("--keep-on-host", metavar="IDS", default="",
                    help="comma-separated candidate region ids to leave on the host")
@@ -27,20 +26,13 @@ def _keep_ids(text: str) -> frozenset[int]:
         raise CLIError(f"--keep-on-host takes comma-separated integers, got {text!r}") from None
 
 
-def _load(args):
-    if args.model is not None:
-        from partition import models
-        return models.get(args.model)
-    from partition import load_onnx
-    return load_onnx(args.onnx)
-
 
 def run(args) -> int:
     from partition import targets
     from partition.byoc import partition_for, summarize
 
     target = targets.get(args.target)
-    graph = _load(args)
+    graph = load_graph(args)
     part = partition_for(graph, target, keep_on_host=_keep_ids(args.keep_on_host))
     s = summarize(part)
     if args.json:

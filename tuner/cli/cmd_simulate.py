@@ -6,34 +6,26 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.common import add_model_args, load_graph
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("simulate", help="simulate a model on an accelerator",
                        description="Partition the model for the accelerator's op/pattern support, give every "
                                    "offloaded kernel its default schedule and cost one inference.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", metavar="NAME", help="a built-in model (accel-tune models lists them)")
-    src.add_argument("--onnx", metavar="FILE", help="an ONNX file")
+    add_model_args(p)
     p.add_argument("--hw", required=True, metavar="PRESET|FILE", help="hardware preset or config file")
     p.add_argument("--fidelity", choices=("analytical", "tile"), default="analytical")
     p.add_argument("--json", action="store_true", help="print the whole breakdown as JSON")
     return p
 
 
-def _load_graph(args):
-    if args.model:
-        from partition import models
-        return models.get(args.model)
-    from partition import load_onnx
-    return load_onnx(args.onnx)
-
 
 def run(args) -> int:
     import sim
     from partition import partition_for
     hw = sim.load_hw(args.hw)
-    graph = _load_graph(args)
+    graph = load_graph(args)
     try:
         target = hw.partition_target()
     except ValueError as e:
