@@ -287,6 +287,8 @@ class HardwareConfig:
         if not isinstance(d, Mapping):
             raise HardwareError(f"hardware config must be a table of sections, got {type(d).__name__}")
         d = dict(d)
+        for derived in _DERIVED_KEYS:  # printed by `hw show --json`; recomputed, never trusted
+            d.pop(derived, None)
         preset = d.pop("base", None)
         if preset is not None:
             base = load_hw(preset)
@@ -376,6 +378,9 @@ class HardwareConfig:
         return build_target(self.support.target, self.support.ops, self.support.patterns)
 
 
+_DERIVED_KEYS = ("fingerprint", "area_mm2")
+
+
 def _read_file(p: Path) -> dict[str, Any]:
     suffix = p.suffix.lower()
     try:
@@ -409,4 +414,9 @@ def load_hw(path_or_name: "str | Path | HardwareConfig") -> HardwareConfig:
     if not p.exists():
         raise HardwareError(f"no hardware preset or file named '{s}' "
                             f"(presets: {', '.join(presets.names())})")
-    return HardwareConfig.from_dict(_read_file(p))
+    data = _read_file(p)
+    if not data:
+        # An empty file would silently become the built-in defaults: a wrong answer, not a config.
+        raise HardwareError(f"hardware config {p} is empty: give its sections, or base = \"<preset>\" "
+                            f"and the fields that differ")
+    return HardwareConfig.from_dict(data)

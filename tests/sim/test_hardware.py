@@ -114,3 +114,18 @@ def test_partition_target_is_built_from_support():
     t = hw.partition_target()
     assert t.name == "edge-npu"
     assert {e.name for e in t.patterns} >= {"edge-npu.conv2d_bias_relu", "edge-npu.dense_bias"}
+
+
+def test_hw_show_json_loads_back_with_the_same_fingerprint(tmp_path):
+    hw = load_hw("edge-npu")
+    shown = {**hw.to_dict(), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()}
+    p = tmp_path / "shown.json"
+    p.write_text(json.dumps(shown))
+    assert load_hw(p).fingerprint() == hw.fingerprint()
+
+
+def test_empty_config_file_is_an_error_not_the_defaults(tmp_path):
+    p = tmp_path / "empty.toml"
+    p.write_text("# nothing here\n")
+    with pytest.raises(HardwareError, match="is empty"):
+        load_hw(p)
