@@ -196,6 +196,17 @@ class Graph:
         old.users.remove(node)  # one entry per use, so this drops exactly this use
         new.users.append(node)
 
+    def rename(self, value: Value, name: str) -> None:
+        """Give ``value`` a name that may have belonged to an erased value (names stay unique)."""
+        if name == value.name:
+            return
+        live = {v.name for v in self.values()}
+        if name in live:
+            raise IRError(f"{self.name}: cannot rename {value.name} to {name}: the name is in use")
+        self._names.discard(value.name)
+        value.name = name
+        self._names.add(name)
+
     def erase_node(self, node: Node) -> None:
         for v in node.outputs:
             if v.users or any(v is o for o in self.outputs):

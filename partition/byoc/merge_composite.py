@@ -30,8 +30,10 @@ def outline_match(graph: Graph, m: Match, entry: PatternEntry, symbol: str) -> N
     call = graph.add_node("call", list(m.inputs), {"callee": symbol}, name=symbol, out_types=[m.root.type])
     move_before(graph, [call], m.root.producer)
     graph.replace_all_uses(m.root, call.output)
+    root_name = m.root.name
     for n in reversed(m.nodes):
         graph.erase_node(n)
+    graph.rename(call.output, root_name)  # the fused value keeps the model's name
 
 
 def _merge_in(graph: Graph, table: tuple[PatternEntry, ...], taken: set[str]) -> None:

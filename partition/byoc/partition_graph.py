@@ -44,6 +44,10 @@ def _replace_with_call(graph: Graph, nodes: list[Node], symbol: str, inputs, out
         graph.replace_all_uses(o, new)
     for n in reversed(nodes):
         graph.erase_node(n)
+    # Keep the region's value names on the call's outputs, so graph outputs (what users read from
+    # a run) and host-side references keep the model's names.
+    for o, new in zip(outputs, call.outputs):
+        graph.rename(new, o.name)
     # The call sits where the region began; a host node between the region's nodes that reads a
     # region output must now follow it (legal: regions are convex, so no cycle).
     graph.toposort()
@@ -65,6 +69,9 @@ def inline_call(graph: Graph, node: Node, fn: Function) -> None:
     for o, b in zip(node.outputs, body.outputs):
         graph.replace_all_uses(o, vmap[id(b)])
     graph.erase_node(node)
+    for o, b in zip(node.outputs, body.outputs):
+        if not vmap[id(b)].is_const and vmap[id(b)] not in graph.inputs:
+            graph.rename(vmap[id(b)], o.name)
 
 
 def _drop_host_composites(graph: Graph) -> None:

@@ -162,3 +162,12 @@ def test_partitioned_graph_survives_json_round_trip():
     x = model_inputs(g)
     for a, b in zip(interpret(q, x), interpret(g, x)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "bert_tiny", "ssd_detector", "byoc_demo"])
+@pytest.mark.parametrize("target", ["npu-gemm", "npu-full"])
+def test_graph_outputs_keep_the_model_names(name, target):
+    g = models.get(name)
+    pg = partition_for(g, target)
+    assert [v.name for v in pg.outputs] == [v.name for v in g.outputs]
+    assert any(v.producer is not None and v.producer.op == "call" for v in pg.outputs) or name == "byoc_demo"

@@ -103,3 +103,15 @@ def test_clone_is_independent_and_keeps_names():
 def test_negative_dims_rejected():
     with pytest.raises(IRError, match="negative"):
         TensorType((2, -1), "float32")
+
+
+def test_rename_reuses_an_erased_name_but_refuses_a_live_one():
+    g, x, w, a, b, c = _chain()
+    n = g.add_node("relu", [b], out_types=_t(2, 3))
+    g.replace_all_uses(c, n.output)
+    g.erase_node(c.producer)
+    g.rename(n.output, c.name)
+    assert g.outputs[0].name == c.name
+    with pytest.raises(IRError, match="in use"):
+        g.rename(n.output, "x")
+    g.lint()
