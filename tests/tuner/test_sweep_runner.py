@@ -154,3 +154,15 @@ def test_cli_json_and_limit(tmp_path, capsys):
     assert s["evaluated"] == 1 and s["remaining"] == 3 and s["points"] == 4
     assert main(["sweep", str(tmp_path / "missing.toml"), "-o", str(tmp_path / "o")]) == 2
     assert "accel-tune: error: cannot read sweep spec" in capsys.readouterr().err
+
+
+def test_a_point_that_cannot_run_is_a_finished_row_with_its_error(tmp_path):
+    # A machine that offloads nothing cannot be tuned: tune refuses that point, the sweep records
+    # why and carries on; a rerun does not retry it.
+    spec = parse_spec(_spec_dict(axes={"support.ops,support.patterns": [[[], []], [["dense", "matmul"], []]]}))
+    res = run_sweep(spec, tmp_path / "o", progress=False)
+    bad, good = res.rows
+    assert "offloads none of the ops" in bad["error"] and bad["latency_s"] is None
+    assert good["error"] is None and good["latency_s"] > 0
+    assert json.loads((tmp_path / "o" / "pareto.json").read_text())["all"]["points"] == [good["index"]]
+    assert run_sweep(spec, tmp_path / "o", progress=False).new == 0
