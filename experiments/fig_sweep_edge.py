@@ -59,7 +59,8 @@ def front_md(rows, labels) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for i in sorted(idx, key=lambda i: rows[i]["latency_s"]):
         r = rows[i]
-        cells = [str(r["index"])] + [str(r["params"][p]) for p in params] + [f"{r['area_mm2']:.2f}"]
+        cells = [str(r["index"])] + [f"{r['params'][p]:g}" if isinstance(r["params"][p], (int, float))
+                                     else str(r["params"][p]) for p in params] + [f"{r['area_mm2']:.2f}"]
         cells += [f"{r['models'][lab]['latency_s'] * 1e3:.3g}" for lab in labels]
         cells += [f"{r['models'][lab]['energy_j'] * 1e3:.3g}" for lab in labels]
         lines.append("| " + " | ".join(cells) + " |")

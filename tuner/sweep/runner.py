@@ -71,7 +71,7 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _append(f, row: dict[str, Any]) -> None:
-    f.write(json.dumps(row, sort_keys=True, allow_nan=True) + "\n")
+    f.write(json.dumps(row, allow_nan=True) + "\n")  # insertion order: params stay in axis order
     f.flush()
     os.fsync(f.fileno())
 
