@@ -138,6 +138,34 @@ def test_batch_equals_single_and_marks_invalid():
     assert np.array_equal(res2["total_cycles"], res["total_cycles"])
 
 
+@pytest.mark.parametrize("hw_name", ["edge-npu", "cloud-npu", "scalesim-32x32-os"])
+def test_mixed_batch_equals_each_schedule_alone(hw_name):
+    """A batch mixing every dataflow, orientation and loop order (per-element selection) gives
+    bit for bit what each schedule gives alone (dataflow, orientation and order as ints)."""
+    hw = load_hw(hw_name)
+    rng = np.random.default_rng(7)
+    for wl in (Workload.conv2d(1, 32, 28, 28, 48, 3, 3, pad=1, epilogue=("bias_add", "relu")),
+               Workload.conv2d(1, 32, 14, 14, 32, 3, 3, pad=1, groups=32), Workload.gemm(128, 768, 3072, batch=2)):
+        g, m, n, k = wl.gemm_view()
+        cols = {"dataflow": rng.integers(0, 3, 40), "transposed": rng.random(40) < 0.5,
+                "tile_m": rng.integers(1, m + 1, 40), "tile_n": rng.integers(1, n + 1, 40),
+                "tile_k": rng.integers(1, k + 1, 40), "order": rng.integers(0, 6, 40),
+                "double_buffer": rng.random(40) < 0.5, "unfused": rng.integers(0, len(wl.epilogue) + 1, 40)}
+        batch = A.evaluate(wl, hw, ScheduleArrays.from_mapping(cols))
+        for i in range(40):
+            one = A.evaluate(wl, hw, ScheduleArrays.from_mapping({c: v[i:i + 1] for c, v in cols.items()}))
+            for key, v in one.items():
+                if key == "energy":
+                    for part, e in v.items():
+                        assert batch["energy"][part][i] == e[0], (key, part, i)
+                else:
+                    assert batch[key].dtype == np.float64
+                    assert batch[key][i] == np.asarray(v).ravel()[0], (key, i)
+        single = A.evaluate(wl, hw, ScheduleArrays.from_mapping({**cols, "dataflow": 1, "transposed": True,
+                                                                  "order": 4}))
+        assert single["total_cycles"].shape == (40,)
+
+
 # ---------------------------------------------------------------------------- properties
 @st.composite
 def cases(draw):
