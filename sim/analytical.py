@@ -19,7 +19,7 @@ Every cost term is a small function of the workload geometry, the hardware and s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -112,6 +112,44 @@ def _pick(idx, a, b, c):
 
 
 # ---------------------------------------------------------------------------- cost terms
+class Tiling(NamedTuple):
+    """What most cost terms share about a batch of tilings, computed once per evaluation: the
+    (row, col, temporal) dims, tiles clipped to the dims, tiles per dim, the row/col/temporal
+    dim and tile, array folds summed over the tiles of the row and col dims, group repeats.
+    Each term below also has a public form taking raw schedule columns (built with ``tiling``)."""
+    row: Any
+    col: Any
+    tmp: Any
+    tiles: tuple
+    nt: tuple
+    d_row: Any
+    d_col: Any
+    d_tmp: Any
+    t_row: Any
+    t_col: Any
+    t_tmp: Any
+    f_row: Any
+    f_col: Any
+    reps: Any
+
+
+def tiling(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk) -> Tiling:
+    ra, ca = hw.array.rows, hw.array.cols
+    row, col, tmp = spatial_dims(df, transposed)
+    dims = (geo.m, geo.n, geo.k)
+    tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k))
+    nt = (cdiv(geo.m, tiles[0]), cdiv(geo.n, tiles[1]), cdiv(geo.k, tiles[2]))
+    d_row, t_row = _pick(row, *dims), _pick(row, *tiles)
+    d_col, t_col = _pick(col, *dims), _pick(col, *tiles)
+    d_tmp, t_tmp = _pick(tmp, *dims), _pick(tmp, *tiles)
+    # When a group's tile is smaller than the array, several groups run side by side
+    # (block-diagonal) on it.
+    pack = np.where((t_row <= ra) & (t_col <= ca), np.minimum(fdiv(ra, t_row), fdiv(ca, t_col)), 1)
+    reps = cdiv(geo.g, np.clip(pack, 1, geo.g))
+    return Tiling(row, col, tmp, tiles, nt, d_row, d_col, d_tmp, t_row, t_col, t_tmp,
+                  folds_v(d_row, t_row, ra), folds_v(d_col, t_col, ca), reps)
+
+
 def compute_cycles(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk, order=0):
     """Cycles the PE array is busy, all groups. A fold (one set of stationary data in the PEs)
     costs its temporal length plus a fill/drain: rows+cols-2 for os, 2*rows+cols-2 for ws and is
@@ -119,24 +157,27 @@ def compute_cycles(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk
     fold pays its own fill/drain (SCALE-Sim); with it, one per tile. When a tile is a single fold
     and the temporal loop is the innermost tile loop, consecutive tiles keep the same stationary
     data and stream on without a new fill/drain."""
+    return compute_cycles_of(tiling(geo, hw, df, transposed, tm, tn, tk), hw, df, order)
+
+
+def compute_cycles_of(tl: Tiling, hw: HardwareConfig, df, order=0):
     ra, ca = hw.array.rows, hw.array.cols
-    row, col, tmp = spatial_dims(df, transposed)
-    dims = (geo.m, geo.n, geo.k)
-    tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k))
-    d_row, t_row = _pick(row, *dims), _pick(row, *tiles)
-    d_col, t_col = _pick(col, *dims), _pick(col, *tiles)
-    d_tmp, t_tmp = _pick(tmp, *dims), _pick(tmp, *tiles)
-    f_row = folds_v(d_row, t_row, ra)
-    f_col = folds_v(d_col, t_col, ca)
-    nt_row, nt_col, nt_tmp = cdiv(d_row, t_row), cdiv(d_col, t_col), cdiv(d_tmp, t_tmp)
-    ovh = np.where(np.asarray(df) == _OS, ra + ca - 2, 2 * ra + ca - 2)
-    streams = streams_on(order, row, col, tmp, nt_row, nt_col, nt_tmp, t_row <= ra, t_col <= ca)
+    scalar = isinstance(tl.row, int)
+    nt_row = tl.nt[tl.row] if scalar else cdiv(tl.d_row, tl.t_row)
+    nt_col = tl.nt[tl.col] if scalar else cdiv(tl.d_col, tl.t_col)
+    nt_tmp = tl.nt[tl.tmp] if scalar else cdiv(tl.d_tmp, tl.t_tmp)
+    if np.ndim(df) == 0:
+        ovh = ra + ca - 2 if int(df) == _OS else 2 * ra + ca - 2
+    else:
+        ovh = np.where(np.asarray(df) == _OS, ra + ca - 2, 2 * ra + ca - 2)
+    streams = streams_on(order, tl.row, tl.col, tl.tmp, nt_row, nt_col, nt_tmp, tl.t_row <= ra, tl.t_col <= ca)
+    f_row, f_col = tl.f_row, tl.f_col
     if hw.array.fold_overlap:
         fills = np.where(streams, nt_row * nt_col, nt_row * nt_col * nt_tmp)
     else:
         fills = np.where(streams, f_row * f_col, f_row * f_col * nt_tmp)
-    per_group = f_row * f_col * d_tmp + fills * ovh
-    cycles = group_repeats(geo, hw, df, transposed, tm, tn, tk) * per_group
+    per_group = f_row * f_col * tl.d_tmp + fills * ovh
+    cycles = tl.reps * per_group
     # The array reads rows + cols words a cycle from SRAM; a narrower SRAM port slows it down.
     slow = max(1.0, (ra + ca) * hw.array.word_bytes / hw.buffers.sram_bytes_per_cycle)
     return np.ceil(cycles * slow) if slow > 1.0 else cycles
@@ -156,12 +197,7 @@ def streams_on(order, row, col, tmp, nt_row, nt_col, nt_tmp, row_fits, col_fits)
 def group_repeats(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk):
     """Passes over the groups: when a group's tile is smaller than the array, several groups run
     side by side (block-diagonal) on it."""
-    ra, ca = hw.array.rows, hw.array.cols
-    row, col, _ = spatial_dims(df, transposed)
-    tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k))
-    t_row, t_col = _pick(row, *tiles), _pick(col, *tiles)
-    pack = np.where((t_row <= ra) & (t_col <= ca), np.minimum(fdiv(ra, t_row), fdiv(ca, t_col)), 1)
-    return cdiv(geo.g, np.clip(pack, 1, geo.g))
+    return tiling(geo, hw, df, transposed, tm, tn, tk).reps
 
 
 def folds_v(dim, t, extent):
@@ -190,11 +226,14 @@ def tile_counts(geo: Geometry, tm, tn, tk):
 def dram_words(geo: Geometry, order, tm, tn, tk, epilogue_reads: int = 0) -> dict[str, Any]:
     """DRAM words moved per operand, all groups: ifmap and weight reads, output writes and
     partial-sum read-backs (when K is not the innermost tile loop), and epilogue operand reads."""
-    nt = tile_counts(geo, tm, tn, tk)
+    return dram_words_of(geo, order, (tm, tn, tk), tile_counts(geo, tm, tn, tk), epilogue_reads)
+
+
+def dram_words_of(geo: Geometry, order, tiles, nt, epilogue_reads: int = 0) -> dict[str, Any]:
     f_a = reload_factor(order, nt, 0, 2, 1)
     f_b = reload_factor(order, nt, 2, 1, 0)
     f_c = reload_factor(order, nt, 0, 1, 2)
-    a = geo.g * ifmap_words_all_tiles(geo, tm, tk) * f_a
+    a = geo.g * ifmap_words_all_tiles(geo, tiles[0], tiles[2]) * f_a
     b = geo.g * geo.k * geo.n * f_b
     c = geo.g * geo.m * geo.n
     return {"ifmap": a, "weight": b, "output": c * f_c, "psum_read": c * (f_c - 1),
@@ -204,37 +243,39 @@ def dram_words(geo: Geometry, order, tm, tn, tk, epilogue_reads: int = 0) -> dic
 def sram_words(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk) -> dict[str, Any]:
     """Words the array reads/writes in the buffers. An operand whose third dim is spatial is read
     once per fold of that dim; one whose third dim is temporal once per tile of it."""
-    ra, ca = hw.array.rows, hw.array.cols
-    row, col, tmp = spatial_dims(df, transposed)
-    dims = (geo.m, geo.n, geo.k)
-    tiles = (tm, tn, tk)
-    n_t = tile_counts(geo, tm, tn, tk)
+    return sram_words_of(geo, tiling(geo, hw, df, transposed, tm, tn, tk))
+
+
+def sram_words_of(geo: Geometry, tl: Tiling) -> dict[str, Any]:
+    row, col = tl.row, tl.col
 
     def per_dim(x):
         if isinstance(row, int):
-            if row == x:
-                return folds_v(dims[x], np.minimum(tiles[x], dims[x]), ra)
-            if col == x:
-                return folds_v(dims[x], np.minimum(tiles[x], dims[x]), ca)
-            return n_t[x]
-        f_r = folds_v(dims[x], np.minimum(tiles[x], dims[x]), ra)
-        f_c = folds_v(dims[x], np.minimum(tiles[x], dims[x]), ca)
-        return np.where(row == x, f_r, np.where(col == x, f_c, n_t[x]))
+            return tl.f_row if row == x else tl.f_col if col == x else tl.nt[x]
+        return np.where(row == x, tl.f_row, np.where(col == x, tl.f_col, tl.nt[x]))
     g = geo.g
     return {"ifmap": g * geo.m * geo.k * per_dim(1), "weight": g * geo.k * geo.n * per_dim(0),
             "output": g * geo.m * geo.n * per_dim(2)}
 
 
 def first_load_words(geo: Geometry, tm, tn, tk):
-    tm, tn, tk = np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k)
+    return first_load_words_of(geo, (np.minimum(tm, geo.m), np.minimum(tn, geo.n), np.minimum(tk, geo.k)))
+
+
+def first_load_words_of(geo: Geometry, tiles):
+    """The first tile's operands (``tiles`` clipped to the dims)."""
+    tm, tn, tk = tiles
     return ifmap_tile_words(geo, tm, tk) + tk * tn
 
 
 def last_store_words(geo: Geometry, tm, tn):
     """The last output tile (short when the dim does not divide)."""
-    lm = geo.m - (cdiv(geo.m, np.minimum(tm, geo.m)) - 1) * np.minimum(tm, geo.m)
-    ln = geo.n - (cdiv(geo.n, np.minimum(tn, geo.n)) - 1) * np.minimum(tn, geo.n)
-    return lm * ln
+    tiles = (np.minimum(tm, geo.m), np.minimum(tn, geo.n))
+    return last_store_words_of(geo, tiles, (cdiv(geo.m, tiles[0]), cdiv(geo.n, tiles[1])))
+
+
+def last_store_words_of(geo: Geometry, tiles, nt):
+    return (geo.m - (nt[0] - 1) * tiles[0]) * (geo.n - (nt[1] - 1) * tiles[1])
 
 
 def vector_cycles(hw: HardwareConfig, elems: int, ops: tuple[str, ...]) -> int:
@@ -305,25 +346,24 @@ def _evaluate_mac(wl: Workload, hw: HardwareConfig, s: ScheduleArrays, df: int, 
                   order: int) -> dict[str, np.ndarray]:
     geo = Geometry.of(wl)
     wb = hw.array.word_bytes
-    tm, tn, tk = s.tile_m, s.tile_n, s.tile_k
-    comp = compute_cycles(geo, hw, df, tr, tm, tn, tk, order)
+    tl = tiling(geo, hw, df, tr, s.tile_m, s.tile_n, s.tile_k)
+    comp = compute_cycles_of(tl, hw, df, order)
     out_elems = geo.g * geo.m * geo.n
     vec = vector_cycles(hw, out_elems, wl.epilogue)
     # An unfused epilogue op is a separate vector pass: it reads and writes the output again.
     unfused_words = 2 * out_elems * s.unfused
     binary = sum(op in BINARY_EPILOGUE for op in wl.epilogue)
-    dw = dram_words(geo, order, tm, tn, tk, binary)
+    dw = dram_words_of(geo, order, tl.tiles, tl.nt, binary)
     words = dw["ifmap"] + dw["weight"] + dw["output"] + dw["psum_read"] + dw["epilogue"] + unfused_words
-    nt = tile_counts(geo, tm, tn, tk)
-    reps = group_repeats(geo, hw, df, tr, tm, tn, tk)
+    nt, reps = tl.nt, tl.reps
     n_tiles = reps * nt[0] * nt[1] * nt[2]
     groups_per_tile = geo.g / reps
-    first = first_load_words(geo, tm, tn, tk) * wb * groups_per_tile
-    last = last_store_words(geo, tm, tn) * wb * groups_per_tile
+    first = first_load_words_of(geo, tl.tiles) * wb * groups_per_tile
+    last = last_store_words_of(geo, tl.tiles, nt) * wb * groups_per_tile
     compute = comp + vec
     pro, stall, epi = timing(compute, words * wb, first, last, n_tiles, s.double_buffer, hw)
     total = pro + compute + stall + epi
-    sw = sram_words(geo, hw, df, tr, tm, tn, tk)
+    sw = sram_words_of(geo, tl)
     e = hw.energy
     macs = wl.macs
     sram_bytes = (sw["ifmap"] + sw["weight"] + sw["output"]) * wb + words * wb  # array side + DMA side
@@ -397,8 +437,10 @@ def buffer_fits(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> np.ndarr
         ok = (tm >= 1) & (tn >= 1) & (tk >= 1) & (tm <= geo.m) & (tn <= geo.n) & (tk <= geo.k)
         tm, tn, tk = np.clip(tm, 1, geo.m), np.clip(tn, 1, geo.n), np.clip(tk, 1, geo.k)
         need = (ifmap_tile_words(geo, tm, tk) * mult, tk * tn * mult, tm * tn * mult)
-        supported = np.isin(s.dataflow, [DATAFLOWS.index(x) for x in hw.array.dataflows])
-        ok &= supported
+        for i, name in enumerate(DATAFLOWS):
+            if name not in hw.array.dataflows:
+                ok &= s.dataflow != i
+        ok &= (s.dataflow >= 0) & (s.dataflow < len(DATAFLOWS))
     else:
         d = wl.d
         big = max(1, d["in_elems"], d["out_elems"])
