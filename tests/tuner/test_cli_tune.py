@@ -1,0 +1,67 @@
+"""accel-tune tune: --json keys, the plan file, same seed same output, one-line errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from partition import read_packed
+from tuner.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_keys_and_plan_file(capsys, tmp_path):
+    plan = tmp_path / "p.zip"
+    code, out, err = _run(capsys, "tune", "--model", "byoc_demo", "--hw", "cloud-npu", "--trials", "4",
+                          "--json", "-o", str(plan))
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["latency_s"] > 0 and d["energy_j"] > 0
+    assert set(d["baselines"]) == {"greedy_byoc", "all_host", "default_schedules"}
+    for b in d["baselines"].values():
+        assert set(b) == {"latency_s", "energy_j"}
+        assert d["latency_s"] <= b["latency_s"] * (1 + 1e-12)
+    pm = read_packed(plan)
+    assert pm.manifest["predicted"]["latency_s"] == pytest.approx(d["latency_s"])
+    assert pm.manifest["model"]["name"] == "byoc_demo"
+
+
+def test_same_seed_same_output(capsys):
+    args = ("tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "4", "--seed", "5", "--json")
+    _, a, _ = _run(capsys, *args)
+    _, b, _ = _run(capsys, *args)
+    assert json.loads(a) == json.loads(b)
+
+
+def test_table_output(capsys):
+    code, out, _ = _run(capsys, "tune", "--model", "byoc_demo", "--hw", "cloud-npu", "--trials", "4")
+    assert code == 0
+    for label in ("tuned plan", "greedy_byoc", "all_host", "default_schedules", "roofline"):
+        assert label in out
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["tune", "--model", "nope", "--hw", "edge-npu"], "unknown model 'nope'"),
+    (["tune", "--onnx", "/no/such/file.onnx", "--hw", "edge-npu"], "ONNX file not found"),
+    (["tune", "--model", "byoc_demo", "--hw", "no-such-hw"], "no hardware preset or file"),
+    (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "-3"], "--trials must be >= 0"),
+    (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "-o", "/no/such/dir/p.zip"], "does not exist"),
+])
+def test_bad_input_one_line(capsys, argv, needle):
+    code, out, err = _run(capsys, *argv)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("accel-tune: error:") and needle in lines[0]
+
+
+def test_hardware_that_runs_nothing(capsys, tmp_path):
+    cfg = tmp_path / "hw.toml"
+    cfg.write_text('base = "edge-npu"\n[array]\nword_bytes = 2\n[buffers]\nifmap_bytes = 1\nweight_bytes = 1\noutput_bytes = 1\n')
+    code, _, err = _run(capsys, "tune", "--model", "resnet18", "--hw", str(cfg))
+    assert code == 2
+    assert "cannot run any kernel" in err and len(err.strip().splitlines()) == 1
