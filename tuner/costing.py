@@ -127,36 +127,33 @@ def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareCo
 
 # ---------------------------------------------------------------------------------------- device
 def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
-    """The workload of one kernel: a composite call is its linear op with the ops after it as the
-    fused epilogue (bias, batch_norm, residual add, activation); any other node is itself."""
+    """The workload of one kernel, as the simulator's subgraph costing sees it: a composite call is
+    its main op with the others as the fused epilogue (``sim.subgraph.composite_workload``); any
+    other node is itself."""
+    from sim.subgraph import composite_workload
     fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
-    if node.op == "call":
-        if fn is None or "Composite" not in fn.attrs:
-            raise CostingError(f"node {node.name}: call of {node.attrs.get('callee')!r} is not a "
-                               f"composite, so it is no kernel")
-        body = fn.graph.nodes
-        roots = [i for i, n in enumerate(body) if n.op in LINEAR_OPS]
-        if not roots:
-            raise CostingError(f"node {node.name}: composite {fn.attrs['Composite']} has no linear op")
-        r = roots[0]
-        try:
-            return sim.Workload.from_node(body[r], epilogue=tuple(n.op for n in body[r + 1:]))
-        except sim.WorkloadError as e:
-            raise CostingError(str(e)) from None
     try:
+        if node.op == "call":
+            if fn is None or "Composite" not in fn.attrs:
+                raise CostingError(f"node {node.name}: call of {node.attrs.get('callee')!r} is not a "
+                                   f"composite, so it is no kernel")
+            return composite_workload(fn)[0]
         return sim.Workload.from_node(node)
-    except sim.WorkloadError as e:
+    except (sim.WorkloadError, sim.CostError) as e:
         raise CostingError(str(e)) from None
 
 
 @dataclass(frozen=True)
 class KernelResult:
-    """A kernel's cost under one schedule (one call)."""
+    """A kernel's cost under one schedule (one call), alone: its inputs read from and its outputs
+    written to DRAM. ``compute_cycles`` and ``dram_pj`` bound what keeping an operand on chip saves."""
     workload: sim.Workload
     schedule: sim.Schedule
     cycles: int
     energy_j: float
     roofline_fraction: float
+    compute_cycles: int = 0
+    dram_pj: float = 0.0
 
 
 class KernelCoster:
@@ -186,7 +183,8 @@ class KernelCoster:
                 cands.append(given)
             for s in cands:
                 rep = sim.simulate(wl, self.hw, s, fidelity=self.opts.fidelity)
-                k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction)
+                k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction,
+                                 rep.compute_cycles, float(rep.energy_pj.get("dram", 0.0)))
                 if r is None or k.cycles < r.cycles:
                     r = k
             self._memo[wl.key] = r
@@ -238,20 +236,20 @@ class GraphCost:
 
 
 def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster) -> FunctionCost:
+    """One call of an external function: ``sim.simulate_function`` with the coster's schedule of
+    every kernel (intermediates kept on chip where they fit), plus launch and link."""
     hw = coster.hw
-    body = fn.graph
-    inner = {**scope, **body.functions}
-    in_bytes = sum(v.type.nbytes for v in body.inputs)
-    out_bytes = sum(v.type.nbytes for v in body.outputs)
-    total = launch_cost(hw) + link_cost(in_bytes + out_bytes, hw)
-    kernels = []
-    for n in body.nodes:
-        wl = kernel_workload(n, inner)
-        r = coster(wl)
-        total = total + Cost(device_s=r.cycles / hw.clock_hz, device_j=r.energy_j)
-        kernels.append(KernelCost(n.name, wl.key, wl.op, r.schedule.to_dict(), r.cycles, r.energy_j,
-                                  r.roofline_fraction))
-    return FunctionCost(symbol, 0.0, total, tuple(kernels))
+    inner = {**scope, **fn.graph.functions}
+    chosen = {}
+    for n in fn.graph.nodes:
+        r = coster(kernel_workload(n, inner))
+        chosen[r.workload.key] = r.schedule
+    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol)
+    total = Cost(link_s=rep.link_s, launch_s=rep.launch_s, device_s=rep.device_s, link_j=rep.link_energy_j,
+                 device_j=rep.device_energy_j, link_bytes=rep.link_bytes, calls=1.0)
+    kernels = tuple(KernelCost(k.name, k.report.workload, k.op, k.report.schedule, k.report.total_cycles,
+                               k.report.energy_j, k.report.roofline_fraction) for k in rep.kernels)
+    return FunctionCost(symbol, 0.0, total, kernels)
 
 
 def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptions()) -> GraphCost:

@@ -78,6 +78,8 @@ class ValueEdge:
     nbytes: int
     is_output: bool
     weight: float
+    uses: tuple[int, ...] = ()   # uses by each consumer (a node may read a value twice)
+    words: int = 0               # size on the device: elements x array.word_bytes
 
 
 class Problem:
@@ -165,6 +167,7 @@ class Problem:
                     self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:
+        wb = self.hw.array.word_bytes
         for path, g in self.graphs.items():
             w = self.units[self._node_unit[id(g.nodes[0])]].weight if g.nodes else 1.0
             outs = {id(v) for v in g.outputs}
@@ -172,10 +175,12 @@ class Problem:
                 if v.is_const and v.producer is None:
                     continue
                 prod = self._node_unit[id(v.producer)] if v.producer is not None else -1
-                cons = tuple(dict.fromkeys(self._node_unit[id(u)] for u in v.users))
+                all_uses = [self._node_unit[id(u)] for u in v.users]
+                cons = tuple(dict.fromkeys(all_uses))
                 if not cons and id(v) not in outs:
                     continue
-                yield ValueEdge(prod, cons, v.type.nbytes, id(v) in outs, w)
+                yield ValueEdge(prod, cons, v.type.nbytes, id(v) in outs, w,
+                                tuple(all_uses.count(c) for c in cons), v.type.size * wb)
 
     def _clusters(self) -> tuple[tuple[int, ...], ...]:
         """Connected components of the offloadable units (edges between two offloadable units).
@@ -204,15 +209,46 @@ class Problem:
 
     def _set_coster(self, coster: KernelCoster) -> None:
         self.coster = coster
+        results = [coster(wl) if wl is not None else None for wl in self.workloads]
         self.device = tuple(coster.device_cost(wl) if wl is not None else None for wl in self.workloads)
-        n = len(self.units)
-        wts = np.array([u.weight for u in self.units])
-        self._w = wts
-        self._host_s = np.array([c.host_s for c in self.host]) * wts
-        self._host_j = np.array([c.host_j for c in self.host]) * wts
-        self._dev_s = np.array([c.device_s if c else np.inf for c in self.device]) * wts
-        self._dev_j = np.array([c.device_j if c else np.inf for c in self.device]) * wts
-        assert len(self._host_s) == n
+        self._w = np.array([u.weight for u in self.units])
+        self._host_s = np.array([c.host_s for c in self.host]) * self._w
+        self._host_j = np.array([c.host_j for c in self.host]) * self._w
+        self._cyc = [r.cycles if r else 0 for r in results]
+        self._ccyc = [r.compute_cycles if r else 0 for r in results]
+        self._dram_pj = [r.dram_pj if r else 0.0 for r in results]
+        self._dev_e = [r.energy_j if r else 0.0 for r in results]
+        hw = self.hw
+        self._on_chip = hw.buffers.output_bytes if not hw.buffers.unified else hw.buffers.unified_bytes // 2
+
+    def _device_cost(self, dev: Iterable[int], gid, edges: Iterable[ValueEdge]) -> tuple[float, float]:
+        """Seconds and joules of the device units, each kernel crediting the intermediates its
+        function keeps on chip (its write, its consumers' reads), as ``sim.simulate_function``
+        does: an intermediate stays on chip when every reader is in the same function, the model
+        does not return it, and it fits the output buffer (half the unified buffer)."""
+        saved: dict[int, float] = {}
+        for e in edges:
+            g = gid.get(e.producer, -1) if e.producer >= 0 else -1
+            if g < 0 or e.is_output or not e.consumers or e.words > self._on_chip:
+                continue
+            if all(gid.get(c, -1) == g for c in e.consumers):
+                saved[e.producer] = saved.get(e.producer, 0) + e.words
+                for c, k in zip(e.consumers, e.uses):
+                    saved[c] = saved.get(c, 0) + e.words * k
+        hw = self.hw
+        bw = hw.dram.bytes_per_cycle
+        pj = hw.energy.dram_pj_per_byte
+        cycles_w = 0.0
+        joules = 0.0
+        for i in dev:
+            cyc, en = self._cyc[i], self._dev_e[i]
+            sv = saved.get(i)
+            if sv:
+                cyc = max(self._ccyc[i], int(cyc - sv / bw))
+                en = en - min(self._dram_pj[i], sv * pj) * 1e-12
+            cycles_w += cyc * self._w[i]
+            joules += en * self._w[i]
+        return cycles_w / hw.clock_hz, joules
 
     def with_coster(self, coster: KernelCoster) -> "Problem":
         """The same problem with other kernel costs (e.g. tuned schedules)."""
@@ -332,25 +368,24 @@ class Problem:
     def cost(self, device: AbstractSet[int]) -> Cost:
         """End-to-end cost of one inference with ``device`` units offloaded (fast evaluator)."""
         device = frozenset(device)
-        gid = np.full(len(self.units), -1, dtype=np.int64)
         groups = self.groups(device)
-        for k, grp in enumerate(groups):
-            gid[grp] = k
-        hw = self.hw
-        on = gid >= 0
-        host_s = float(self._host_s[~on].sum())
-        host_j = float(self._host_j[~on].sum())
-        dev_s = float(self._dev_s[on].sum())
-        dev_j = float(self._dev_j[on].sum())
+        gid = {i: k for k, grp in enumerate(groups) for i in grp}
+        host = [i for i in range(len(self.units)) if i not in gid]
+        dev_s, dev_j = self._device_cost(gid, gid, self.edges)
+        return self._assemble(host, groups, gid, self.edges, dev_s, dev_j)
+
+    def _assemble(self, host, groups, gid, edges, dev_s, dev_j) -> Cost:
         link = 0.0
-        for e in self.edges:
-            pg = gid[e.producer] if e.producer >= 0 else -1
-            readers = {int(gid[c]) for c in e.consumers if gid[c] >= 0 and gid[c] != pg}
+        for e in edges:
+            pg = gid.get(e.producer, -1) if e.producer >= 0 else -1
+            readers = {gid[c] for c in e.consumers if c in gid and gid[c] != pg}
             link += len(readers) * e.nbytes * e.weight
-            if pg >= 0 and (e.is_output or any(gid[c] != pg for c in e.consumers)):
+            if pg >= 0 and (e.is_output or any(gid.get(c, -1) != pg for c in e.consumers)):
                 link += e.nbytes * e.weight
+        hw = self.hw
         calls = float(sum(self.units[grp[0]].weight for grp in groups))
-        return Cost(host_s=host_s, host_j=host_j, device_s=dev_s, device_j=dev_j,
+        return Cost(host_s=float(self._host_s[host].sum()), host_j=float(self._host_j[host].sum()),
+                    device_s=dev_s, device_j=dev_j,
                     link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
                     launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)
 
@@ -375,20 +410,8 @@ class Problem:
                       for grp in form_regions(g, lambda n: self._node_unit[id(n)] in mine)]
         gid = {i: k2 for k2, grp in enumerate(groups) for i in grp}
         host = [i for i in members if i not in gid]
-        dev = list(gid)
-        link = 0.0
-        for e in self._cluster_edges[k]:
-            pg = gid.get(e.producer, -1)
-            readers = {gid[c] for c in e.consumers if c in gid and gid[c] != pg}
-            link += len(readers) * e.nbytes * e.weight
-            if pg >= 0 and (e.is_output or any(gid.get(c, -1) != pg for c in e.consumers)):
-                link += e.nbytes * e.weight
-        hw = self.hw
-        calls = float(sum(self.units[grp[0]].weight for grp in groups))
-        return Cost(host_s=float(self._host_s[host].sum()), host_j=float(self._host_j[host].sum()),
-                    device_s=float(self._dev_s[dev].sum()), device_j=float(self._dev_j[dev].sum()),
-                    link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
-                    launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)
+        dev_s, dev_j = self._device_cost(gid, gid, self._cluster_edges[k])
+        return self._assemble(host, groups, gid, self._cluster_edges[k], dev_s, dev_j)
 
     def score(self, device: AbstractSet[int], objective: str) -> float:
         c = self.cost(device)
