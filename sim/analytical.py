@@ -104,6 +104,12 @@ def spatial_dims(df, transposed):
     return rct[..., 0], rct[..., 1], rct[..., 2]
 
 
+def _clip(x, lo, hi):
+    """``np.clip`` for the scalar bounds used here, without its Python-level dispatch (a
+    noticeable part of a small batch's cost)."""
+    return np.minimum(np.maximum(x, lo), hi)
+
+
 def _pick(idx, a, b, c):
     """Per element: a where idx == 0, b where 1, c where 2 (or just one of them for an int idx)."""
     if isinstance(idx, int):
@@ -145,7 +151,7 @@ def tiling(geo: Geometry, hw: HardwareConfig, df, transposed, tm, tn, tk) -> Til
     # When a group's tile is smaller than the array, several groups run side by side
     # (block-diagonal) on it.
     pack = np.where((t_row <= ra) & (t_col <= ca), np.minimum(fdiv(ra, t_row), fdiv(ca, t_col)), 1)
-    reps = cdiv(geo.g, np.clip(pack, 1, geo.g))
+    reps = cdiv(geo.g, _clip(pack, 1, geo.g))
     return Tiling(row, col, tmp, tiles, nt, d_row, d_col, d_tmp, t_row, t_col, t_tmp,
                   folds_v(d_row, t_row, ra), folds_v(d_col, t_col, ca), reps)
 
@@ -435,7 +441,7 @@ def buffer_fits(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> np.ndarr
         geo = Geometry.of(wl)
         tm, tn, tk = s.tile_m, s.tile_n, s.tile_k
         ok = (tm >= 1) & (tn >= 1) & (tk >= 1) & (tm <= geo.m) & (tn <= geo.n) & (tk <= geo.k)
-        tm, tn, tk = np.clip(tm, 1, geo.m), np.clip(tn, 1, geo.n), np.clip(tk, 1, geo.k)
+        tm, tn, tk = _clip(tm, 1, geo.m), _clip(tn, 1, geo.n), _clip(tk, 1, geo.k)
         need = (ifmap_tile_words(geo, tm, tk) * mult, tk * tn * mult, tm * tn * mult)
         for i, name in enumerate(DATAFLOWS):
             if name not in hw.array.dataflows:
@@ -444,7 +450,7 @@ def buffer_fits(wl: Workload, hw: HardwareConfig, s: ScheduleArrays) -> np.ndarr
     else:
         d = wl.d
         big = max(1, d["in_elems"], d["out_elems"])
-        tm = np.clip(s.tile_m, 1, big)
+        tm = _clip(s.tile_m, 1, big)
         ok = (s.tile_m >= 1) & (s.tile_m <= big)
         need = (cdiv(tm * d["in_elems"], big) * mult, np.zeros_like(tm), cdiv(tm * d["out_elems"], big) * mult)
     if b.unified:

@@ -15,9 +15,10 @@ unknown is a running maximum given the other:
     C[i] = Q[i] + max_{j<=i} D[j] + latency - Q[j-1]
 
 and since C[i] needs only C[j <= i-S], one pass in tile order solves both exactly, in time linear
-in the number of tiles (alternating whole-array running maxima until they stop changing, as this
-module first did, needs about n/S rounds when the pipeline keeps switching between DMA- and
-compute-bound, so it was quadratic). Identical group repeats (grouped convolution, batched GEMM)
+in the number of tiles. Alternating whole-array running maxima until they stop changing (as this
+module first did) converges in one or two rounds when one engine dominates throughout, but needs
+about n/S rounds when the pipeline keeps switching between DMA- and compute-bound, which made it
+quadratic; so a few rounds are tried and the pass finishes what they leave. Identical group repeats (grouped convolution, batched GEMM)
 are simulated three times and extrapolated by the steady period.
 """
 from __future__ import annotations
@@ -32,26 +33,58 @@ from .workload import Workload
 
 _REPEATS_SIMULATED = 3
 _TILES_PER_SOLVE = 2048  # simulate at least this many tiles of identical repeats before extrapolating
+_SCAN_BELOW = 24  # tiles: below this one pass over the tiles beats even one whole-array round
+_VECTOR_ROUNDS = 4  # whole-array rounds tried before the pass (together they cost about half a pass)
 
 
 def solve_pipeline(dma: np.ndarray, comp: np.ndarray, latency: float, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """Finish times (D, C) of the DMA and compute engines for each tile (see module docstring)."""
+    """Finish times (D, C) of the DMA and compute engines for each tile (see module docstring).
+
+    A few rounds of whole-array running maxima first (starting from no back-pressure, each round
+    fixes at least the next S tiles and often all of them: then it is several times faster than
+    a tile-by-tile pass); if they have not reached the fixed point, one pass over the tiles
+    finishes from the first tile still changing. Both give the same floats."""
+    n = len(comp)
     P = np.cumsum(dma)
+    Pprev = P - dma
     Q = np.cumsum(comp)
-    D, C = _scan(P.tolist(), (P - dma).tolist(), Q.tolist(), (Q - comp).tolist(), float(latency), slots)
+    Qprev = Q - comp
+    if n <= _SCAN_BELOW:
+        D, C = _scan(P.tolist(), Pprev.tolist(), Q.tolist(), Qprev.tolist(), float(latency), slots)
+        return np.array(D, dtype=np.float64), np.array(C, dtype=np.float64)
+    D = P
+    C = Q + np.maximum.accumulate(D + latency - Qprev)
+    for _ in range(_VECTOR_ROUNDS):
+        Cs = np.zeros(n)
+        if n > slots:
+            Cs[slots:] = C[:-slots]
+        run_d = np.maximum.accumulate(Cs - Pprev)
+        D = P + np.maximum(0.0, run_d)
+        run_c = np.maximum.accumulate(D + latency - Qprev)
+        Cn = Q + run_c
+        changed = np.flatnonzero(Cn != C)
+        if not len(changed):
+            return D, C
+        # C (and so D) is final before the first tile that changed: C[i] needs only C[:i-S+1].
+        start = int(changed[0])
+        C = Cn
+    D, C = _scan(P.tolist(), Pprev.tolist(), Q.tolist(), Qprev.tolist(), float(latency), slots,
+                 start, D.tolist(), C.tolist(), float(run_d[start - 1]), float(run_c[start - 1]))
     return np.array(D, dtype=np.float64), np.array(C, dtype=np.float64)
 
 
-def _scan(P: list, Pprev: list, Q: list, Qprev: list, latency: float, slots: int) -> tuple[list, list]:
-    """The running-maximum form of the recurrence, one tile at a time. Python floats are the same
-    IEEE doubles as numpy's and each step is the same operation in the same order, so the result
-    is bit-for-bit what any exact solver of this form gives; a plain loop over lists is several
-    times faster per tile than numpy on one element."""
+def _scan(P: list, Pprev: list, Q: list, Qprev: list, latency: float, slots: int, start: int = 0,
+          D: list | None = None, C: list | None = None, max_d: float = -np.inf,
+          max_c: float = -np.inf) -> tuple[list, list]:
+    """The running-maximum form of the recurrence, one tile at a time from tile ``start`` (given
+    D, C before it and both running maxima up to it). Python floats are the same IEEE doubles as
+    numpy's and each step is the same operation in the same order, so the result is bit for bit
+    what the whole-array rounds converge to; a plain loop over lists is several times faster per
+    tile than numpy on one element."""
     n = len(P)
-    D = [0.0] * n
-    C = [0.0] * n
-    max_d = max_c = -np.inf
-    for i in range(n):
+    D = D if D is not None else [0.0] * n
+    C = C if C is not None else [0.0] * n
+    for i in range(start, n):
         x = (C[i - slots] if i >= slots else 0.0) - Pprev[i]
         if x > max_d:
             max_d = x

@@ -1,5 +1,7 @@
-"""Simulator speed: analytical schedule evaluations per second (batch), tile-level kernel
-simulations per second on ResNet-50 and BERT-base layers, and the per-layer speed-up over SCALE-Sim.
+"""Simulator speed: analytical schedule evaluations per second (batch), the fixed cost of one
+small analytical call (batches of 1 and 32 schedules mixing dataflows, orientations and loop
+orders, as search and sweeps issue them), tile-level kernel simulations per second on ResNet-50 and
+BERT-base layers, one long tile walk (31,360 tiles), and the per-layer speed-up over SCALE-Sim.
 
     python experiments/bench/sim_speed.py [--json] [--batch 200000] [--hw edge-npu]
 
@@ -62,6 +64,36 @@ def bench_analytical(layers, hw, batch: int, rng) -> dict:
             "median_evals_per_wall_s": statistics.median(walls)}
 
 
+def bench_small_batches(layers, hw, sizes=(1, 32), calls: int = 200, rng=None) -> dict:
+    """Median over layers of the CPU (and wall) time of one ``simulate_batch`` call."""
+    out = {}
+    for b in sizes:
+        cpu, wall = [], []
+        for wl in layers:
+            batches = [random_schedules(wl, hw, b, rng) for _ in range(20)]
+            sim.simulate_batch(wl, hw, batches[0])
+            t, w = time.process_time(), time.perf_counter()
+            for i in range(calls):
+                sim.simulate_batch(wl, hw, batches[i % len(batches)])
+            cpu.append((time.process_time() - t) / calls)
+            wall.append((time.perf_counter() - w) / calls)
+        out[f"batch_{b}"] = {"median_cpu_us_per_call": statistics.median(cpu) * 1e6,
+                             "max_cpu_us_per_call": max(cpu) * 1e6,
+                             "median_wall_us_per_call": statistics.median(wall) * 1e6,
+                             "evals_per_cpu_s": b / statistics.median(cpu)}
+    return {"layers": len(layers), "calls_per_layer": calls, **out}
+
+
+def bench_long_tile_walk(hw) -> dict:
+    """ResNet-50's 7x7 stem in 16x16x16 tiles: a long walk shows how the tile simulator scales."""
+    wl = Workload.conv2d(1, 3, 224, 224, 64, 7, 7, stride=2, pad=3)
+    s = Schedule.default(wl, hw)
+    s = Schedule(s.dataflow, s.spatial, 16, 16, 16, "nkm", True, s.epilogue)
+    t, w = time.process_time(), time.perf_counter()
+    r = sim.simulate(wl, hw, s, fidelity="tile")
+    return {"n_tiles": r.n_tiles, "cpu_s": time.process_time() - t, "wall_s": time.perf_counter() - w}
+
+
 def bench_tile(layers, hw, reps: int = 10) -> dict:
     per, walls, tiles = [], [], []
     for wl in layers:
@@ -117,6 +149,8 @@ def main(argv=None) -> int:
         "config": {"hw": hw.name, "loadavg_1min_at_start": os.getloadavg()[0], "hw_fingerprint": hw.fingerprint(), "batch": a.batch,
                    "numpy": np.__version__, "python": sys.version.split()[0]},
         "analytical": bench_analytical(rn50[:8], hw, a.batch, rng),
+        "analytical_small_batches": bench_small_batches(rn50[:8], hw, rng=rng),
+        "tile_long_walk": bench_long_tile_walk(hw),
         "tile_resnet50": bench_tile(rn50, hw),
         "tile_bert_base": bench_tile(bert, hw),
         "vs_scalesim": bench_vs_scalesim(),
@@ -126,9 +160,14 @@ def main(argv=None) -> int:
         sys.stdout.write("\n")
         return 0
     an, tr, tb, vs = out["analytical"], out["tile_resnet50"], out["tile_bert_base"], out["vs_scalesim"]
+    sb, lw = out["analytical_small_batches"], out["tile_long_walk"]
     print(f"hardware {hw.name}; load average at start {out['config']['loadavg_1min_at_start']:.1f}; rates per CPU second")
     print(f"analytical: {an['median_evals_per_s']:,.0f} schedule evaluations/s (median over {an['layers']} "
           f"ResNet-50 layers, batches of {an['batch']:,}; min {an['min_evals_per_s']:,.0f})")
+    for b in ("batch_1", "batch_32"):
+        print(f"analytical, {b.replace('_', ' of ')}: {sb[b]['median_cpu_us_per_call']:,.0f} us CPU per call "
+              f"(median over {sb['layers']} layers; {sb[b]['median_wall_us_per_call']:,.0f} us wall)")
+    print(f"tile, one long walk: {lw['n_tiles']:,} tiles in {lw['cpu_s']:.3f} s CPU")
     print(f"tile, ResNet-50 ({tr['layers']} layers): median {tr['median_sims_per_s']:,.0f} sims/s, slowest "
           f"{tr['slowest_sims_per_s']:,.0f} sims/s (median {tr['median_tiles']} tiles; "
           f"{tr['median_sims_per_wall_s']:,.0f} per wall second)")
