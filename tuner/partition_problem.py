@@ -87,8 +87,9 @@ class Problem:
     swapped (``with_coster``) after tuning without rebuilding the rest. Read-only after __init__."""
 
     def __init__(self, graph: Graph, hw: sim.HardwareConfig, coster: KernelCoster | None = None,
-                 opts: CostOptions = CostOptions()):
+                 opts: CostOptions = CostOptions(), merge_siblings: bool = True):
         self.hw = hw
+        self.merge_siblings = merge_siblings
         self.opts = opts
         self.target = hw.partition_target()
         self.source = graph
@@ -108,6 +109,11 @@ class Problem:
         self.greedy_set = frozenset(greedy)
         self.offloadable = np.array([u.offloadable for u in units], dtype=bool)
         self.edges = tuple(self._edges())
+        self._shared: dict[str, list[tuple[int, ...]]] = {p: [] for p in self.graphs}
+        for e in self.edges:
+            readers = tuple(c for c in e.consumers if self.offloadable[c])
+            if len(readers) > 1:
+                self._shared[units[readers[0]].graph].append(readers)
         self._graph_units = {p: [] for p in self.graphs}
         self._pos = [0] * len(units)
         for u in units:
@@ -126,6 +132,11 @@ class Problem:
                 for p in self._preds[self._node_unit[id(n)]]:
                     succs[p].append(self._node_unit[id(n)])
         self._succs = tuple(tuple(s) for s in succs)
+        reads_input = {c for e in self.edges if e.producer < 0 for c in e.consumers}
+        self._boundary = tuple(i in reads_input for i in range(len(units)))
+        for e in self.edges:
+            if e.is_output and e.producer >= 0:
+                self._boundary = self._boundary[:e.producer] + (True,) + self._boundary[e.producer + 1:]
         self.clusters = self._clusters()
         self.cluster_of = {i: k for k, c in enumerate(self.clusters) for i in c}
         self._cluster_edges: list[list[ValueEdge]] = [[] for _ in self.clusters]
@@ -201,6 +212,11 @@ class Problem:
                         a, b = find(p), find(i)
                         if a != b:
                             parent[max(a, b)] = min(a, b)
+        for readers in (r for rs in self._shared.values() for r in rs):
+            for j in readers[1:]:
+                a, b = find(readers[0]), find(j)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
         comps: dict[int, list[int]] = {}
         for i in range(len(self.units)):
             if self.offloadable[i]:
@@ -270,28 +286,31 @@ class Problem:
             raise PartitionSearchError(f"unit(s) {bad[:5]} cannot run on the device")
         return frozenset(device)
 
-    def groups(self, device: AbstractSet[int]) -> list[list[int]]:
-        """The external functions a device set forms (unit indices per function, in order):
-        connected device units merge while the merged function stays convex (no path leaves it and
-        comes back) and no two functions depend on each other in a cycle. The fast path takes each
-        connected component whole when it is convex and the functions are acyclic; otherwise that
-        graph falls back to the pipeline's own greedy merge (``form_regions``), which checks every
-        merge against reachability closed under contraction."""
+    def groups(self, device: AbstractSet[int], siblings: bool | None = None) -> list[list[int]]:
+        """The external functions a device set forms (unit indices per function, in order).
+        Connected device units merge while the merged function stays convex (no path leaves it and
+        comes back); with ``siblings`` (default: the problem's ``merge_siblings``), functions that
+        read the same activation then merge too when the union stays convex, so that activation
+        crosses the link once and one launch is saved (BYOC's maximal merge joins only producer
+        and consumer). No two functions may depend on each other in a cycle: if the fast path would
+        make one, that graph falls back to the pipeline's own greedy merge (``form_regions``),
+        which checks every merge against reachability closed under contraction."""
+        sib = self.merge_siblings if siblings is None else siblings
         out: list[list[int]] = []
         for path, g in self.graphs.items():
             idx = [i for i in self._graph_units[path] if i in device]
             if not idx:
                 continue
-            comps = self._components(path, idx)
+            comps = self._components(path, idx, sib)
             if comps is None:
                 comps = [[self._node_unit[id(n)] for n in grp]
                          for grp in form_regions(g, lambda n: self._node_unit[id(n)] in device)]
             out.extend(comps)
         return out
 
-    def _components(self, path: str, idx: list[int]) -> list[list[int]] | None:
-        """Connected components of the device units of one graph, or None when one is not convex
-        or the components depend on each other in a cycle."""
+    def _components(self, path: str, idx: list[int], siblings: bool = False) -> list[list[int]] | None:
+        """Convex pieces of the connected components of the device units of one graph (merged
+        further by shared inputs with ``siblings``), or None when they would form a cycle."""
         pos = self._pos
         parent = {i: i for i in idx}
 
@@ -311,8 +330,7 @@ class Problem:
         for i in idx:
             comps.setdefault(find(i), []).append(i)
         desc, anc = self._desc[path], self._anc[path]
-        pieces: list[list[int]] = []
-        masks = []
+        pieces: list[list] = []   # [units, mask, desc, anc]
         for members in comps.values():
             m = d = a = 0
             for i in members:
@@ -321,20 +339,44 @@ class Problem:
                 d |= desc[k]
                 a |= anc[k]
             if (d & ~m) & (a & ~m):
-                split = self._split(members)
-                pieces.extend(p for p, _, _ in split)
-                masks.extend((pm, pd & ~pm) for _, pm, pd in split)
+                pieces.extend(list(q) for q in self._split(members))
             else:
-                pieces.append(members)
-                masks.append((m, d & ~m))
-        if len(masks) > 1 and _cyclic(masks):
+                pieces.append([members, m, d, a])
+        if siblings and len(pieces) > 1:
+            pieces = self._merge_siblings(path, pieces)
+        if len(pieces) > 1 and _cyclic([(q[1], q[2] & ~q[1]) for q in pieces]):
             return None
-        return sorted(pieces, key=lambda c: c[0])
+        return sorted((sorted(q[0], key=lambda u: pos[u]) for q in pieces), key=lambda c: pos[c[0]])
 
-    def _split(self, members: list[int]) -> list[tuple[list[int], int, int]]:
+    def _merge_siblings(self, path: str, pieces: list[list]) -> list[list]:
+        """Merge pieces whose units read one activation, in value order, while the union is
+        convex and the pieces stay acyclic."""
+        piece_of = {u: k for k, q in enumerate(pieces) for u in q[0]}
+        for readers in self._shared[path]:
+            ks = list(dict.fromkeys(piece_of[u] for u in readers if u in piece_of))
+            for b in ks[1:]:
+                a = next(piece_of[u] for u in readers if u in piece_of)
+                if a == b or pieces[a] is None or pieces[b] is None:
+                    continue
+                m = pieces[a][1] | pieces[b][1]
+                d = pieces[a][2] | pieces[b][2]
+                an = pieces[a][3] | pieces[b][3]
+                if (d & ~m) & (an & ~m):
+                    continue
+                trial = [q for k, q in enumerate(pieces) if q is not None and k not in (a, b)]
+                trial.append([None, m, d, an])
+                if _cyclic([(q[1], q[2] & ~q[1]) for q in trial]):
+                    continue
+                pieces[a] = [pieces[a][0] + pieces[b][0], m, d, an]
+                for u in pieces[b][0]:
+                    piece_of[u] = a
+                pieces[b] = None
+        return [q for q in pieces if q is not None]
+
+    def _split(self, members: list[int]) -> list[tuple[list[int], int, int, int]]:
         """Convex pieces of a non-convex component: units in topological order join the pieces
         of their device producers when the union stays convex (else the first such piece that
-        stays convex, else a new piece). Returns (units, mask, reach) per piece."""
+        stays convex, else a new piece). Returns (units, mask, descendants, ancestors) per piece."""
         pos = self._pos
         path = self.units[members[0]].graph
         desc, anc = self._desc[path], self._anc[path]
@@ -353,22 +395,25 @@ class Problem:
                 if (d & ~m) & (a & ~m):
                     continue
                 keep = opt[0]
-                units = [u for c in opt for u in pieces[c][0]] + [i]
+                units = pieces[keep][0]
                 for c in opt[1:]:
+                    for u in pieces[c][0]:
+                        piece_of[u] = keep
+                    units.extend(pieces[c][0])
                     pieces[c] = None
+                units.append(i)
+                piece_of[i] = keep
                 pieces[keep] = [units, m, d, a]
-                for u in units:
-                    piece_of[u] = keep
                 break
             else:
                 piece_of[i] = len(pieces)
                 pieces.append([[i], 1 << k, desc[k], anc[k]])
-        return [(sorted(p[0], key=lambda u: pos[u]), p[1], p[2]) for p in pieces if p is not None]
+        return [(sorted(p[0], key=lambda u: pos[u]), p[1], p[2], p[3]) for p in pieces if p is not None]
 
-    def cost(self, device: AbstractSet[int]) -> Cost:
+    def cost(self, device: AbstractSet[int], siblings: bool | None = None) -> Cost:
         """End-to-end cost of one inference with ``device`` units offloaded (fast evaluator)."""
         device = frozenset(device)
-        groups = self.groups(device)
+        groups = self.groups(device, siblings)
         gid = {i: k for k, grp in enumerate(groups) for i in grp}
         host = [i for i in range(len(self.units)) if i not in gid]
         dev_s, dev_j = self._device_cost(gid, gid, self.edges)
@@ -394,7 +439,7 @@ class Problem:
         off = self.offloadable
         return Cost(host_s=float(self._host_s[~off].sum()), host_j=float(self._host_j[~off].sum()))
 
-    def cluster_cost(self, k: int, device: AbstractSet[int]) -> Cost:
+    def cluster_cost(self, k: int, device: AbstractSet[int], siblings: bool | None = None) -> Cost:
         """The part of ``cost`` that cluster ``k`` decides: its units on the host or the device,
         its functions' launches and the transfers into and out of them. ``device`` may hold units
         of other clusters; only this cluster's are read. Summed over clusters plus ``fixed_cost``
@@ -402,7 +447,8 @@ class Problem:
         members = self.clusters[k]
         on = [i for i in members if i in device]
         path = self.units[members[0]].graph
-        groups = self._components(path, on) if on else []
+        sib = self.merge_siblings if siblings is None else siblings
+        groups = self._components(path, on, sib) if on else []
         if groups is None:
             g = self.graphs[path]
             mine = set(on)
@@ -418,7 +464,7 @@ class Problem:
         return objective_value(objective, c.latency_s, c.energy_j)
 
     # --------------------------------------------------------------------------- materialise
-    def materialize(self, device: AbstractSet[int]) -> Graph:
+    def materialize(self, device: AbstractSet[int], siblings: bool | None = None) -> Graph:
         """The partitioned graph of a decision: every function the device set forms is outlined
         into an external function of the hardware's target (``partition.byoc.partition_graph``)."""
         device = self.check_set(device)
@@ -427,7 +473,7 @@ class Problem:
         for _, sg in by_path.items():
             for n in sg.nodes:
                 n.meta.pop("region", None)
-        for rid, grp in enumerate(self.groups(device)):
+        for rid, grp in enumerate(self.groups(device, siblings)):
             for i in grp:
                 u = self.units[i]
                 by_path[u.graph].node_by_name(u.name).meta["region"] = rid

@@ -64,8 +64,23 @@ class _ClusterScorer:
         return s
 
 
+def _frontier(problem: Problem, members: tuple[int, ...], current: frozenset[int]) -> tuple[int, ...]:
+    """Units next to a unit in the other place (or to the host side: graph inputs and outputs,
+    units no target runs): the only flips that can pay in a large cluster, since flipping a unit
+    deep inside a function only splits it."""
+    out = []
+    for i in members:
+        here = i in current
+        nb = (*problem._preds[i], *problem._succs[i])
+        if problem._boundary[i] or any((j in current) != here for j in nb):
+            out.append(i)
+    return tuple(out)
+
+
 def _moves(problem: Problem, members: tuple[int, ...], current: frozenset[int],
-           regions: list[frozenset[int]]) -> Iterable[frozenset[int]]:
+           regions: list[frozenset[int]], frontier: bool = False) -> Iterable[frozenset[int]]:
+    if frontier:
+        members = _frontier(problem, members, current)
     for i in members:
         yield current ^ {i}
     for i in members:
@@ -80,12 +95,17 @@ def _descend(problem: Problem, members: tuple[int, ...], start: frozenset[int], 
              regions: list[frozenset[int]], max_rounds: int) -> frozenset[int]:
     """Best-improvement descent; ties keep the earlier move, so it is deterministic."""
     cur, best = start, score(start)
+    big = len(members) > BIG_CLUSTER
     for _ in range(max_rounds):
         move, move_score = None, best
-        for cand in _moves(problem, members, cur, regions):
-            s = score(cand)
-            if s < move_score - _EPS * abs(move_score):
-                move, move_score = cand, s
+        # A large cluster tries the frontier first and the full move set only when that is stuck.
+        for frontier in ((True, False) if big else (False,)):
+            for cand in _moves(problem, members, cur, regions, frontier):
+                s = score(cand)
+                if s < move_score - _EPS * abs(move_score):
+                    move, move_score = cand, s
+            if move is not None:
+                break
         if move is None:
             break
         cur, best = move, move_score

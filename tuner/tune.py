@@ -10,7 +10,7 @@
    outline the chosen functions and cost the partitioned graph (``costing.graph_cost``).
 
 Baselines, all on the same hardware: ``greedy_byoc`` (plain BYOC: every supported unit offloaded,
-maximal merge) and ``all_host`` with the same tuned kernels, and ``default_schedules`` (the chosen
+maximal merge of producer-consumer chains, no merge of functions that share an input) and ``all_host`` with the same tuned kernels, and ``default_schedules`` (the chosen
 partition with every kernel at ``Schedule.default``: what tuning gained).
 """
 from __future__ import annotations
@@ -87,7 +87,7 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
 
     schedules = {sym: {k.name: sim.Schedule.from_dict(k.schedule) for k in fc.kernels}
                  for sym, fc in cost.functions.items()}
-    baselines = {"greedy_byoc": final_problem.cost(greedy), "all_host": final_problem.cost(frozenset()),
+    baselines = {"greedy_byoc": final_problem.cost(greedy, siblings=False), "all_host": final_problem.cost(frozenset()),
                  "default_schedules": problem.cost(final.device)}
     summaries = []
     for t in tasks:
@@ -99,7 +99,7 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
         functions=tuple(tuple((problem.units[i].graph, problem.units[i].name) for i in grp)
                         for grp in final_problem.groups(final.device)),
         units=len(problem.units), offloadable=int(problem.offloadable.sum()),
-        candidate_regions=len(problem.groups(greedy)))
+        candidate_regions=len(problem.groups(greedy, siblings=False)))
     stats = {"evaluations": first.evaluations + final.evaluations, "clusters": len(problem.clusters),
              "largest_cluster": max((len(c) for c in problem.clusters), default=0),
              "first_partition_offloaded": len(first.device), "tasks": len(tasks)}

@@ -58,10 +58,10 @@ def evaluate(name: str, graph, preset: str, trials: int, seed: int) -> dict:
     t1 = time.perf_counter()
     r = search(p, "latency")
     row["search_s"] = time.perf_counter() - t1
-    greedy, host = p.cost(p.greedy_set), p.cost(frozenset())
+    greedy, host = p.cost(p.greedy_set, siblings=False), p.cost(frozenset())
     row.update(units=len(p.units), offloadable=int(p.offloadable.sum()), clusters=len(p.clusters),
                largest_cluster=max((len(c) for c in p.clusters), default=0),
-               regions=len(p.groups(p.greedy_set)), offloaded=len(r.device),
+               regions=len(p.groups(p.greedy_set, siblings=False)), offloaded=len(r.device),
                functions=len(p.groups(r.device)),
                latency_s=r.cost.latency_s, greedy_s=greedy.latency_s, host_s=host.latency_s,
                speedup_greedy=greedy.latency_s / r.cost.latency_s,

@@ -252,3 +252,42 @@ def test_intermediate_kept_on_chip_by_hand():
     assert c.device_j == pytest.approx(want_j, rel=1e-12)
     apart = p.cost({d0}).device_s + p.cost({d1}).device_s
     assert c.device_s < apart
+
+
+def qkv(width=64, rows=32):
+    """One activation read by three denses (attention's Q, K, V) whose results meet on the host."""
+    b = GraphBuilder("qkv", 4)
+    x = b.tanh(b.input("x", (rows, width)), name="t")
+    q, k, v = (b.dense(x, width, name=n, bias=False) for n in ("q", "k", "v"))
+    return b.finish([b.add(b.add(b.tanh(q, name="tq"), k, name="s1"), v, name="s2")])
+
+
+def test_siblings_share_one_call_and_one_transfer():
+    g = qkv()
+    p = _problem(g, link=1e9, launch=1e-4)
+    all3 = frozenset(p.unit_of("qkv", n) for n in ("q", "k", "v"))
+    merged, plain = p.cost(all3), p.cost(all3, siblings=False)
+    assert len(p.groups(all3)) == 1 and len(p.groups(all3, siblings=False)) == 3
+    assert merged.calls == 1 and plain.calls == 3
+    x_bytes = 32 * 64 * 4
+    assert plain.link_bytes - merged.link_bytes == 2 * x_bytes
+    part = p.materialize(all3)
+    part.lint()
+    x = np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32)
+    np.testing.assert_allclose(interpret(part, [x])[0], interpret(g, [x])[0], rtol=1e-5, atol=1e-6)
+    assert search(p, "latency").score == pytest.approx(exhaustive(p, "latency").score, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["resnet18", "bert_tiny"])
+def test_plain_greedy_equals_the_simulator_on_byoc_partition(model):
+    """Greedy BYOC as the search's baseline costs exactly what sim.cost_graph says of the graph
+    partition_for makes (an independent implementation of the same performance model)."""
+    from partition import models
+    from partition.byoc import partition_for
+    hw = sim.load_hw("edge-npu")
+    g = models.get(model)
+    p = Problem(g, hw, KernelCoster(hw, opts=OPTS), OPTS)
+    ref = sim.cost_graph(partition_for(g, hw.partition_target()), hw, fidelity="analytical")
+    got = p.cost(p.greedy_set, siblings=False)
+    assert got.latency_s == pytest.approx(ref.latency_s, rel=1e-12)
+    assert got.calls == len(ref.calls)
