@@ -128,7 +128,7 @@ class Plan:
                 "schedules": {k: s.to_dict() for k, s in self.schedules.get(sym, {}).items()},
                 "buffer_plan": buffer_plan(fn.graph, hw),
                 "codegen": codegen_options(fn, hw),
-                "predicted": {"calls": fc.calls, **fc.per_call.to_dict(), "cycles": fc.cycles,
+                "predicted": {**fc.per_call.to_dict(), "calls": fc.calls, "cycles": fc.cycles,
                               "kernels": {k.name: {"workload": k.workload, "cycles": k.cycles,
                                                    "energy_j": k.energy_j,
                                                    "roofline_fraction": k.roofline_fraction}
@@ -153,7 +153,7 @@ class Plan:
 
 
 def _function_dict(f: FunctionCost) -> dict:
-    return {"calls": f.calls, "cycles": f.cycles, **f.per_call.to_dict(),
+    return {**f.per_call.to_dict(), "calls": f.calls, "cycles": f.cycles,
             "kernels": [{"name": k.name, "op": k.op, "workload": k.workload, "cycles": k.cycles,
                          "energy_j": k.energy_j, "roofline_fraction": k.roofline_fraction,
                          "schedule": k.schedule} for k in f.kernels]}

@@ -73,6 +73,9 @@ def test_archive_round_trip(plan, archive):
         body = pm.function(sym).graph
         assert set(doc["buffer_plan"]) == {v.name for v in [*body.inputs, *(o for n in body.nodes for o in n.outputs)]}
         assert doc["codegen"]["target"] == "edge-npu"
+        fc = plan.cost.functions[sym]
+        assert doc["predicted"]["calls"] == fc.calls == m["predicted"]["functions"][sym]["calls"]
+        assert doc["predicted"]["cycles"] == sum(k["cycles"] for k in doc["predicted"]["kernels"].values())
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
     np.testing.assert_allclose(interpret(pm.host_graph, [x])[0], interpret(small_cnn(), [x])[0], rtol=1e-5, atol=1e-6)
 
