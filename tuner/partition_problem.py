@@ -132,11 +132,15 @@ class Problem:
                 for p in self._preds[self._node_unit[id(n)]]:
                     succs[p].append(self._node_unit[id(n)])
         self._succs = tuple(tuple(s) for s in succs)
-        reads_input = {c for e in self.edges if e.producer < 0 for c in e.consumers}
-        self._boundary = tuple(i in reads_input for i in range(len(units)))
+        # Units that read a graph input or write a graph output border the host whatever the plan.
+        boundary = [False] * len(units)
         for e in self.edges:
-            if e.is_output and e.producer >= 0:
-                self._boundary = self._boundary[:e.producer] + (True,) + self._boundary[e.producer + 1:]
+            if e.producer < 0:
+                for c in e.consumers:
+                    boundary[c] = True
+            elif e.is_output:
+                boundary[e.producer] = True
+        self._boundary = tuple(boundary)
         self.clusters = self._clusters()
         self.cluster_of = {i: k for k, c in enumerate(self.clusters) for i in c}
         self._cluster_edges: list[list[ValueEdge]] = [[] for _ in self.clusters]
