@@ -128,3 +128,14 @@ def test_standalone_reader_lists_the_functions(plan, archive):
     assert out.returncode == 0, out.stderr
     for sym in plan.cost.functions:
         assert sym in out.stdout
+
+
+def test_predicted_latency_equals_the_simulator_on_the_plan_graph(plan):
+    """sim.cost_graph walks the partitioned graph on its own (host model, link, launch and
+    simulate_function per call); with the plan's schedules it must give the plan's latency."""
+    by_key = {k.workload: sim.Schedule.from_dict(k.schedule) for f in plan.cost.functions.values()
+              for k in f.kernels}
+    ref = sim.cost_graph(plan.graph, plan.hw, schedules=by_key, fidelity="tile")
+    assert plan.latency_s == pytest.approx(ref.latency_s, rel=1e-12)
+    assert plan.cost.total.link_s == pytest.approx(ref.link_s, rel=1e-12)
+    assert plan.cost.total.device_s == pytest.approx(ref.device_s, rel=1e-12)
