@@ -1,7 +1,6 @@
 """The tile-level pipeline solver: hand-computed pipelines, an exact event recurrence, the former
-iterative solver (bit for bit), and linear time on a long tile walk."""
+iterative solver (bit for bit), and a long tile walk."""
 import dataclasses
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -97,14 +96,11 @@ def test_bit_identical_to_former_iterative_solver(seed):
         assert np.array_equal(D, Dr) and np.array_equal(C, Cr)
 
 
-def test_long_tile_walk_is_linear_time():
+def test_long_tile_walk_counts_every_tile():
+    # Speed of this walk (quadratic before, linear now) is tracked by experiments/bench/sim_speed.py.
     hw = sim.load_hw("edge-npu")
     wl = Workload.conv2d(1, 3, 224, 224, 64, 7, 7, stride=2, pad=3)
     s = dataclasses.replace(Schedule.default(wl, hw), tile_m=16, tile_n=16, tile_k=16, loop_order="nkm")
-    t = time.process_time()
     r = sim.simulate(wl, hw, s, fidelity="tile")
-    took = time.process_time() - t
     assert r.n_tiles == 784 * 4 * 10
-    # the former solver took ~6 s of CPU here (quadratic in tiles); linear takes tens of ms
-    assert took < 1.5
     assert r.total_cycles >= r.compute_cycles >= wl.macs / hw.pes
