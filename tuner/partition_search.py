@@ -141,7 +141,6 @@ def search(problem: Problem, objective: str = "latency", max_rounds: int = 200,
 def _descent(problem: Problem, objective: str, start: frozenset[int], max_rounds: int,
              max_passes: int) -> SearchResult:
     greedy = greedy_set(problem)
-    alone = standalone_set(problem, objective)
     chosen = [frozenset(i for i in c if i in start) for c in problem.clusters]
     parts = [problem.cluster_cost(k, chosen[k]) for k in range(len(problem.clusters))]
     evals = 0
@@ -157,7 +156,9 @@ def _descent(problem: Problem, objective: str, start: frozenset[int], max_rounds
             regions = [r for r in greedy_regions if r <= set(members)]
             starts = [chosen[k], frozenset(i for i in members if i in greedy)]
             if len(members) <= BIG_CLUSTER:
-                starts += [frozenset(), frozenset(i for i in members if i in alone)]
+                empty = score(frozenset())
+                alone = frozenset(i for i in members if score(frozenset({i})) < empty - _EPS * abs(empty))
+                starts += [frozenset(), alone]
             best = chosen[k]
             for s in dict.fromkeys(starts):
                 got = _descend(problem, members, s, score, regions, max_rounds)
