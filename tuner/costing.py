@@ -25,7 +25,6 @@ import numpy as np
 import sim
 from partition import Function, Graph, Node
 from partition.ops import op_cost
-from partition.patterns import LINEAR_OPS
 
 
 class CostingError(ValueError):

@@ -15,12 +15,12 @@ input it reads from outside (once per function that reads it) and every output r
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import AbstractSet, Iterable, Mapping, Sequence
+from typing import AbstractSet, Iterable
 
 import numpy as np
 
 import sim
-from partition import Graph, Node, clone_graph
+from partition import Graph, clone_graph
 from partition.byoc import form_regions, partition_graph
 from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs

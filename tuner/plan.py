@@ -18,9 +18,6 @@ from partition import Graph, graph_hash, write_packed
 
 from .costing import Cost, FunctionCost, GraphCost
 
-PLAN_FIELDS_VERSION = 1
-
-
 @dataclass(frozen=True)
 class Decision:
     """Which units (top-level nodes after pattern fusion, named by graph path and node name) run on
@@ -53,10 +50,6 @@ class TaskSummary:
         return {"workload": self.workload, "op": self.op, "weight": self.weight,
                 "best_cycles": self.best_cycles, "default_cycles": self.default_cycles,
                 "roofline_fraction": self.roofline_fraction, "trials": self.trials}
-
-
-def _cost_dict(c: Cost) -> dict:
-    return c.to_dict()
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +100,7 @@ class Plan:
             "latency_s": self.latency_s,
             "energy_j": self.energy_j,
             "edp_js": self.latency_s * self.energy_j,
-            "breakdown": _cost_dict(self.cost.total),
+            "breakdown": self.cost.total.to_dict(),
             "functions": {s: _function_dict(f) for s, f in self.cost.functions.items()},
             "baselines": {k: {"latency_s": c.latency_s, "energy_j": c.energy_j, "breakdown": c.to_dict()}
                           for k, c in self.baselines.items()},
