@@ -217,16 +217,15 @@ def test_bad_objective_and_bad_sets():
         exhaustive(p, "latency", limit=2)
 
 
-def test_resnet50_and_bert_base_search_is_fast():
-    import time
+def test_resnet50_and_bert_base_never_worse_than_greedy():
+    """Search speed lives in experiments/bench/partition_gain.py; here only its result."""
     from partition import models
     for name in ("resnet50", "bert_base"):
         hw = sim.load_hw("edge-npu")
         p = Problem(models.get(name), hw, KernelCoster(hw, opts=OPTS), OPTS)
-        t0 = time.perf_counter()
         r = search(p, "latency")
-        assert time.perf_counter() - t0 < 10
-        assert r.cost.latency_s <= p.cost(p.greedy_set).latency_s
+        assert r.cost.latency_s <= p.cost(p.greedy_set, siblings=False).latency_s
+        assert r.cost.latency_s <= p.cost(frozenset()).latency_s
 
 
 def test_intermediate_kept_on_chip_by_hand():
