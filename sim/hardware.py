@@ -197,6 +197,8 @@ class EnergyConfig(_Section):
     reg_pj_per_byte: float = _R("nonneg", 0.03, "PE register access")
     sram_pj_per_byte: float = _R("nonneg", 1.25, "on-chip buffer access")
     dram_pj_per_byte: float = _R("nonneg", 80.0, "DRAM access")
+    host_pj_per_flop: float = _R("nonneg", 20.0, "host CPU arithmetic, per FLOP (mobile-class fp32 "
+                                 "core with SIMD: ~10-30 pJ; its memory traffic is dram_pj_per_byte)")
     link_pj_per_byte: float = _R("nonneg", 60.0, "host link transfer")
     vector_op_pj: float = _R("nonneg", 0.5, "one vector-unit element operation")
     leakage_mw_per_mm2: float = _R("nonneg", 0.1, "static power density")

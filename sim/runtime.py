@@ -12,8 +12,8 @@ once per trip) costs the simulator's host model (``sim.subgraph.host_op_seconds`
 external function costs one call of its ``SubgraphReport``: launch + link transfers of its
 activations + its kernels' cycles under the archive's schedules on the archive's hardware config
 (``sim.simulate_function``). Weights are loaded once, at load time, so they are not per inference.
-Energy is the accelerator's and the link's (device + link energy of every call); the hardware
-config has no host energy coefficients, so host ops add time only.
+Energy adds the host's (``sim.subgraph.host_op_joules`` per op executed) to the accelerator's and the
+link's of every call.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from partition.ir import Node, Value
 from .hardware import HardwareConfig, HardwareError
 from .report import SubgraphReport
 from .schedule import Schedule, ScheduleError
-from .subgraph import CostError, composite_workload, host_op_seconds, simulate_function
+from .subgraph import CostError, composite_workload, host_op_joules, host_op_seconds, simulate_function
 from .workload import Workload, WorkloadError
 
 FIDELITIES = ("analytical", "tile")
@@ -96,6 +96,7 @@ class LatencyBreakdown:
     host_s: float
     host_ops: int                                # host ops executed
     functions: tuple[FunctionTiming, ...]        # external functions called, in first-call order
+    host_j: float = 0.0
 
     @property
     def device_s(self) -> float:
@@ -115,10 +116,11 @@ class LatencyBreakdown:
 
     @property
     def energy_j(self) -> float:
-        return sum(f.energy_j for f in self.functions)
+        return self.host_j + sum(f.energy_j for f in self.functions)
 
     def to_dict(self) -> dict[str, Any]:
         return {"latency_s": self.latency_s, "energy_j": self.energy_j, "host_s": self.host_s,
+                "host_j": self.host_j,
                 "link_s": self.link_s, "launch_s": self.launch_s, "device_s": self.device_s,
                 "host_ops": self.host_ops, "calls": sum(f.calls for f in self.functions),
                 "functions": {f.symbol: f.to_dict() for f in self.functions}}
@@ -219,7 +221,7 @@ class LoadedModule:
         for v, a in zip(g.outputs, values):
             outputs.setdefault(v.name, np.asarray(a))
         fns = tuple(FunctionTiming(s, n, self.reports[s]) for s, n in trace.calls.items())
-        return RunResult(outputs, LatencyBreakdown(trace.host_s, trace.host_ops, fns))
+        return RunResult(outputs, LatencyBreakdown(trace.host_s, trace.host_ops, fns, trace.host_j))
 
 
 def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
@@ -305,11 +307,13 @@ class _Trace:
     def __init__(self, hw: HardwareConfig):
         self.hw = hw
         self.host_s = 0.0
+        self.host_j = 0.0
         self.host_ops = 0
         self.calls: dict[str, int] = {}
 
     def host(self, node: Node) -> None:
         self.host_s += host_op_seconds(node, self.hw)
+        self.host_j += host_op_joules(node, self.hw)
         self.host_ops += 1
 
     def call(self, sym: str) -> None:

@@ -86,7 +86,6 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
     wb = hw.array.word_bytes
     bw = hw.dram.bytes_per_cycle
     on_chip = hw.buffers.output_bytes if not hw.buffers.unified else hw.buffers.unified_bytes // 2
-    produced = {id(o): i for i, (_, _, _, _, node) in enumerate(ks) for o in node.outputs}
     graph_outs = {id(v) for v in g.outputs}
     saved = [0] * len(ks)  # DRAM bytes each kernel avoids
     spilled = 0
@@ -133,15 +132,26 @@ def _with(rep: KernelReport, **changes: Any) -> KernelReport:
     return replace(rep, **changes)
 
 
-def host_op_seconds(node: Any, hw: HardwareConfig) -> float:
+def host_op_work(node: Any) -> tuple[int, int]:
+    """(FLOPs, bytes moved) of one op on the host. Control flow costs its dispatch only: the ops of
+    its bodies are costed one by one."""
     from partition.ops import op_cost
     if node.op in ("if", "loop", "call"):
-        c_flops = 0
-        nbytes = sum(v.type.nbytes for v in node.inputs) + sum(o.type.nbytes for o in node.outputs)
-    else:
-        c = op_cost(node)
-        c_flops, nbytes = c.flops, c.bytes_in + c.bytes_out
-    return max(c_flops / hw.host.peak_flops, nbytes / hw.host.mem_bytes_per_s) + hw.host.op_overhead_s
+        return 0, 0
+    c = op_cost(node)
+    return c.flops, c.bytes_in + c.bytes_out
+
+
+def host_op_seconds(node: Any, hw: HardwareConfig) -> float:
+    """Roofline on the host CPU plus its per-op dispatch cost."""
+    flops, nbytes = host_op_work(node)
+    return max(flops / hw.host.peak_flops, nbytes / hw.host.mem_bytes_per_s) + hw.host.op_overhead_s
+
+
+def host_op_joules(node: Any, hw: HardwareConfig) -> float:
+    """Arithmetic at ``host_pj_per_flop`` plus memory traffic at ``dram_pj_per_byte``."""
+    flops, nbytes = host_op_work(node)
+    return (flops * hw.energy.host_pj_per_flop + nbytes * hw.energy.dram_pj_per_byte) * 1e-12
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,7 @@ class HostOpCost:
     name: str
     op: str
     seconds: float
+    joules: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -180,14 +191,19 @@ class GraphCost:
         return self.host_s + self.link_s + self.launch_s + self.device_s
 
     @property
+    def host_j(self) -> float:
+        return sum(h.joules for h in self.host_ops)
+
+    @property
     def energy_j(self) -> float:
-        return sum(c.energy_j for c in self.calls)
+        return self.host_j + sum(c.energy_j for c in self.calls)
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "latency_s": self.latency_s, "energy_j": self.energy_j,
-                "host_s": self.host_s, "link_s": self.link_s, "launch_s": self.launch_s,
-                "device_s": self.device_s, "weight_bytes": self.weight_bytes,
-                "host_ops": [{"name": h.name, "op": h.op, "seconds": h.seconds} for h in self.host_ops],
+                "host_s": self.host_s, "host_j": self.host_j, "link_s": self.link_s,
+                "launch_s": self.launch_s, "device_s": self.device_s, "weight_bytes": self.weight_bytes,
+                "host_ops": [{"name": h.name, "op": h.op, "seconds": h.seconds, "joules": h.joules}
+                             for h in self.host_ops],
                 "calls": [c.to_dict() for c in self.calls]}
 
 
@@ -230,7 +246,8 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
                 host.extend(h2)
                 calls.extend(c2)
             else:
-                host.append(HostOpCost(node.name, node.op, host_op_seconds(node, hw)))
+                host.append(HostOpCost(node.name, node.op, host_op_seconds(node, hw),
+                                       host_op_joules(node, hw)))
 
     host: list[HostOpCost] = []
     calls: list[SubgraphReport] = []

@@ -1,10 +1,9 @@
 """The end-to-end performance model of a plan (DESIGN.md, "Performance model"), as small pure terms.
 
-- A host op costs ``host.op_overhead_s + max(flops / host.peak_flops, bytes / host.mem_bytes_per_s)``
-  (a roofline on the host CPU plus its dispatch cost); a composite left on the host costs the sum of
-  its ops (it is inlined back into plain ops). Its energy is ``flops * host_pj_per_flop + bytes *
-  energy.dram_pj_per_byte`` (the host has no energy coefficients in the hardware config, so the
-  per-FLOP figure is a ``CostOptions`` value, passed down like everything else).
+- A host op costs the simulator's host model (``sim.subgraph.host_op_seconds`` / ``host_op_joules``:
+  a roofline on the host CPU plus its dispatch cost; energy at ``energy.host_pj_per_flop`` and
+  ``energy.dram_pj_per_byte``), the same terms the device runtime charges; a composite left on the
+  host costs the sum of its ops (it is inlined back into plain ops).
 - A call of an external function costs ``link.launch_latency_s`` + its activation inputs and
   outputs over the link (``bytes / link.bytes_per_s``, ``energy.link_pj_per_byte``) + the simulated
   cycles of its kernels / clock. Weights are constants of the function, loaded once at module
@@ -23,8 +22,8 @@ from typing import Mapping
 import numpy as np
 
 import sim
+from sim.subgraph import host_op_joules, host_op_seconds
 from partition import Function, Graph, Node
-from partition.ops import op_cost
 
 
 class CostingError(ValueError):
@@ -33,16 +32,11 @@ class CostingError(ValueError):
 
 @dataclass(frozen=True)
 class CostOptions:
-    """Modelling choices not in the hardware config. ``host_pj_per_flop``: host CPU energy per
-    floating-point operation (a mobile-class fp32 core, SIMD included, is ~10-30 pJ/FLOP).
-    ``fidelity``: kernel simulator fidelity for device costs (``tile`` = the measurement the tuner
+    """Modelling choices not in the hardware config. ``fidelity``: kernel simulator fidelity for device costs (``tile`` = the measurement the tuner
     uses, ``analytical`` = the fast model)."""
-    host_pj_per_flop: float = 20.0
     fidelity: str = "tile"
 
     def __post_init__(self):
-        if not self.host_pj_per_flop >= 0:
-            raise CostingError(f"host_pj_per_flop must be >= 0, got {self.host_pj_per_flop!r}")
         if self.fidelity not in ("tile", "analytical"):
             raise CostingError(f"fidelity must be 'tile' or 'analytical', got {self.fidelity!r}")
 
@@ -102,14 +96,7 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions) -> Cost:
     """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
     costed node by node)."""
-    h = hw.host
-    if node.op in ("if", "loop", "call"):
-        return Cost(host_s=h.op_overhead_s)
-    c = op_cost(node)
-    nbytes = c.bytes_in + c.bytes_out
-    s = h.op_overhead_s + max(c.flops / h.peak_flops, nbytes / h.mem_bytes_per_s)
-    j = (c.flops * opts.host_pj_per_flop + nbytes * hw.energy.dram_pj_per_byte) * 1e-12
-    return Cost(host_s=s, host_j=j)
+    return Cost(host_s=host_op_seconds(node, hw), host_j=host_op_joules(node, hw))
 
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,

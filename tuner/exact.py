@@ -2,12 +2,46 @@
 
 - ``exhaustive``: every subset of the offloadable units, each costed by the full evaluator
   (``Problem.cost``). 2^n evaluations: for graphs with at most ``MAX_EXHAUSTIVE`` offloadable units.
-- ``optimum``: the same answer for larger graphs when the objective is latency or energy. A
-  function never spans two clusters (connected groups of offloadable units), so the cost is a sum of
-  one term per cluster (``Problem.cluster_cost``) and each cluster is enumerated alone: sum of 2^|c|
-  evaluations, for graphs whose every cluster has at most ``MAX_CLUSTER`` units. The sum is checked
-  against the full evaluator on the combined set (``certified``); it differs only when functions of
-  different clusters would close a cycle, which the full evaluator resolves by a different merge.
+  The only exact method here for EDP (a product of sums, so clusters do not separate).
+- ``optimum`` (latency or energy): a function never spans two clusters (connected groups of
+  offloadable units), so the cost is ``fixed_cost`` plus one term per cluster
+  (``Problem.cluster_cost``) and each cluster is minimised alone, by branch and bound
+  (``cluster_optimum``). The sum is checked against the full evaluator on the combined set
+  (``certified``); it differs only when functions of different clusters would close a cycle, which
+  the full evaluator resolves by a different merge.
+- ``cluster_enumeration``: the same per-cluster minimum by enumerating all 2^|c| subsets of each
+  cluster (clusters of at most ``MAX_CLUSTER`` units); an independent check of the branch and bound.
+
+Why the branch and bound is exact. It fixes the cluster's units one at a time in topological order
+(device or host) and prunes a partial assignment only when a lower bound on the cost of *every*
+completion, whatever functions the evaluator then forms, is not below the best complete
+assignment found so far (costed by ``cluster_cost`` itself). The bound is a sum of terms, each at
+most the matching term of ``cluster_cost`` for any completion (D = units fixed on the device,
+H = fixed on the host, U = not yet fixed):
+
+* host time/energy of H: exact. Of U: min(host, device lower bound) per unit.
+* device time/energy of a unit in D (and the device option of one in U): the kernel's cycles
+  ``max(compute, int(total - saved / bw))`` and energy ``e - min(dram, saved * pJ)``, both
+  non-increasing in the bytes ``saved`` on chip, taken at the most any completion can save. An
+  intermediate is kept on chip only when its producer and all its readers are in one function
+  (so none of them is on the host), it is not a model output and it fits the output buffer; the
+  bound credits every such intermediate with no endpoint in H.
+* link: a value whose producer is on the host (in H, outside the cluster, or a graph input) and
+  that some unit of D reads crosses the link at least once; a value produced in D that the model
+  returns or that a unit in H or outside the cluster reads crosses it once. Everything else: 0.
+* launches: functions only ever merge units joined by a value edge (producer and reader) or by
+  reading one value (siblings) (``Problem.groups``, ``partition.byoc.form_regions``), so each
+  connected component, under those relations, of D + U that holds a unit of D holds at least one
+  whole function: their number is a lower bound on the calls.
+
+Latency and energy are sums of these non-negative components, so the bound never exceeds the cost
+of any completion, and pruning at ``bound >= best * (1 - 1e-12)`` can only discard plans that are
+not better than the best by more than that relative margin. At a leaf the bound is not trusted:
+the plan is costed by ``cluster_cost``. So the result is the minimum of ``cluster_cost`` over all
+2^|c| subsets, to a relative 1e-12. Topological order makes cut edges appear in the bound as soon
+as both ends are fixed, which is what keeps CNN chains and attention blocks (a handful of live
+values at any point) small to search; ``max_nodes`` bounds the work and raises when exceeded,
+never returning an unproven answer.
 """
 from __future__ import annotations
 
@@ -19,6 +53,8 @@ from .partition_problem import PartitionSearchError, Problem
 
 MAX_EXHAUSTIVE = 16
 MAX_CLUSTER = 16
+MAX_NODES = 200_000
+_REL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -50,27 +86,170 @@ def exhaustive(problem: Problem, objective: str = "latency", limit: int = MAX_EX
     return ExactResult(best, problem.cost(best), best_s, n, True)
 
 
-def optimum(problem: Problem, objective: str = "latency", limit: int = MAX_CLUSTER) -> ExactResult:
-    if objective == "edp":
-        return exhaustive(problem, objective)  # EDP is a product: clusters do not separate
+class _Bound:
+    """The lower bound of the module docstring for one cluster, over states 1 (device), 0 (host),
+    -1 (not fixed) indexed by position in the cluster's topological order."""
+
+    def __init__(self, problem: Problem, k: int):
+        p = problem
+        self.members = tuple(sorted(p.clusters[k], key=lambda i: p._pos[i]))
+        local = {u: j for j, u in enumerate(self.members)}
+        self.n = n = len(self.members)
+        hw = p.hw
+        self.bw, self.pj, self.clock = hw.dram.bytes_per_cycle, hw.energy.dram_pj_per_byte, hw.clock_hz
+        self.link_bps, self.link_pj, self.launch = hw.link.bytes_per_s, hw.energy.link_pj_per_byte, \
+            hw.link.launch_latency_s
+        self.host_s = [float(p._host_s[u]) for u in self.members]
+        self.host_j = [float(p._host_j[u]) for u in self.members]
+        self.w = [float(p._w[u]) for u in self.members]
+        self.cyc = [p._cyc[u] for u in self.members]
+        self.ccyc = [p._ccyc[u] for u in self.members]
+        self.dram_pj = [p._dram_pj[u] for u in self.members]
+        self.dev_e = [p._dev_e[u] for u in self.members]
+        # Per edge: (producer local index or -1 for "always host", in-cluster readers, any reader
+        # always on the host, is_output, bytes x weight). Savable intermediates: (endpoints, credits).
+        self.edges = []
+        self.savable = []
+        for e in p._cluster_edges[k]:
+            prod = local.get(e.producer, -1) if e.producer >= 0 else -1
+            readers = tuple(local[c] for c in e.consumers if c in local)
+            outside = len(readers) < len(e.consumers)
+            self.edges.append((prod, readers, outside, e.is_output, e.nbytes * e.weight))
+            if (prod >= 0 and not outside and not e.is_output and e.consumers
+                    and e.words <= p._on_chip):
+                credit = [(prod, e.words)] + [(local[c], e.words * k2) for c, k2 in zip(e.consumers, e.uses)]
+                self.savable.append(((prod, *readers), credit))
+        # Relations functions can merge along: producer -> reader, and readers of one value.
+        self.links = []
+        for j, u in enumerate(self.members):
+            self.links.extend((local[q], j) for q in p._preds[u] if q in local)
+        for readers in p._shared[p.units[self.members[0]].graph]:
+            r = [local[c] for c in readers if c in local]
+            self.links.extend((r[0], c) for c in r[1:])
+        self.call_weight = self.w[0] if n else 0.0
+
+    def device(self, j: int, saved: float) -> tuple[float, float]:
+        cyc, en = self.cyc[j], self.dev_e[j]
+        if saved:
+            cyc = max(self.ccyc[j], int(cyc - saved / self.bw))
+            en = en - min(self.dram_pj[j], saved * self.pj) * 1e-12
+        return cyc * self.w[j] / self.clock, en * self.w[j]
+
+    def __call__(self, st: list[int]) -> Cost:
+        n = self.n
+        saved = [0.0] * n
+        for ends, credit in self.savable:
+            if all(st[x] != 0 for x in ends):
+                for x, b in credit:
+                    saved[x] += b
+        host_s = host_j = dev_s = dev_j = 0.0
+        for j in range(n):
+            s = st[j]
+            if s == 0:
+                host_s += self.host_s[j]
+                host_j += self.host_j[j]
+                continue
+            ds, dj = self.device(j, saved[j])
+            if s == 1:
+                dev_s += ds
+                dev_j += dj
+            else:  # either place: the cheaper, per component (both are lower bounds)
+                dev_s += min(ds, self.host_s[j])
+                dev_j += min(dj, self.host_j[j])
+        link = 0.0
+        for prod, readers, outside, is_out, nb in self.edges:
+            if prod < 0 or st[prod] == 0:
+                if any(st[r] == 1 for r in readers):
+                    link += nb
+            elif st[prod] == 1 and (is_out or outside or any(st[r] == 0 for r in readers)):
+                link += nb
+        parent = list(range(n))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for a, b in self.links:
+            if st[a] != 0 and st[b] != 0:
+                ra, rb = find(a), find(b)
+                if ra != rb:
+                    parent[rb] = ra
+        calls = float(len({find(j) for j in range(n) if st[j] == 1})) * self.call_weight
+        return Cost(host_s=host_s, host_j=host_j, device_s=dev_s, device_j=dev_j,
+                    link_s=link / self.link_bps, link_j=link * self.link_pj * 1e-12,
+                    launch_s=calls * self.launch, link_bytes=link, calls=calls)
+
+
+def cluster_optimum(problem: Problem, k: int, objective: str = "latency", rest: Cost = Cost(),
+                    max_nodes: int = MAX_NODES) -> tuple[frozenset[int], Cost, int]:
+    """The subset of cluster ``k`` minimising ``objective`` of ``rest + cluster_cost(k, subset)``,
+    by branch and bound (exact; see the module docstring). Returns (subset, its cluster cost,
+    search nodes). Raises PartitionSearchError past ``max_nodes`` nodes."""
+    bound = _Bound(problem, k)
+    members, n = bound.members, bound.n
+
+    def value(c: Cost) -> float:
+        t = rest + c
+        return objective_value(objective, t.latency_s, t.energy_j)
+
+    best_set, best_c, best_v = None, None, None
+    for s in (frozenset(), frozenset(members), frozenset(i for i in members if i in problem.greedy_set)):
+        c = problem.cluster_cost(k, s)
+        v = value(c)
+        if best_v is None or v < best_v:
+            best_set, best_c, best_v = s, c, v
+    nodes = 0
+    st = [-1] * n
+    # Explicit stack of (depth, choice) for a DFS without recursion limits.
+    stack: list[tuple[int, int]] = []
+
+    def children(depth: int) -> list[tuple[float, int]]:
+        out = []
+        for choice in (1, 0):
+            st[depth] = choice
+            out.append((value(bound(st)), choice))
+        st[depth] = -1
+        out.sort(reverse=True)   # the lower bound is popped first
+        return out
+
+    if n:
+        for lb, ch in children(0):
+            stack.append((0, ch, lb))
+    while stack:
+        depth, choice, lb = stack.pop()
+        if lb >= best_v * (1 - _REL):
+            continue
+        nodes += 1
+        if nodes > max_nodes:
+            raise PartitionSearchError(f"exact optimum of a cluster of {n} units needs more than "
+                                       f"{max_nodes} branch-and-bound nodes")
+        for j in range(depth + 1, n):
+            st[j] = -1
+        st[depth] = choice
+        if depth == n - 1:
+            s = frozenset(members[j] for j in range(n) if st[j] == 1)
+            c = problem.cluster_cost(k, s)
+            v = value(c)
+            if v < best_v:
+                best_set, best_c, best_v = s, c, v
+            continue
+        for clb, ch in children(depth + 1):
+            stack.append((depth + 1, ch, clb))
+    return best_set, best_c, nodes
+
+
+def _separable(problem: Problem, objective: str, solve) -> ExactResult:
     objective_value(objective, 0.0, 0.0)
-    big = [len(c) for c in problem.clusters if len(c) > limit]
-    if big:
-        raise PartitionSearchError(f"exact optimum needs clusters of at most {limit} offloadable units, "
-                                   f"the graph has one of {max(big)}")
     chosen: list[frozenset[int]] = []
     total = problem.fixed_cost()
     n = 0
-    for k, members in enumerate(problem.clusters):
-        best, best_s, best_c = frozenset(), None, None
-        for s in _subsets(members):
-            c = problem.cluster_cost(k, s)
-            v = objective_value(objective, c.latency_s, c.energy_j)
-            n += 1
-            if best_s is None or v < best_s:
-                best, best_s, best_c = s, v, c
+    for k in range(len(problem.clusters)):
+        best, best_c, evals = solve(k)
         chosen.append(best)
         total = total + best_c
+        n += evals
     device = frozenset().union(*chosen) if chosen else frozenset()
     cost = problem.cost(device)
     want = objective_value(objective, total.latency_s, total.energy_j)
@@ -78,4 +257,37 @@ def optimum(problem: Problem, objective: str = "latency", limit: int = MAX_CLUST
     return ExactResult(device, cost, got, n, abs(got - want) <= 1e-9 * max(abs(want), 1e-30))
 
 
-__all__ = ["ExactResult", "exhaustive", "optimum", "MAX_EXHAUSTIVE", "MAX_CLUSTER"]
+def optimum(problem: Problem, objective: str = "latency", max_nodes: int = MAX_NODES) -> ExactResult:
+    """Exact optimum by per-cluster branch and bound (latency, energy); EDP: ``exhaustive``.
+    ``evaluations`` counts branch-and-bound nodes."""
+    if objective == "edp":
+        return exhaustive(problem, objective)  # EDP is a product: clusters do not separate
+    return _separable(problem, objective,
+                      lambda k: cluster_optimum(problem, k, objective, Cost(), max_nodes))
+
+
+def cluster_enumeration(problem: Problem, objective: str = "latency", limit: int = MAX_CLUSTER) -> ExactResult:
+    """The per-cluster minimum by enumerating every subset of every cluster (latency, energy)."""
+    objective_value(objective, 0.0, 0.0)
+    if objective == "edp":
+        raise PartitionSearchError("cluster enumeration needs a separable objective (latency or energy)")
+    big = [len(c) for c in problem.clusters if len(c) > limit]
+    if big:
+        raise PartitionSearchError(f"cluster enumeration needs clusters of at most {limit} offloadable "
+                                   f"units, the graph has one of {max(big)}")
+
+    def solve(k: int):
+        best, best_s, best_c, n = frozenset(), None, None, 0
+        for s in _subsets(problem.clusters[k]):
+            c = problem.cluster_cost(k, s)
+            v = objective_value(objective, c.latency_s, c.energy_j)
+            n += 1
+            if best_s is None or v < best_s:
+                best, best_s, best_c = s, v, c
+        return best, best_c, n
+
+    return _separable(problem, objective, solve)
+
+
+__all__ = ["ExactResult", "exhaustive", "optimum", "cluster_optimum", "cluster_enumeration",
+           "MAX_EXHAUSTIVE", "MAX_CLUSTER", "MAX_NODES"]

@@ -122,7 +122,15 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
     assert f.cycles == rep.total_cycles
     assert b.device_s == pytest.approx(rep.total_cycles / 500e6, rel=1e-12)
     assert b.latency_s == pytest.approx(b.host_s + b.link_s + b.launch_s + b.device_s)
-    assert b.energy_j == pytest.approx(rep.energy_j + 1792 * HW.energy.link_pj_per_byte * 1e-12, rel=1e-9)
+    # Energy: host ops at host_pj_per_flop per FLOP plus their bytes at DRAM energy, the link's bytes,
+    # and the kernel's own energy.
+    from partition.ops import op_cost
+    host_nodes = [n for n in tinynet_partitioned().nodes if n.op != "call"]
+    host_pj = sum(op_cost(n).flops * HW.energy.host_pj_per_flop
+                  + (op_cost(n).bytes_in + op_cost(n).bytes_out) * HW.energy.dram_pj_per_byte for n in host_nodes)
+    assert host_pj > 0 and b.host_j == pytest.approx(host_pj * 1e-12, rel=1e-12)
+    assert b.energy_j == pytest.approx(rep.energy_j + 1792 * HW.energy.link_pj_per_byte * 1e-12 + host_pj * 1e-12,
+                                       rel=1e-9)
     d = b.to_dict()
     assert d["functions"]["npu_main_0"]["cycles"] == rep.total_cycles and d["calls"] == 1
 
@@ -174,14 +182,15 @@ def test_host_time_follows_the_branch_taken(tmp_path):
     write_packed(tmp_path / "if.zip", manifest_fields=manifest_fields(g, {}), host_graph=g, externals={})
     mod = load(tmp_path / "if.zip")
     x = np.arange(1000, dtype=np.float32)
-    if_node = 5e-6 + (1 + 4000 + 4000) / 4e9   # dispatch: cond + x in, y out
+    if_node = 5e-6   # control flow costs its dispatch; the ops of the branch taken cost the rest
     neg = 5e-6 + 8000 / 4e9
+    neg_j = (1000 * HW.energy.host_pj_per_flop + 8000 * HW.energy.dram_pj_per_byte) * 1e-12
     for cond, n, sign in ((True, 3, -1), (False, 1, -1)):
         res = mod.run({"cond": np.array(cond), "x": x})
         np.testing.assert_array_equal(next(iter(res.outputs.values())), sign * x)
         assert res.breakdown.host_ops == 1 + n
         assert res.breakdown.host_s == pytest.approx(if_node + n * neg, rel=1e-12)
-        assert res.breakdown.functions == () and res.energy_j == 0.0
+        assert res.breakdown.functions == () and res.energy_j == pytest.approx(n * neg_j, rel=1e-12)
 
 
 def test_loop_calls_the_device_once_per_trip(tmp_path):

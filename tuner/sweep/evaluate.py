@@ -37,6 +37,9 @@ class EvalSettings:
                           sort_keys=True)
 
 
+SHARED_MODEL_ROWS = 1000
+
+
 @dataclass
 class WorkerState:
     """Per-process reuse across points (never shared between processes)."""
@@ -46,6 +49,8 @@ class WorkerState:
     solved: dict[str, list] = field(default_factory=dict)  # model label -> finished points (warm.Solved)
 
 
+# The one piece of process state: what a worker process carries from one point to the next. It
+# is a cache of values derived from the settings (rebuilt empty in a fresh process), never config.
 _STATES: dict[str, WorkerState] = {}
 
 
@@ -146,7 +151,12 @@ def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, state: WorkerSta
     from tuner.tune import tune
     kwargs: dict[str, Any] = dict(trials=m.trials, log=str(log), objective=settings.objective,
                                   seed=settings.seed, progress=False)
-    if state.cost_model is not None:
+    if settings.share_cost_model:
+        if state.cost_model is None:
+            from tuner.cost_model import CostModel, CostModelConfig
+            # The model retrains every tuning round on the rows it holds: across hundreds of points
+            # an unbounded set makes each point slower than tuning it cold. Keep the recent rows.
+            state.cost_model = CostModel(CostModelConfig(max_rows=SHARED_MODEL_ROWS))
         kwargs["cost_model"] = state.cost_model
     return tune(graph, hw, **kwargs)
 
@@ -159,9 +169,6 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
     hw = point.hw
     rec_dir = Path(settings.out_dir) / "records"
     rec_dir.mkdir(parents=True, exist_ok=True)
-    # One log per point: records are keyed by hardware, so a point only ever reads its own, and a
-    # point cut short by a kill resumes from its log without re-measuring.
-    log = rec_dir / f"{point.key}.jsonl"
     row: dict[str, Any] = {
         "key": eval_key(point.key, settings.blob()), "point": point.key, "index": point.index,
         "params": point.params(), "hw_fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2(),
@@ -172,7 +179,9 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
         for m in settings.models:
             g = model_graph(m, state)
             t1 = time.perf_counter()
-            mlog = log.with_name(f"{point.key}.{m.label}.jsonl")
+            # One log per point and model: records are keyed by hardware, so a point only ever
+            # reads its own, and a point cut short by a kill resumes without re-measuring.
+            mlog = rec_dir / f"{point.key}.{m.label}.jsonl"
             seeded = 0
             if settings.warm_start and m.trials > 0:
                 src = warm.nearest(state.solved.get(m.label, []), point.params())
