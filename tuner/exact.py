@@ -19,24 +19,31 @@ assignment found so far (costed by ``cluster_cost`` itself). The bound is a sum 
 most the matching term of ``cluster_cost`` for any completion (D = units fixed on the device,
 H = fixed on the host, U = not yet fixed):
 
-* host time/energy of H: exact. Of U: min(host, device lower bound) per unit.
-* device time/energy of a unit in D (and the device option of one in U): the kernel's cycles
+* device time/energy of a unit on the device: the kernel's cycles
   ``max(compute, int(total - saved / bw))`` and energy ``e - min(dram, saved * pJ)``, both
   non-increasing in the bytes ``saved`` on chip, taken at the most any completion can save. An
   intermediate is kept on chip only when its producer and all its readers are in one function
   (so none of them is on the host), it is not a model output and it fits the output buffer; the
   bound credits every such intermediate with no endpoint in H.
-* link: a value whose producer is on the host (in H, outside the cluster, or a graph input) and
-  that some unit of D reads crosses the link at least once; a value produced in D that the model
-  returns or that a unit in H or outside the cluster reads crosses it once. Everything else: 0.
+* host, device and link together: the minimum over all completions of host cost (exact) + the
+  device bound above + a link bound, found exactly as a minimum s-t cut (the classic offloading
+  cut, scipy's max flow; capacities scaled to integers and floored, so still a lower bound). The
+  link bound per value: bytes once when its producer is on the host (in H, outside the cluster, or
+  a graph input) and some reader on the device; bytes once when its producer is on the device and
+  the model returns it or some reader is on the host. ``cluster_cost`` charges at least that (a
+  host-produced value crosses once per reading function, a device-produced one once if read
+  outside its function). Both terms are "some member of a set differs from one unit", which
+  one auxiliary vertex per value and direction makes an exact cut term, so the cut is the exact
+  minimum of this relaxation, not a further approximation of it.
 * launches: functions only ever merge units joined by a value edge (producer and reader) or by
   reading one value (siblings) (``Problem.groups``, ``partition.byoc.form_regions``), so each
   connected component, under those relations, of D + U that holds a unit of D holds at least one
   whole function: their number is a lower bound on the calls.
 
-Latency and energy are sums of these non-negative components, so the bound never exceeds the cost
-of any completion, and pruning at ``bound >= best * (1 - 1e-12)`` can only discard plans that are
-not better than the best by more than that relative margin. At a leaf the bound is not trusted:
+Latency is the sum of these non-negative terms (energy: the same without launches), and the cut
+and the launch count bound different terms, so their sum never exceeds the cost of any
+completion, and pruning at ``bound >= best * (1 - 1e-12)`` can only discard plans that are not
+better than the best by more than that relative margin. At a leaf the bound is not trusted:
 the plan is costed by ``cluster_cost``. So the result is the minimum of ``cluster_cost`` over all
 2^|c| subsets, to a relative 1e-12. Topological order makes cut edges appear in the bound as soon
 as both ends are fixed, which is what keeps CNN chains and attention blocks (a handful of live
@@ -47,6 +54,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
+
+import numpy as np
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import maximum_flow
 
 from .costing import Cost, objective_value
 from .partition_problem import PartitionSearchError, Problem
@@ -87,38 +98,65 @@ def exhaustive(problem: Problem, objective: str = "latency", limit: int = MAX_EX
 
 
 class _Bound:
-    """The lower bound of the module docstring for one cluster, over states 1 (device), 0 (host),
-    -1 (not fixed) indexed by position in the cluster's topological order."""
+    """The lower bound of the module docstring for one cluster and objective (latency or energy),
+    over states 1 (device), 0 (host), -1 (not fixed) indexed by position in the cluster's
+    topological order."""
 
-    def __init__(self, problem: Problem, k: int):
+    def __init__(self, problem: Problem, k: int, objective: str):
         p = problem
+        self.latency = objective == "latency"
         self.members = tuple(sorted(p.clusters[k], key=lambda i: p._pos[i]))
         local = {u: j for j, u in enumerate(self.members)}
         self.n = n = len(self.members)
         hw = p.hw
         self.bw, self.pj, self.clock = hw.dram.bytes_per_cycle, hw.energy.dram_pj_per_byte, hw.clock_hz
-        self.link_bps, self.link_pj, self.launch = hw.link.bytes_per_s, hw.energy.link_pj_per_byte, \
-            hw.link.launch_latency_s
-        self.host_s = [float(p._host_s[u]) for u in self.members]
-        self.host_j = [float(p._host_j[u]) for u in self.members]
+        src = p._host_s if self.latency else p._host_j
+        self.host = [float(src[u]) for u in self.members]
         self.w = [float(p._w[u]) for u in self.members]
         self.cyc = [p._cyc[u] for u in self.members]
         self.ccyc = [p._ccyc[u] for u in self.members]
         self.dram_pj = [p._dram_pj[u] for u in self.members]
         self.dev_e = [p._dev_e[u] for u in self.members]
-        # Per edge: (producer local index or -1 for "always host", in-cluster readers, any reader
-        # always on the host, is_output, bytes x weight). Savable intermediates: (endpoints, credits).
-        self.edges = []
+        per_byte = 1 / hw.link.bytes_per_s if self.latency else hw.energy.link_pj_per_byte * 1e-12
+        # Intermediates that can stay on chip: (their endpoints, bytes credited to each endpoint).
         self.savable = []
+        # The link as a cut problem. Vertices: 0 = device side (source), 1 = host side (sink),
+        # 2 + j = unit j, then one auxiliary vertex per (value, direction); an arc (a, b, c)
+        # costs c when a is on the device side and b on the host side. For a value produced on
+        # the host side and read by units R: aux a with r -> a (inf) for r in R and a -> producer
+        # (c): c exactly when some reader is on the device and the producer on the host. For a
+        # value produced in the cluster: aux b with producer -> b (c), b -> r (inf): c exactly
+        # when the producer is on the device and some reader on the host.
+        inf = -1.0
+        arcs: list[tuple[int, int, float]] = []
+        nv = 2 + n
         for e in p._cluster_edges[k]:
             prod = local.get(e.producer, -1) if e.producer >= 0 else -1
             readers = tuple(local[c] for c in e.consumers if c in local)
             outside = len(readers) < len(e.consumers)
-            self.edges.append((prod, readers, outside, e.is_output, e.nbytes * e.weight))
-            if (prod >= 0 and not outside and not e.is_output and e.consumers
-                    and e.words <= p._on_chip):
-                credit = [(prod, e.words)] + [(local[c], e.words * k2) for c, k2 in zip(e.consumers, e.uses)]
+            c = e.nbytes * e.weight * per_byte
+            if prod >= 0 and not outside and not e.is_output and e.consumers and e.words <= p._on_chip:
+                credit = [(prod, e.words)] + [(local[x], e.words * k2) for x, k2 in zip(e.consumers, e.uses)]
                 self.savable.append(((prod, *readers), credit))
+            if prod >= 0 and (outside or e.is_output):
+                arcs.append((2 + prod, 1, c))
+            elif prod >= 0 and readers:
+                arcs.append((2 + prod, nv, c))
+                arcs.extend((nv, 2 + r, inf) for r in readers)
+                nv += 1
+            if readers:
+                arcs.append((nv, 2 + prod if prod >= 0 else 1, c))
+                arcs.extend((2 + r, nv, inf) for r in readers)
+                nv += 1
+        self.nv = nv
+        # Integer capacities (scipy's max flow): floors of the scaled costs keep it a lower bound.
+        total = sum(self.host) + sum(self._device(j, 0.0) for j in range(n)) + sum(c for *_, c in arcs if c > 0)
+        self.scale = 2.0 ** 28 / max(total, 1e-300)
+        self.inf = 2 ** 30
+        self.arc_rows = np.array([a for a, _, _ in arcs], dtype=np.int64)
+        self.arc_cols = np.array([b for _, b, _ in arcs], dtype=np.int64)
+        self.arc_caps = np.array([self.inf if c < 0 else int(c * self.scale) for *_, c in arcs], dtype=np.int64)
+        self.host_caps = np.array([int(h * self.scale) for h in self.host], dtype=np.int64)
         # Relations functions can merge along: producer -> reader, and readers of one value.
         self.links = []
         for j, u in enumerate(self.members):
@@ -126,43 +164,36 @@ class _Bound:
         for readers in p._shared[p.units[self.members[0]].graph]:
             r = [local[c] for c in readers if c in local]
             self.links.extend((r[0], c) for c in r[1:])
-        self.call_weight = self.w[0] if n else 0.0
+        self.call_cost = (self.w[0] * hw.link.launch_latency_s if n else 0.0) if self.latency else 0.0
 
-    def device(self, j: int, saved: float) -> tuple[float, float]:
+    def _device(self, j: int, saved: float) -> float:
         cyc, en = self.cyc[j], self.dev_e[j]
         if saved:
             cyc = max(self.ccyc[j], int(cyc - saved / self.bw))
             en = en - min(self.dram_pj[j], saved * self.pj) * 1e-12
-        return cyc * self.w[j] / self.clock, en * self.w[j]
+        return cyc * self.w[j] / self.clock if self.latency else en * self.w[j]
 
-    def __call__(self, st: list[int]) -> Cost:
+    def __call__(self, st: list[int]) -> float:
         n = self.n
         saved = [0.0] * n
         for ends, credit in self.savable:
             if all(st[x] != 0 for x in ends):
                 for x, b in credit:
                     saved[x] += b
-        host_s = host_j = dev_s = dev_j = 0.0
-        for j in range(n):
-            s = st[j]
-            if s == 0:
-                host_s += self.host_s[j]
-                host_j += self.host_j[j]
-                continue
-            ds, dj = self.device(j, saved[j])
-            if s == 1:
-                dev_s += ds
-                dev_j += dj
-            else:  # either place: the cheaper, per component (both are lower bounds)
-                dev_s += min(ds, self.host_s[j])
-                dev_j += min(dj, self.host_j[j])
-        link = 0.0
-        for prod, readers, outside, is_out, nb in self.edges:
-            if prod < 0 or st[prod] == 0:
-                if any(st[r] == 1 for r in readers):
-                    link += nb
-            elif st[prod] == 1 and (is_out or outside or any(st[r] == 0 for r in readers)):
-                link += nb
+        units = np.arange(2, 2 + n, dtype=np.int64)
+        dev_caps = np.array([int(self._device(j, saved[j]) * self.scale) for j in range(n)], dtype=np.int64)
+        fixed_d = [2 + j for j in range(n) if st[j] == 1]
+        fixed_h = [2 + j for j in range(n) if st[j] == 0]
+        rows = np.concatenate([self.arc_rows, np.zeros(n, np.int64), units,
+                               np.zeros(len(fixed_d), np.int64), np.array(fixed_h, np.int64)])
+        cols = np.concatenate([self.arc_cols, units, np.ones(n, np.int64),
+                               np.array(fixed_d, np.int64), np.ones(len(fixed_h), np.int64)])
+        caps = np.concatenate([self.arc_caps, self.host_caps, dev_caps,
+                               np.full(len(fixed_d) + len(fixed_h), self.inf, np.int64)])
+        g = csr_array((caps.astype(np.int32), (rows, cols)), shape=(self.nv, self.nv))
+        cut = maximum_flow(g, 0, 1).flow_value / self.scale
+        if not self.call_cost:
+            return cut
         parent = list(range(n))
 
         def find(i: int) -> int:
@@ -176,23 +207,22 @@ class _Bound:
                 ra, rb = find(a), find(b)
                 if ra != rb:
                     parent[rb] = ra
-        calls = float(len({find(j) for j in range(n) if st[j] == 1})) * self.call_weight
-        return Cost(host_s=host_s, host_j=host_j, device_s=dev_s, device_j=dev_j,
-                    link_s=link / self.link_bps, link_j=link * self.link_pj * 1e-12,
-                    launch_s=calls * self.launch, link_bytes=link, calls=calls)
+        return cut + len({find(j) for j in range(n) if st[j] == 1}) * self.call_cost
 
 
-def cluster_optimum(problem: Problem, k: int, objective: str = "latency", rest: Cost = Cost(),
+def cluster_optimum(problem: Problem, k: int, objective: str = "latency",
                     max_nodes: int = MAX_NODES) -> tuple[frozenset[int], Cost, int]:
-    """The subset of cluster ``k`` minimising ``objective`` of ``rest + cluster_cost(k, subset)``,
-    by branch and bound (exact; see the module docstring). Returns (subset, its cluster cost,
-    search nodes). Raises PartitionSearchError past ``max_nodes`` nodes."""
-    bound = _Bound(problem, k)
+    """The subset of cluster ``k`` minimising ``objective`` (latency or energy) of
+    ``cluster_cost(k, subset)``, by branch and bound (exact; see the module docstring). Returns
+    (subset, its cluster cost, search nodes). Raises PartitionSearchError past ``max_nodes``."""
+    if objective not in ("latency", "energy"):
+        raise PartitionSearchError(f"branch and bound needs a separable objective (latency or energy), "
+                                   f"got {objective!r}")
+    bound = _Bound(problem, k, objective)
     members, n = bound.members, bound.n
 
     def value(c: Cost) -> float:
-        t = rest + c
-        return objective_value(objective, t.latency_s, t.energy_j)
+        return c.latency_s if objective == "latency" else c.energy_j
 
     best_set, best_c, best_v = None, None, None
     for s in (frozenset(), frozenset(members), frozenset(i for i in members if i in problem.greedy_set)):
@@ -202,21 +232,19 @@ def cluster_optimum(problem: Problem, k: int, objective: str = "latency", rest: 
             best_set, best_c, best_v = s, c, v
     nodes = 0
     st = [-1] * n
-    # Explicit stack of (depth, choice) for a DFS without recursion limits.
-    stack: list[tuple[int, int]] = []
+    stack: list[tuple[int, int, float]] = []   # (depth, choice, bound): DFS without recursion
 
-    def children(depth: int) -> list[tuple[float, int]]:
+    def push_children(depth: int) -> None:
         out = []
         for choice in (1, 0):
             st[depth] = choice
-            out.append((value(bound(st)), choice))
+            out.append((bound(st), choice))
         st[depth] = -1
-        out.sort(reverse=True)   # the lower bound is popped first
-        return out
+        for lb, choice in sorted(out, reverse=True):   # the lower bound is popped first
+            stack.append((depth, choice, lb))
 
     if n:
-        for lb, ch in children(0):
-            stack.append((0, ch, lb))
+        push_children(0)
     while stack:
         depth, choice, lb = stack.pop()
         if lb >= best_v * (1 - _REL):
@@ -235,8 +263,7 @@ def cluster_optimum(problem: Problem, k: int, objective: str = "latency", rest: 
             if v < best_v:
                 best_set, best_c, best_v = s, c, v
             continue
-        for clb, ch in children(depth + 1):
-            stack.append((depth + 1, ch, clb))
+        push_children(depth + 1)
     return best_set, best_c, nodes
 
 
@@ -263,7 +290,7 @@ def optimum(problem: Problem, objective: str = "latency", max_nodes: int = MAX_N
     if objective == "edp":
         return exhaustive(problem, objective)  # EDP is a product: clusters do not separate
     return _separable(problem, objective,
-                      lambda k: cluster_optimum(problem, k, objective, Cost(), max_nodes))
+                      lambda k: cluster_optimum(problem, k, objective, max_nodes))
 
 
 def cluster_enumeration(problem: Problem, objective: str = "latency", limit: int = MAX_CLUSTER) -> ExactResult:
