@@ -29,8 +29,8 @@ from partition.ir import Node, Value
 from .hardware import HardwareConfig, HardwareError
 from .report import SubgraphReport
 from .schedule import Schedule, ScheduleError
-from .subgraph import CostError, composite_workload, host_op_joules, host_op_seconds, simulate_function
-from .workload import Workload, WorkloadError
+from .subgraph import CostError, host_op_joules, host_op_seconds, kernel_workload, simulate_function
+from .workload import WorkloadError
 
 FIDELITIES = ("analytical", "tile")
 # Ops that pass an integer input through unchanged in value, so an index input can be traced to
@@ -262,17 +262,6 @@ def _schedules(docs: Mapping[str, Any], member: str) -> dict[str, Schedule]:
     return out
 
 
-def kernel_workload(node: Node, body: Graph) -> Workload:
-    """The workload the simulator gives a top-level node of an external function's body (a
-    composite call: its main op with the rest as epilogue; any other node: itself)."""
-    if node.op == "call":
-        callee = body.functions.get(node.attrs.get("callee"))
-        if callee is None:
-            raise CostError(f"call node {node.name} names unknown function {node.attrs.get('callee')!r}")
-        return composite_workload(callee)[0]
-    return Workload.from_node(node)
-
-
 def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str, Schedule],
               fidelity: str, member: str) -> SubgraphReport:
     """``simulate_function`` picks schedules by workload key; the archive gives them by kernel
@@ -283,7 +272,7 @@ def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str
             s = schedules.get(node.name)
             if s is None:
                 continue
-            wl = kernel_workload(node, fn.graph)
+            wl = kernel_workload(node, fn.graph.functions)
             try:
                 s.check(wl, hw)
             except ScheduleError as e:
@@ -400,4 +389,4 @@ def _index_bound(v: Value, g: Graph, depth: int = 0) -> int | None:
 
 
 __all__ = ["load", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
-           "RuntimeLoadError", "RunInputError", "example_inputs", "kernel_workload", "FIDELITIES"]
+           "RuntimeLoadError", "RunInputError", "example_inputs", "FIDELITIES"]

@@ -37,6 +37,25 @@ def composite_workload(fn: Any) -> tuple[Workload, Any]:
     return Workload.from_node(main, epilogue=epi), main
 
 
+def kernel_workload(node: Any, scope: Mapping[str, Any]) -> Workload:
+    """The workload of one top-level node of an external function's body: a composite call is its
+    main op with the rest as fused epilogue; any other node is itself. ``scope`` maps callee names
+    to Functions. The tuner keys its schedules by this workload's ``key`` and the runtime looks them
+    up by it, so both must call this one function."""
+    if node.op == "call":
+        callee = scope.get(node.attrs.get("callee"))
+        if callee is None:
+            raise CostError(f"call node {node.name} names unknown function {node.attrs.get('callee')!r}")
+        try:
+            return composite_workload(callee)[0]
+        except WorkloadError as e:
+            raise CostError(f"node {node.name}: {e}") from None
+    try:
+        return Workload.from_node(node)
+    except WorkloadError as e:
+        raise CostError(str(e)) from None
+
+
 def _const_bytes(graph: Any) -> int:
     total = sum(int(c.data.nbytes) for c in graph.constants)
     for fn in graph.functions.values():
@@ -58,17 +77,10 @@ def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
     g = fn.graph
     out = []
     for node in g.nodes:
+        wl = kernel_workload(node, g.functions)
         if node.op == "call":
-            callee = g.functions.get(node.attrs.get("callee"))
-            if callee is None:
-                raise CostError(f"call node {node.name} names unknown function {node.attrs.get('callee')!r}")
-            wl, main = composite_workload(callee)
-            label = callee.attrs.get("Composite", main.op)
+            label = g.functions[node.attrs["callee"]].attrs.get("Composite", wl.op)
         else:
-            try:
-                wl = Workload.from_node(node)
-            except WorkloadError as e:
-                raise CostError(str(e)) from None
             label = node.op
         rep = simulate(wl, hw, _pick_schedule(wl, hw, schedules, cache), fidelity)
         out.append((node.name, label, wl, rep, node))

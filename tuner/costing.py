@@ -23,6 +23,7 @@ import numpy as np
 
 import sim
 from sim.subgraph import host_op_joules, host_op_seconds
+from sim.subgraph import kernel_workload as sim_kernel_workload
 from partition import Function, Graph, Node
 
 
@@ -113,19 +114,11 @@ def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareCo
 
 # ---------------------------------------------------------------------------------------- device
 def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
-    """The workload of one kernel, as the simulator's subgraph costing sees it: a composite call is
-    its main op with the others as the fused epilogue (``sim.subgraph.composite_workload``); any
-    other node is itself."""
-    from sim.subgraph import composite_workload
-    fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
+    """The workload of one kernel (``sim.subgraph.kernel_workload``: the one definition the device
+    runtime also uses to find a kernel's tuned schedule)."""
     try:
-        if node.op == "call":
-            if fn is None or "Composite" not in fn.attrs:
-                raise CostingError(f"node {node.name}: call of {node.attrs.get('callee')!r} is not a "
-                                   f"composite, so it is no kernel")
-            return composite_workload(fn)[0]
-        return sim.Workload.from_node(node)
-    except (sim.WorkloadError, sim.CostError) as e:
+        return sim_kernel_workload(node, scope)
+    except ValueError as e:
         raise CostingError(str(e)) from None
 
 

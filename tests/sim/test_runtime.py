@@ -11,7 +11,8 @@ import pytest
 
 import sim
 from partition import Function, Graph, PackedFormatError, graph_hash, interpret, load_onnx, models, partition_for, write_packed
-from sim.runtime import RunInputError, RuntimeLoadError, example_inputs, kernel_workload, load
+from sim.runtime import RunInputError, RuntimeLoadError, example_inputs, load
+from sim.subgraph import kernel_workload
 
 HW = sim.load_hw("edge-npu")
 SHARED = Path("/work/shared/models")
@@ -36,7 +37,7 @@ def export_default(g: Graph, path, hw=HW) -> Graph:
     ext = {}
     for sym, fn in part.functions.items():
         if "Compiler" in fn.attrs:
-            ext[sym] = {"schedules": {n.name: sim.Schedule.default(kernel_workload(n, fn.graph), hw).to_dict()
+            ext[sym] = {"schedules": {n.name: sim.Schedule.default(kernel_workload(n, fn.graph.functions), hw).to_dict()
                                       for n in fn.graph.nodes}}
     write_packed(path, manifest_fields=manifest_fields(g, ext, hw, g.name), host_graph=part, externals=ext)
     return part
@@ -80,7 +81,7 @@ def tinynet_partitioned() -> Graph:
 
 def conv_workload():
     fn = tinynet_partitioned().functions["npu_main_0"]
-    return kernel_workload(fn.graph.nodes[0], fn.graph)
+    return kernel_workload(fn.graph.nodes[0], fn.graph.functions)
 
 
 def write_tinynet(path, schedule=None, hw=HW, **over):

@@ -112,7 +112,7 @@ def _const_bytes(g) -> int:
 
 
 def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: int) -> dict[str, Any]:
-    from sim.runtime import kernel_workload
+    from sim.subgraph import kernel_workload
 
     body = fn.graph
     kpred = doc.get("predicted", {}).get("kernels", {}) if isinstance(doc.get("predicted"), Mapping) else {}
@@ -123,7 +123,7 @@ def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: in
         ops = [n.op for n in callee.graph.nodes] if callee is not None else [node.op]
         n_ops += len(ops)
         try:
-            wl = kernel_workload(node, body).key
+            wl = kernel_workload(node, body.functions).key
         except ValueError:
             wl = None
         k = {"name": node.name,
