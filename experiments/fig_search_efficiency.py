@@ -35,7 +35,8 @@ def figure(data: dict, path: Path) -> None:
         v = [(L[key] / L["optimum_cycles"]) if L.get(key) and L.get("optimum_cycles") else np.nan for L in layers]
         ax.bar(x + (j - 1) * w, v, w, label=name)
     ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xticks(x, [L["name"] for L in layers], rotation=60, fontsize=7, ha="right")
+    ax.set_xticks(x, [f"{L['name']} @ {L['hw']}" if L.get("hw") else L["name"] for L in layers],
+                  rotation=60, fontsize=6, ha="right")
     ax.set_ylabel("best cycles found / exhaustive optimum")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=8)
@@ -63,7 +64,7 @@ def main(argv=None) -> int:
     md = ["| layer | optimum cycles | " + " | ".join(n for _, n in STRATEGIES) + " | measurements |",
           "|---|---|" + "---|" * len(STRATEGIES) + "---|"]
     for L in data["layers"]:
-        md.append(f"| {L['name']} | {L['optimum_cycles']} | " + " | ".join(
+        md.append(f"| {L['name']} @ {L.get('hw', '')} | {L['optimum_cycles']} | " + " | ".join(
             f"{L[k] / L['optimum_cycles']:.3f}" if L.get(k) else "" for k, _ in STRATEGIES) + f" | {L.get('measurements', '')} |")
     (out / "table.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
