@@ -18,24 +18,24 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_ORACLE = Path("/work/shared/oracle/scalesim.jsonl")
+DEFAULT_ORACLE = ROOT.parent / "shared" / "oracle" / "scalesim.jsonl"
 
 
 def compare(cases) -> list[dict]:
-    import sim
-    from sim.oracle import hardware_of, workload_of
+    """One flat row per case from ``sim.validate.compare_case`` (the comparison the validation
+    script and tests use), with the layer and array named for the table."""
+    from sim.validate import compare_case
     rows = []
     for c in cases:
-        wl, hw = workload_of(c), hardware_of(c)
-        s = sim.Schedule.scalesim(wl, hw, c["dataflow"])
-        rep = sim.simulate(wl, hw, s, fidelity="tile")
+        r = compare_case(c, fidelity="tile")
+        ours, theirs = r["ours"], r["scalesim"]
         rows.append({"id": c["id"], "layer": c["layer"].get("name", c["layer"]["kind"]),
                      "array": f"{c['array_rows']}x{c['array_cols']}", "dataflow": c["dataflow"],
                      "sram": c.get("sram_regime", ""), "bw": c["bandwidth_words_per_cycle"],
-                     "scalesim_compute": c["compute_cycles"], "ours_compute": rep.compute_cycles,
-                     "scalesim_total": c["total_cycles"], "ours_steady": rep.steady_cycles,
-                     "compute_err": rep.compute_cycles / c["compute_cycles"] - 1,
-                     "total_err": rep.steady_cycles / c["total_cycles"] - 1,
+                     "scalesim_compute": theirs["compute_cycles"], "ours_compute": ours["compute_cycles"],
+                     "scalesim_total": theirs["total_cycles"], "ours_steady": ours["total_cycles"],
+                     "compute_err": ours["compute_cycles"] / theirs["compute_cycles"] - 1,
+                     "total_err": ours["total_cycles"] / theirs["total_cycles"] - 1,
                      "scalesim_wall_s": c.get("wall_s")})
     return rows
 
