@@ -5,7 +5,7 @@
 
 Writes experiments/results/fig_sweep_edge/: sweep/ (the sweep folder: results, spec, versions; rerun
 to resume), report.html, pareto.png (the README figure, also copied to docs/figures/), front.md (the
-front as a Markdown table) and config.json.
+front as a Markdown table), findings.md (what the README quotes) and config.json.
 """
 from __future__ import annotations
 
@@ -67,6 +67,28 @@ def front_md(rows, labels) -> str:
     return "\n".join(lines) + "\n"
 
 
+def findings_md(rows, labels) -> str:
+    """What the README says about this sweep, computed from the rows: latency range of each model per
+    host-link class, and where the fastest point spends its time."""
+    lines = ["| host link | points | " + " | ".join(f"{lab} ms (min-max)" for lab in labels) + " |",
+             "|---|---|" + "---|" * len(labels)]
+    for bw in sorted({r["params"]["link.bytes_per_s"] for r in rows}):
+        sel = [r for r in rows if r["params"]["link.bytes_per_s"] == bw]
+        cells = [f"{min(r['models'][lab]['latency_s'] for r in sel) * 1e3:.1f}-"
+                 f"{max(r['models'][lab]['latency_s'] for r in sel) * 1e3:.1f}" for lab in labels]
+        lines.append(f"| {bw / 1e6:g} MB/s | {len(sel)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for lab in labels:
+        best = min(rows, key=lambda r: r["models"][lab]["latency_s"])
+        m = best["models"][lab]
+        parts = ", ".join(f"{k} {v['latency_s'] * 1e3:.1f} ms" for k, v in m["breakdown"].items())
+        p = best["params"]
+        lines.append(f"- fastest {lab}: point {best['index']} ({p['array.rows']}x{p['array.cols']} array, "
+                     f"{p['dram.bytes_per_cycle']:g} B/cycle DRAM, {p['link.bytes_per_s'] / 1e6:g} MB/s link, "
+                     f"{best['area_mm2']:.2f} mm²): {m['latency_s'] * 1e3:.1f} ms = {parts}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--spec", default=str(ROOT / "experiments/sweeps/edge_rn50_bert.toml"))
@@ -88,11 +110,12 @@ def main(argv=None) -> int:
     report_dir(out / "sweep", out / "report.html")
     pareto_png(rows, labels, out / "pareto.png")
     (out / "front.md").write_text(front_md(rows, labels))
+    (out / "findings.md").write_text(findings_md(rows, labels))
     figs = ROOT / "docs" / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     shutil.copy(out / "pareto.png", figs / "sweep_edge_pareto.png")
     print(f"{len(rows)} points ({res.new} new), {len(res.space.points) - len(res.rows)} remaining; "
-          f"wrote {out}/report.html, pareto.png, front.md")
+          f"wrote {out}/report.html, pareto.png, front.md, findings.md")
     return 1 if res.failed else 0
 
 
