@@ -102,10 +102,11 @@ def _print(mod, res, source, pred, args) -> None:
     print(f"  device  {b.device_s * 1e3:10.3f} ms")
     if b.functions:
         w = max(len("function"), *(len(f.symbol) for f in b.functions))
-        print(f"  {'function':<{w}} {'calls':>5} {'cycles':>14} {'latency ms':>11} {'energy mJ':>10}")
+        # device ms is the kernels alone; total ms adds the calls' launches and link transfers.
+        print(f"  {'function':<{w}} {'calls':>5} {'cycles':>14} {'device ms':>10} {'total ms':>10} {'energy mJ':>10}")
         for f in b.functions:
-            print(f"  {f.symbol:<{w}} {f.calls:>5} {f.cycles:>14,} {f.latency_s * 1e3:>11.3f} "
-                  f"{f.energy_j * 1e3:>10.3f}")
+            print(f"  {f.symbol:<{w}} {f.calls:>5} {f.cycles:>14,} {f.device_s * 1e3:>10.3f} "
+                  f"{f.latency_s * 1e3:>10.3f} {f.energy_j * 1e3:>10.3f}")
     if isinstance(pred.get("latency_s"), (int, float)) and isinstance(pred.get("energy_j"), (int, float)):
         print(f"plan's prediction: latency {pred['latency_s'] * 1e3:.3f} ms, energy "
               f"{pred['energy_j'] * 1e3:.3f} mJ")
