@@ -1,6 +1,7 @@
 """accel-tune partition: text and JSON output, and one-line errors."""
 from __future__ import annotations
 
+from pathlib import Path
 import json
 import os
 
@@ -10,7 +11,7 @@ from partition import models
 from partition.models.stats import count_macs
 from tuner.cli import main
 
-SHARED = "/work/shared/models"
+SHARED = str(Path(__file__).resolve().parents[3] / "shared" / "models")  # ../shared beside the checkout
 
 
 def run(capsys, *argv):

@@ -2,6 +2,7 @@
 built-in model and shared ONNX model gives a valid graph that computes what the original does."""
 from __future__ import annotations
 
+from pathlib import Path
 import glob
 import os
 
@@ -15,7 +16,7 @@ from partition.targets import Target, TargetError, get
 
 from test_byoc_fixtures import acc_target, conv_block, cycle_through_region, inputs_for
 
-SHARED = "/work/shared/models"
+SHARED = str(Path(__file__).resolve().parents[3] / "shared" / "models")  # ../shared beside the checkout
 TARGETS = ("npu-gemm", "npu-full")
 
 

@@ -2,6 +2,7 @@
 folding, closed If/Loop bodies, stripped-weight filling and one-line errors."""
 from __future__ import annotations
 
+from pathlib import Path
 import glob
 import os
 
@@ -16,7 +17,7 @@ from partition import interpret  # noqa: E402
 from partition.models import count_macs  # noqa: E402
 from partition.onnx_import import OnnxImportError, fill_arrays, fill_stripped, load_onnx  # noqa: E402
 
-SHARED = "/work/shared/models"
+SHARED = str(Path(__file__).resolve().parents[3] / "shared" / "models")  # ../shared beside the checkout
 SHARED_FILES = sorted(glob.glob(os.path.join(SHARED, "*.onnx")))
 # BERT-base carries 110M weights: filling, serialising and two runtimes take ~25 s on a shared CPU.
 SHARED_PARAMS = [pytest.param(p, marks=pytest.mark.slow) if "bert_base" in p else p for p in SHARED_FILES]

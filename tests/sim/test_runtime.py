@@ -15,7 +15,7 @@ from sim.runtime import RunInputError, RuntimeLoadError, example_inputs, load
 from sim.subgraph import kernel_workload
 
 HW = sim.load_hw("edge-npu")
-SHARED = Path("/work/shared/models")
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "models"  # ../shared beside the checkout
 RNG = np.random.default_rng(7)
 W = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
 B = RNG.standard_normal(4).astype(np.float32)

@@ -14,7 +14,7 @@ from partition import interpret, load_onnx, models, read_packed
 from sim.runtime import example_inputs, load
 from tuner.cli import main
 
-SHARED = Path("/work/shared/models")
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "models"  # ../shared beside the checkout
 
 
 @pytest.fixture(scope="module")
