@@ -51,6 +51,8 @@ def test_table_output(capsys):
     (["tune", "--model", "byoc_demo", "--hw", "no-such-hw"], "no hardware preset or file"),
     (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "-3"], "--trials must be >= 0"),
     (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "-o", "/no/such/dir/p.zip"], "does not exist"),
+    (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--log", "/no/such/dir/log.jsonl"],
+     "folder /no/such/dir does not exist"),
 ])
 def test_bad_input_one_line(capsys, argv, needle):
     code, out, err = _run(capsys, *argv)

@@ -154,6 +154,11 @@ def test_cli_json_and_limit(tmp_path, capsys):
     assert s["evaluated"] == 1 and s["remaining"] == 3 and s["points"] == 4
     assert main(["sweep", str(tmp_path / "missing.toml"), "-o", str(tmp_path / "o")]) == 2
     assert "accel-tune: error: cannot read sweep spec" in capsys.readouterr().err
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    assert main(["sweep", str(spec_path), "-o", str(a_file)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is a file; give -o a folder" in err[0]
 
 
 def test_a_point_that_cannot_run_is_a_finished_row_with_its_error(tmp_path):

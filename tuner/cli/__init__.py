@@ -20,12 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
-        try:
-            mod = importlib.import_module(f"tuner.cli.cmd_{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"tuner.cli.cmd_{name}":
-                raise
-            continue
+        mod = importlib.import_module(f"tuner.cli.cmd_{name}")
         sp = mod.add_parser(sub)
         sp.set_defaults(_run=mod.run)
     return p
@@ -55,12 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("accel-tune: interrupted", file=sys.stderr)
         return 130
-    except (CLIError, ValueError, KeyError, LookupError, OSError, TypeError) as e:
+    except (CLIError, ValueError, OSError) as e:
+        # The library reports bad input as ValueError subclasses and the OS as OSError; anything
+        # else is a bug and keeps its traceback.
         if args.debug:
             raise
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if isinstance(e, KeyError):
-            msg = msg.strip("'\"")
         print(f"accel-tune: error: {msg}", file=sys.stderr)
         return 2
 

@@ -3,6 +3,7 @@ the per-task and end-to-end results beside the baselines, and optionally write t
 from __future__ import annotations
 
 import argparse
+import os
 import math
 from pathlib import Path
 
@@ -53,6 +54,11 @@ def run(args) -> int:
         out_dir = Path(args.output).resolve().parent
         if not out_dir.is_dir():
             raise CLIError(f"cannot write the plan: directory {out_dir} does not exist")
+    if args.log:
+        # Say so before any tuning time is spent, not after the first measurement.
+        log_dir = os.path.dirname(os.path.abspath(args.log))
+        if not os.path.isdir(log_dir):
+            raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
                 progress=not args.json, model_name=name)
     if args.output:

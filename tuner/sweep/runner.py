@@ -107,7 +107,12 @@ def software_versions() -> dict[str, Any]:
 
 
 def _prepare_dir(spec: SweepSpec, settings: EvalSettings, out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"output folder {out} is a file; give -o a folder (new or from an earlier run)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise SweepError(f"cannot create output folder {out}: {e.strerror}") from None
     spec_file = out / "spec.json"
     if spec_file.exists():
         try:
