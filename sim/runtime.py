@@ -29,10 +29,10 @@ from partition.ir import Node, Value
 from .hardware import HardwareConfig, HardwareError
 from .report import SubgraphReport
 from .schedule import Schedule, ScheduleError
+from .kernel import FIDELITIES
 from .subgraph import CostError, host_op_joules, host_op_seconds, kernel_workload, simulate_function
 from .workload import WorkloadError
 
-FIDELITIES = ("analytical", "tile")
 # Ops that pass an integer input through unchanged in value, so an index input can be traced to
 # the table it indexes.
 _VALUE_PRESERVING = frozenset({"cast", "reshape", "flatten", "squeeze", "unsqueeze", "identity"})

@@ -18,7 +18,7 @@ from .hardware import HardwareConfig
 from .kernel import simulate
 from .report import KernelCost, KernelReport, SubgraphReport
 from .schedule import Schedule
-from .workload import Workload, WorkloadError
+from .workload import VIEW_OPS, Workload, WorkloadError
 
 MAIN_OPS = ("conv2d", "dense", "matmul", "batch_matmul", "gemm")
 
@@ -33,7 +33,7 @@ def composite_workload(fn: Any) -> tuple[Workload, Any]:
     main = next((n for n in nodes if n.op in MAIN_OPS), nodes[0] if nodes else None)
     if main is None:
         raise CostError("composite function has no nodes")
-    epi = tuple(n.op for n in nodes if n is not main and n.op not in ("reshape", "flatten", "squeeze", "unsqueeze", "identity"))
+    epi = tuple(n.op for n in nodes if n is not main and n.op not in VIEW_OPS)
     return Workload.from_node(main, epilogue=epi), main
 
 

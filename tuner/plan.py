@@ -141,8 +141,8 @@ class Plan:
                           for k, v in summary["baselines"].items()},
             "plan": {k: summary[k] for k in ("partition", "tasks", "seed", "trials", "search")},
         }
-        return write_packed(path, manifest_fields=_finite_json(manifest_fields), host_graph=self.graph,
-                            externals=_finite_json(externals))
+        return write_packed(path, manifest_fields=json_safe(manifest_fields), host_graph=self.graph,
+                            externals=json_safe(externals))
 
 
 def _function_dict(f: FunctionCost) -> dict:
@@ -183,12 +183,13 @@ def codegen_options(fn, hw: sim.HardwareConfig) -> dict:
             "vector_ops": list(hw.vector.ops), "composites": comps, "clock_hz": hw.clock_hz}
 
 
-def _finite_json(x: Any) -> Any:
-    """Plain JSON types; non-finite floats (a kernel the device cannot run) become None."""
+def json_safe(x: Any) -> Any:
+    """Plain JSON types (numpy scalars to Python); non-finite floats (a kernel the device cannot
+    run) become None. The one sanitiser for everything accel-tune writes as JSON."""
     if isinstance(x, Mapping):
-        return {str(k): _finite_json(v) for k, v in x.items()}
+        return {str(k): json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_finite_json(v) for v in x]
+        return [json_safe(v) for v in x]
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):

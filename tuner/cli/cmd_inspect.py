@@ -16,7 +16,6 @@ EXTERNAL_STYLE = 'shape=box3d, style=filled, fillcolor="#f8c471", color="#b9770e
 CONTROL_STYLE = 'shape=hexagon, style=filled, fillcolor="#d5f5e3", color="#1e8449"'
 HOST_FN_STYLE = 'shape=component, style=filled, fillcolor="#dbe9f6", color="#4a7ab5"'
 IO_STYLE = 'style=filled, fillcolor="#eeeeee", color="#777777"'
-_VIEW_OPS = {"reshape", "flatten", "squeeze", "unsqueeze", "identity"}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from tuner.cli import CLIError, print_json
+from tuner.plan import json_safe
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -70,7 +71,7 @@ def run(args) -> int:
         s["speedup"] = {k: _ratio(b["latency_s"], plan.latency_s) for k, b in s["baselines"].items()}
         if args.output:
             s["plan_file"] = str(args.output)
-        print_json(_finite(s))
+        print_json(json_safe(s))
         return 0
     _print_table(plan, args)
     return 0
@@ -80,14 +81,6 @@ def _ratio(a: float, b: float):
     return a / b if b > 0 and math.isfinite(a) else None
 
 
-def _finite(x):
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def _print_table(plan, args) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import warm
+from ..plan import json_safe
 from .space import Point, eval_key
 from .spec import ModelSpec
 
@@ -75,18 +76,6 @@ def model_graph(m: ModelSpec, state: WorkerState):
     return state.graphs[m.label]
 
 
-def _finite(x: Any) -> Any:
-    """JSON-safe copy: numpy scalars to Python, non-finite floats to None."""
-    import math
-    if isinstance(x, dict):
-        return {str(k): _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def breakdown(cost) -> dict[str, dict[str, float]]:
@@ -129,7 +118,7 @@ def plan_metrics(plan: Any, macs: int, hw) -> dict[str, Any]:
     lat, en = float(plan.latency_s), float(plan.energy_j)
     s = plan.summary()
     part = s.get("partition", {})
-    return _finite({
+    return json_safe({
         "latency_s": lat, "energy_j": en, "edp": lat * en,
         # Achieved fraction of the array's peak over the whole model, host time included.
         "utilization": macs / (hw.peak_macs_per_s() * lat) if lat > 0 else 0.0,
