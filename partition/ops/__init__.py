@@ -2,7 +2,8 @@
 shape inference, the interpreter and costing use."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -11,7 +12,9 @@ from .base import InferContext, OpCost, OpDef, OpError, check
 
 from . import nn, elementwise, tensor, control  # noqa: E402
 
-OPS: dict[str, OpDef] = {d.name: d for mod in (nn, elementwise, tensor, control) for d in mod.DEFS}
+# Read-only: the registry is a value assembled once from the op modules, never extended at run time.
+OPS: Mapping[str, OpDef] = MappingProxyType(
+    {d.name: d for mod in (nn, elementwise, tensor, control) for d in mod.DEFS})
 
 
 def get_op(name: str) -> OpDef:
