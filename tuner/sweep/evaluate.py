@@ -56,9 +56,12 @@ _STATES: dict[str, WorkerState] = {}
 
 
 def worker_state(settings: EvalSettings) -> WorkerState:
-    # One state per sweep in a long-lived worker (a Dask cluster may serve several sweeps).
+    # One state per sweep; a long-lived worker (a Dask cluster may serve several sweeps) keeps only
+    # the latest, so its memory stays one sweep's graphs and cost model. Losing it costs warm start
+    # only: every point's result is the same with or without it.
     k = settings.out_dir + "|" + settings.blob()
     if k not in _STATES:
+        _STATES.clear()
         _STATES[k] = WorkerState()
     return _STATES[k]
 
