@@ -58,7 +58,7 @@ _STATES: dict[str, WorkerState] = {}
 def worker_state(settings: EvalSettings) -> WorkerState:
     # One state per sweep; a long-lived worker (a Dask cluster may serve several sweeps) keeps only
     # the latest, so its memory stays one sweep's graphs and cost model. Losing it costs warm start
-    # only: every point's result is the same with or without it.
+    # only (a point may tune a little worse without it), never correctness.
     k = settings.out_dir + "|" + settings.blob()
     if k not in _STATES:
         _STATES.clear()
