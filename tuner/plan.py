@@ -88,6 +88,25 @@ class Plan:
         return b.latency_s / self.latency_s if self.latency_s > 0 else float("inf")
 
     # ------------------------------------------------------------------ summary
+    def kernels(self):
+        """``(FunctionCost, KernelCost, sim.Workload)`` for every kernel of every external function,
+        in order; a kernel whose workload cannot be rebuilt from the graph is skipped."""
+        from .costing import kernel_workload
+        for sym, fc in self.cost.functions.items():
+            fn = self.graph.functions.get(sym)
+            if fn is None:
+                continue
+            scope = {**self.graph.functions, **fn.graph.functions}
+            nodes = {n.name: n for n in fn.graph.nodes}
+            for k in fc.kernels:
+                if k.name not in nodes:
+                    continue
+                try:
+                    wl = kernel_workload(nodes[k.name], scope)
+                except ValueError:
+                    continue
+                yield fc, k, wl
+
     def summary(self) -> dict:
         """A JSON-able description: totals, breakdown, functions and kernels, baselines, tasks."""
         return {

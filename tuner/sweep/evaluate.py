@@ -93,26 +93,18 @@ def kernel_rows(plan: Any, hw) -> list[dict[str, Any]]:
     """One entry per unique tuned kernel: op, MACs, DRAM bytes under its schedule (analytical
     model), tuned cycles and calls per inference; what a roofline plot needs."""
     import sim
-    from tuner.costing import kernel_workload
     out: dict[str, dict[str, Any]] = {}
-    for sym, fc in plan.cost.functions.items():
-        fn = plan.graph.functions.get(sym)
-        if fn is None:
+    for fc, k, wl in plan.kernels():
+        if k.workload in out:
+            out[k.workload]["calls"] += fc.calls
             continue
-        scope = {**plan.graph.functions, **fn.graph.functions}
-        nodes = {n.name: n for n in fn.graph.nodes}
-        for k in fc.kernels:
-            if k.workload in out:
-                out[k.workload]["calls"] += fc.calls
-                continue
-            try:
-                wl = kernel_workload(nodes[k.name], scope)
-                rep = sim.simulate(wl, hw, sim.Schedule.from_dict(k.schedule))
-            except (KeyError, ValueError):
-                continue  # a kernel the analytical model cannot re-cost is left off the roofline
-            out[k.workload] = {"workload": k.workload, "op": k.op, "macs": int(wl.macs),
-                               "dram_bytes": int(rep.dram_bytes), "cycles": int(k.cycles),
-                               "roofline_fraction": float(k.roofline_fraction), "calls": float(fc.calls)}
+        try:
+            rep = sim.simulate(wl, hw, sim.Schedule.from_dict(k.schedule))
+        except ValueError:
+            continue  # a kernel the analytical model cannot re-cost is left off the roofline
+        out[k.workload] = {"workload": k.workload, "op": k.op, "macs": int(wl.macs),
+                           "dram_bytes": int(rep.dram_bytes), "cycles": int(k.cycles),
+                           "roofline_fraction": float(k.roofline_fraction), "calls": float(fc.calls)}
     return list(out.values())
 
 

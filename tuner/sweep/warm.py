@@ -82,20 +82,12 @@ def seed_log(log: str | Path, hw, source: Solved, measurer) -> int:
 def solved_from_plan(params: Mapping[str, Any], plan: Any) -> Solved:
     """The best schedule of every tuned kernel of a plan, with its workload."""
     import sim
-    from tuner.costing import kernel_workload
     best: dict[str, tuple[Any, Any]] = {}
-    for sym, fc in plan.cost.functions.items():
-        fn = plan.graph.functions.get(sym)
-        if fn is None:
+    for _, k, wl in plan.kernels():
+        if k.workload in best:
             continue
-        scope = {**plan.graph.functions, **fn.graph.functions}
-        nodes = {n.name: n for n in fn.graph.nodes}
-        for k in fc.kernels:
-            if k.workload in best or k.name not in nodes:
-                continue
-            try:
-                wl = kernel_workload(nodes[k.name], scope)
-                best[k.workload] = (wl, sim.Schedule.from_dict(k.schedule))
-            except ValueError:
-                continue
+        try:
+            best[k.workload] = (wl, sim.Schedule.from_dict(k.schedule))
+        except ValueError:
+            continue
     return Solved(tuple(sorted(params.items())), best)
