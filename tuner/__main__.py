@@ -1,5 +1,5 @@
 import sys
 
-from tuner.cli import main
+from tuner.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

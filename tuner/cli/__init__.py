@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import sys
+import warnings
 
 SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "sweep", "report"]
 
@@ -42,6 +43,18 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"accel-tune: warning: {str(message).strip().splitlines()[0]}", file=file or sys.stderr)
+
+
+def entry() -> int:
+    """The console script: ``main`` with the library's user-facing warnings (a truncated log line
+    skipped, ...) printed as one line instead of Python's file:line and source."""
+    if "--debug" not in sys.argv[1:]:
+        warnings.showwarning = _one_line_warning
+    return main()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -61,4 +74,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())
