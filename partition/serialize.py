@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from typing import Any, Mapping
 
 import numpy as np
@@ -113,6 +114,19 @@ def _function_to_json(fn: Function, key: str, where: str, params: dict) -> dict:
             "graph": _graph_to_json(fn.graph, key, params)}
 
 
+_UNSAFE_KEY_CHARS = re.compile(r"[\x00-\x1f\x7f\\:]")
+
+
+def param_key(name: str) -> str:
+    """A value name as the path part of its params key. Exporters name values like
+    ``/layer/Constant_output_0``; the key becomes a zip entry name in params.npz, which must be a
+    relative path, so empty, ``.`` and ``..`` segments, backslashes, colons and control characters
+    turn into ``_`` (clashes are then resolved like any other)."""
+    name = _UNSAFE_KEY_CHARS.sub("_", name)
+    parts = [p if p not in ("", ".", "..") else "_" * max(1, len(p)) for p in name.split("/")]
+    return "/".join(parts)
+
+
 def _type_json(t: TensorType) -> dict:
     return {"shape": list(t.shape), "dtype": t.dtype}
 
@@ -140,7 +154,7 @@ def _graph_to_json(g: Graph, key: str, params: dict) -> dict:
         arr = np.asarray(c.data)
         if arr.dtype.hasobject:
             raise SerializeError(f"{where}: constant {c.name!r} has dtype object, which cannot be stored without pickle")
-        pkey = key + c.name
+        pkey = key + param_key(c.name)
         base, i = pkey, 0
         while pkey in params:
             i += 1

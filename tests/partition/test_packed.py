@@ -134,6 +134,29 @@ def test_external_lives_only_in_its_member_and_hashes_are_listed(plan):
         np.testing.assert_array_equal(npz["@npu_main_0/w"], W)
 
 
+@pytest.mark.parametrize("names", [("/w/Constant_output_0", "/wd"), ("../w", "a\\b:c"), ("x//y/.", "\x01")])
+def test_exporter_style_constant_names_round_trip(tmp_path, names):
+    """ONNX exporters name values like '/layer/Constant_output_0'; such names must still give
+    safe params.npz entries, and the module must read back to the same numbers."""
+    g = Graph("named")
+    x = g.add_input("x", (1, 3, 8, 8))
+    y = g.add_node("conv2d", [x, g.add_const(W, names[0])], {"pads": (1, 1, 1, 1)}).output
+    y = g.add_node("flatten", [g.add_node("max_pool2d", [y], {"kernel": (8, 8), "strides": (8, 8)}).output]).output
+    g.set_outputs([g.add_node("mul", [y, g.add_const(np.ones((1, 4), np.float32), names[1])]).output])
+    p = tmp_path / "m.zip"
+    write_packed(p, manifest_fields=manifest_fields(model={"name": "named", "source_graph_hash": graph_hash(g)},
+                                                    predicted={"latency_s": 1e-5, "energy_j": 1e-6, "functions": {}}),
+                 host_graph=g, externals={})
+    with zipfile.ZipFile(p) as z, zipfile.ZipFile(io.BytesIO(z.read("params.npz"))) as npz:
+        entries = npz.namelist()
+    assert len(entries) == 2
+    for e in entries:
+        assert not e.startswith(("/", "\\")) and "\\" not in e and ".." not in e.split("/") and ":" not in e
+    mod = read_packed(p)
+    assert sorted(c.name for c in mod.host_graph.constants) == sorted(names)
+    np.testing.assert_array_equal(interpret(mod.host_graph, [X])[0], interpret(g, [X])[0])
+
+
 def test_writing_is_deterministic(tmp_path):
     write_plan(tmp_path / "a.zip")
     write_plan(tmp_path / "b.zip")
