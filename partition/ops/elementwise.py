@@ -35,6 +35,16 @@ _FLOPS = {
     "relu6": 2,         # max, min
     "clip": 2,
     "leaky_relu": 2,    # compare-select, mul
+    "prelu": 2,
+    "elu": 7,           # exp (5), sub, mul (negative side)
+    "selu": 8,          # elu + scale
+    "celu": 8,          # exp of x/alpha: elu + div
+    "softplus": 11,     # log1p (5) of exp (5), add
+    "softsign": 3,      # abs, add, div
+    "mish": 17,         # softplus (11), tanh (5), mul
+    "sin": 5,
+    "cos": 5,
+    "mod": 2,
 }
 
 
@@ -198,6 +208,82 @@ def _gelu_cost(ins, outs, attrs):
     return elementwise_cost(_FLOPS[key])(ins, outs, attrs)
 
 
+def _elu(x, attrs):
+    alpha = np.asarray(attrs.get("alpha", 1.0), x.dtype)
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+# The SELU constants of Klambauer et al. 2017, as the ONNX spec gives them.
+_SELU_ALPHA, _SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+
+def _selu(x, attrs):
+    alpha = np.asarray(attrs.get("alpha", _SELU_ALPHA), x.dtype)
+    gamma = np.asarray(attrs.get("gamma", _SELU_GAMMA), x.dtype)
+    return gamma * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _celu(x, attrs):
+    alpha = np.asarray(attrs.get("alpha", 1.0), x.dtype)
+    return np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(np.minimum(x, 0) / alpha))
+
+
+def _softplus(x, attrs):
+    return np.logaddexp(np.zeros((), x.dtype), x)  # log(1 + e^x) without overflow
+
+
+def _softsign(x, attrs):
+    return x / (1 + np.abs(x))
+
+
+def _mish(x, attrs):
+    return x * np.tanh(_softplus(x, attrs))
+
+
+def _sign(x, attrs):
+    return np.sign(x)
+
+
+def _round(x, attrs):
+    return np.round(x)  # half to even, as ONNX Round
+
+
+def _prelu_infer(ins, attrs, ctx):
+    x, slope = ins
+    check(_is_float(x.dtype) or np.issubdtype(np.dtype(x.dtype), np.signedinteger),
+          f"prelu: input must be float or signed integer, got {x.dtype}")
+    try:
+        ok = np.broadcast_shapes(tuple(x.shape), tuple(slope.shape)) == tuple(x.shape)
+    except ValueError:
+        ok = False
+    check(ok, f"prelu: slope shape {list(slope.shape)} does not broadcast to input shape {list(x.shape)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _prelu_compute(args, attrs):
+    x, slope = (np.asarray(a) for a in args)
+    return [np.where(x < 0, slope.astype(x.dtype, copy=False) * x, x).astype(x.dtype, copy=False)]
+
+
+def _mod_infer(ins, attrs, ctx):
+    a, b = ins
+    check(a.dtype == b.dtype, f"mod: inputs have different dtypes {a.dtype} and {b.dtype}")
+    fmod = int(attrs.get("fmod", 0))
+    check(fmod in (0, 1), f"mod: fmod must be 0 or 1, got {fmod}")
+    check(fmod == 1 or not _is_float(a.dtype), "mod: float inputs need fmod=1 (the ONNX spec)")
+    return [TensorType(broadcast_shapes(a.shape, b.shape), a.dtype)]
+
+
+def _mod_compute(args, attrs):
+    a, b = (np.asarray(x) for x in args)
+    if not _is_float(a.dtype.name):
+        check(not np.any(b == 0), "mod: integer division by zero")
+    # fmod=1: C fmod, the sign of the dividend; fmod=0: Python mod, the sign of the divisor.
+    fn = np.fmod if int(attrs.get("fmod", 0)) else np.mod
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return [fn(a, b).astype(a.dtype, copy=False)]
+
+
 # ----------------------------------------------------------------------------- where / cast
 def _where_infer(ins, attrs, ctx):
     c, a, b = ins
@@ -271,6 +357,22 @@ DEFS = [
     _float_unary("hard_sigmoid", _hard_sigmoid, _FLOPS["hard_sigmoid"]),
     _float_unary("hard_swish", _hard_swish, _FLOPS["hard_swish"]),
     _float_unary("leaky_relu", _leaky_relu, _FLOPS["leaky_relu"]),
+    _binary("min", np.minimum),
+    _binary("max", np.maximum),
+    OpDef("mod", _mod_infer, _mod_compute, elementwise_cost(_FLOPS["mod"]), "elementwise", (2, 2)),
+    OpDef("prelu", _prelu_infer, _prelu_compute, elementwise_cost(_FLOPS["prelu"]), "elementwise", (2, 2)),
+    _float_unary("elu", _elu, _FLOPS["elu"]),
+    _float_unary("selu", _selu, _FLOPS["selu"]),
+    _float_unary("celu", _celu, _FLOPS["celu"]),
+    _float_unary("softplus", _softplus, _FLOPS["softplus"]),
+    _float_unary("softsign", _softsign, _FLOPS["softsign"]),
+    _float_unary("mish", _mish, _FLOPS["mish"]),
+    _float_unary("sin", lambda x, a: np.sin(x), _FLOPS["sin"]),
+    _float_unary("cos", lambda x, a: np.cos(x), _FLOPS["cos"]),
+    _float_unary("floor", lambda x, a: np.floor(x)),
+    _float_unary("ceil", lambda x, a: np.ceil(x)),
+    _float_unary("round", _round),
+    _unary("sign", _sign),
     OpDef("where", _where_infer, _where_compute, elementwise_cost(1), "elementwise", (3, 3)),
     OpDef("cast", _cast_infer, _cast_compute, elementwise_cost(1), "elementwise", (1, 1)),
 ]
