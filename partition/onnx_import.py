@@ -420,7 +420,8 @@ def _binary(op: str) -> Converter:
 
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
           "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Not": "not",
-          "HardSwish": "hard_swish"}
+          "HardSwish": "hard_swish", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
+          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
            "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
            "Or": "or", "MatMul": "matmul"}
@@ -496,14 +497,38 @@ def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
     return {"strides": strides, "pads": pads, "dilations": dil}
 
 
+def _lift_1d(c: _Ctx, x: Value) -> Value:
+    """(N, C, L) -> (N, C, 1, L), rewriting the node's 1-D attributes for the 2-D op: the new axis
+    has kernel 1, stride 1, dilation 1 and no padding, so the 2-D op computes the 1-D one (and a
+    1-D convolution can be offloaded as a conv2d)."""
+    a = dict(c.attrs)
+    for k in ("strides", "dilations", "kernel_shape"):
+        if k in a:
+            a[k] = [1, *a[k]]
+    if "pads" in a:
+        p = list(a["pads"])
+        a["pads"] = [0, p[0], 0, p[1]] if len(p) == 2 else p
+    c.attrs = a
+    return c.emit("unsqueeze", [x], {"axes": (2,)}, out_names=c.tmp("2d"))[0]
+
+
+def _squeeze_1d(c: _Ctx, op: str, ins: list[Value], attrs: dict) -> list[Value]:
+    y = c.emit(op, ins, attrs, out_names=c.tmp(op))[0]
+    return c.emit("squeeze", [y], {"axes": (2,)})
+
+
 def _conv(c):
     x, w = c.need(0), c.need(1)
-    if len(w.shape) != 4:
-        raise c.fail(f"only 2-D convolutions are supported, weight shape {list(w.shape)}")
+    one_d = len(w.shape) == 3 and len(x.shape) == 3
+    if len(w.shape) != 4 and not one_d:
+        raise c.fail(f"only 1-D and 2-D convolutions are supported, weight shape {list(w.shape)}")
+    if one_d:
+        x = _lift_1d(c, x)
+        w = c.emit("unsqueeze", [w], {"axes": (2,)}, out_names=c.tmp("w2d"))[0]
     attrs = _spatial(c, x, tuple(w.shape[2:]))
     attrs["groups"] = int(c.attrs.get("group", 1))
     ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
-    return c.emit("conv2d", ins, attrs)
+    return _squeeze_1d(c, "conv2d", ins, attrs) if one_d else c.emit("conv2d", ins, attrs)
 
 
 def _pool_attrs(c: _Ctx, x: Value) -> dict:
@@ -514,24 +539,38 @@ def _pool_attrs(c: _Ctx, x: Value) -> dict:
     return attrs
 
 
+def _pool_input(c: _Ctx) -> tuple[Value, bool]:
+    """The pool's input as NCHW, and whether it was a 1-D (N, C, L) input lifted to (N, C, 1, L)."""
+    x = c.need(0)
+    if len(x.shape) == 3:
+        return _lift_1d(c, x), True
+    if len(x.shape) != 4:
+        raise c.fail(f"only 1-D and 2-D pooling is supported, input shape {list(x.shape)}, "
+                     f"kernel_shape {list(c.attrs.get('kernel_shape', []))}")
+    return x, False
+
+
 def _maxpool(c):
     if len(c.node.output) > 1 and c.node.output[1]:
         raise c.fail("the Indices output of MaxPool is not supported")
-    x = c.need(0)
-    return c.emit("max_pool2d", [x], _pool_attrs(c, x))
+    x, one_d = _pool_input(c)
+    attrs = _pool_attrs(c, x)
+    return _squeeze_1d(c, "max_pool2d", [x], attrs) if one_d else c.emit("max_pool2d", [x], attrs)
 
 
 def _avgpool(c):
-    x = c.need(0)
+    x, one_d = _pool_input(c)
     attrs = _pool_attrs(c, x)
     attrs["count_include_pad"] = bool(c.attrs.get("count_include_pad", 0))
-    return c.emit("avg_pool2d", [x], attrs)
+    return _squeeze_1d(c, "avg_pool2d", [x], attrs) if one_d else c.emit("avg_pool2d", [x], attrs)
 
 
 def _gap(c):
     x = c.need(0)
+    if len(x.shape) == 3:
+        return _squeeze_1d(c, "global_avg_pool2d", [_lift_1d(c, x)], {})
     if len(x.shape) != 4:
-        raise c.fail(f"only rank-4 (NCHW) inputs are supported, got shape {list(x.shape)}")
+        raise c.fail(f"only rank-3 (N, C, L) and rank-4 (NCHW) inputs are supported, got shape {list(x.shape)}")
     return c.emit("global_avg_pool2d", [x])
 
 
@@ -870,6 +909,211 @@ def _loop(c):
                   {"body": body, "num_carried": len(carried)})
 
 
+def _check_seq_lens(c: _Ctx, seq: int, batch: int) -> None:
+    """Only full-length sequences are computed; sequence_lens may say so, never anything else."""
+    v = c.inp(4)
+    if v is None:
+        return
+    if not v.is_const:
+        raise c.fail("sequence_lens computed at run time is not supported; only a constant equal "
+                     f"to the sequence length {seq} for every batch row is")
+    lens = np.asarray(v.data).reshape(-1)
+    if lens.size != batch or np.any(lens != seq):
+        raise c.fail(f"sequence_lens {lens.tolist()} is not supported; variable-length sequences are "
+                     f"not, only every batch row running the full sequence length {seq}")
+
+
+def _recurrent(op: str, n_states: int) -> Converter:
+    """ONNX LSTM/GRU -> lstm/gru. Holes among the optional inputs (a missing B before initial_h)
+    become zeros, as ONNX defines them, so the IR op takes its optional inputs trailing."""
+    def conv(c):
+        x, w, r = c.need(0), c.need(1), c.need(2)
+        if not len(x.shape) == len(w.shape) == len(r.shape) == 3:
+            raise c.fail(f"X, W and R must be 3-D, got shapes {list(x.shape)}, {list(w.shape)}, {list(r.shape)}")
+        layout = int(c.attrs.get("layout", 0))
+        seq, batch = (x.shape[0], x.shape[1]) if layout == 0 else (x.shape[1], x.shape[0])
+        _check_seq_lens(c, seq, batch)
+        d, hs = w.shape[0], r.shape[-1]
+        state = (d, batch, hs) if layout == 0 else (batch, d, hs)
+        # ONNX input index -> zero value when absent
+        optional = [(3, (d, 2 * w.shape[1]))] + [(5 + k, state) for k in range(n_states)]
+        if op == "lstm":
+            optional.append((7, (d, 3 * hs)))
+        last = max([k for k, (i, _) in enumerate(optional) if c.inp(i) is not None], default=-1)
+        ins = [x, w, r]
+        for i, shape in optional[:last + 1]:
+            ins.append(c.inp(i) if c.inp(i) is not None else
+                       c.graph.add_const(np.zeros(shape, x.dtype), f"{c.name}_in{i}"))
+        attrs = {k: c.attrs[k] for k in ("direction", "hidden_size", "activations", "clip", "input_forget",
+                                         "linear_before_reset") if k in c.attrs}
+        attrs["layout"] = layout
+        outs = list(c.node.output) + [""] * (1 + n_states - len(c.node.output))
+        names = [o or f"{c.name}_{k}" for o, k in zip(outs, ("Y", "Y_h", "Y_c"))]
+        return c.emit(op, ins, attrs, out_names=names)
+    return conv
+
+
+def _with_attrs(op: str, **defaults) -> Converter:
+    """A unary op whose ONNX float attributes (with the spec's defaults) pass straight through."""
+    return lambda c: c.emit(op, [c.need(0)], {k: float(c.attrs.get(k, v)) for k, v in defaults.items()})
+
+
+def _variadic(op: str, mean: bool = False) -> Converter:
+    """Min/Max/Sum/Mean over any number of broadcasting inputs, as a chain of binary ops."""
+    def conv(c: _Ctx):
+        xs = [v for v in c.ins if v is not None]
+        if not xs:
+            raise c.fail("needs at least one input")
+        if len(xs) == 1 and not mean:
+            return [xs[0]]
+        acc = xs[0]
+        for i, x in enumerate(xs[1:], 1):
+            last = i == len(xs) - 1 and not mean
+            acc = c.emit(op, [acc, x], out_names=None if last else c.tmp(f"acc{i}"))[0]
+        if mean:
+            n = c.graph.add_const(np.asarray(len(xs), dtype=acc.dtype), c.tmp("count")[0])
+            acc = c.emit("div", [acc, n])[0]
+        return [acc]
+    return conv
+
+
+def _mod(c):
+    return c.emit("mod", [c.need(0), c.need(1)], {"fmod": int(c.attrs.get("fmod", 0))})
+
+
+def _log_softmax(c):
+    x = c.need(0)
+    rank = len(x.shape)
+    axis = int(c.attrs.get("axis", 1 if c.opset < 13 else -1))
+    axis = axis + rank if axis < 0 else axis
+    if c.opset >= 13 or axis == rank - 1:
+        return c.emit("log_softmax", [x], {"axis": axis if c.opset >= 13 else -1})
+    # Before opset 13 the axes [axis, rank) are flattened together, as for Softmax.
+    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+    flat = c.emit("reshape", [x], {"shape": (outer, x.type.size // max(outer, 1))}, out_names=c.tmp("2d"))[0]
+    ls = c.emit("log_softmax", [flat], {"axis": -1}, out_names=c.tmp("ls"))[0]
+    return c.emit("reshape", [ls], {"shape": tuple(x.shape)})
+
+
+def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
+    """Explicit (top, left, bottom, right) pads; output_shape and SAME_* auto_pad split the total
+    padding as the ONNX spec says (SAME_UPPER puts the odd one at the end, else at the start)."""
+    auto = c.attrs.get("auto_pad", "NOTSET") or "NOTSET"
+    if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise c.fail(f"unknown auto_pad '{auto}'")
+    out = c.attrs.get("output_shape")
+    if out is None and auto == "NOTSET":
+        return tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+    if out is None and auto == "VALID":
+        return (0, 0, 0, 0)
+    out = [d * s for d, s in zip(x.shape[2:], strides)] if out is None else [int(v) for v in out]
+    if len(out) != 2:
+        raise c.fail(f"output_shape {out} must give the 2 spatial sizes")
+    begin, end = [], []
+    for size, k, s, d, op, o in zip(x.shape[2:], w.shape[2:], strides, dil, opad, out):
+        full = s * (size - 1) + op + (k - 1) * d + 1
+        if o > full:
+            raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
+                         f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} give; "
+                         f"only cropping pads are supported")
+        total = full - o
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begin.append(lo)
+        end.append(total - lo)
+    return (*begin, *end)
+
+
+def _conv_transpose(c):
+    x, w = c.need(0), c.need(1)
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise c.fail(f"only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape "
+                     f"{list(x.shape)}, weight shape {list(w.shape)}")
+    ks = c.attrs.get("kernel_shape")
+    if ks is not None and tuple(int(k) for k in ks) != tuple(w.shape[2:]):
+        raise c.fail(f"kernel_shape {list(ks)} differs from the weight's {list(w.shape[2:])}")
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
+    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0, 0)))
+    attrs = {"strides": strides, "pads": _convt_pads(c, x, w, strides, dil, opad), "dilations": dil,
+             "groups": int(c.attrs.get("group", 1)), "output_padding": opad}
+    ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
+    return c.emit("conv_transpose2d", ins, attrs)
+
+
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+def _resize_check(c: _Ctx, x: Value) -> None:
+    a = c.attrs
+    mode = a.get("mode", "nearest")
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        raise c.fail(f"mode '{mode}' is not supported (only nearest and linear)")
+    if ctm not in _RESIZE_COORD_MODES:
+        raise c.fail(f"coordinate_transformation_mode '{ctm}' is not supported (only "
+                     f"{', '.join(_RESIZE_COORD_MODES)})")
+    if int(a.get("antialias", 0)):
+        raise c.fail("antialias=1 is not supported")
+    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported (only stretch)")
+    if len(x.shape) != 4:
+        raise c.fail(f"only 4-D NCHW inputs are supported, got shape {list(x.shape)}")
+
+
+def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
+    """Per-axis scales (float32, as ONNX stores them) and output sizes from the constant scales or
+    sizes input; with sizes, the scale is sizes / input size, as onnxruntime computes it."""
+    scales, sizes = c.const(2, "scales"), c.const(3, "sizes")
+    scales = None if scales is None or np.size(scales) == 0 else np.asarray(scales, np.float32).reshape(-1)
+    sizes = None if sizes is None or np.size(sizes) == 0 else np.asarray(sizes, np.int64).reshape(-1)
+    if (scales is None) == (sizes is None):
+        raise c.fail("exactly one of the scales and sizes inputs must be given")
+    given = scales if scales is not None else sizes
+    axes = c.attrs.get("axes")
+    axes = list(range(4)) if axes is None else _norm_axes([int(v) for v in axes], 4)
+    if len(given) != len(axes):
+        raise c.fail(f"{'scales' if sizes is None else 'sizes'} {given.tolist()} has {len(given)} entries for "
+                     f"{len(axes)} axes")
+    sc = [np.float32(1.0)] * 4
+    out = list(x.shape)
+    for ax, v in zip(axes, given):
+        if scales is not None:
+            sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
+        else:
+            sc[ax], out[ax] = np.float32(v) / np.float32(x.shape[ax]), int(v)
+    if out[:2] != list(x.shape[:2]):
+        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {out}")
+    return [float(s) for s in sc], out
+
+
+def _resize(c):
+    x = c.need(0)
+    _resize_check(c, x)
+    scales, out = _resize_targets(c, x)
+    attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
+             "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
+             "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
+    return c.emit("resize", [x], attrs)
+
+
+def _instance_norm(c):
+    return c.emit("instance_norm", [c.need(0), c.need(1), c.need(2)],
+                  {"epsilon": float(c.attrs.get("epsilon", 1e-5))})
+
+
+def _blocksize(c: _Ctx) -> dict:
+    # a missing (required) blocksize is left for the op to report
+    return {"blocksize": int(c.attrs["blocksize"])} if "blocksize" in c.attrs else {}
+
+
+def _depth_to_space(c):
+    return c.emit("depth_to_space", [c.need(0)], {**_blocksize(c), "mode": c.attrs.get("mode", "DCR")})
+
+
+def _space_to_depth(c):
+    return c.emit("space_to_depth", [c.need(0)], _blocksize(c))
+
+
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
 CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     **{k: _unary(v) for k, v in _UNARY.items()},
@@ -878,6 +1122,29 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "ReduceMean": _reduce("reduce_mean", 18),
     "ReduceMax": _reduce("reduce_max", 18),
     "ReduceSum": _reduce("reduce_sum", 13),
+    "LSTM": _recurrent("lstm", 2),
+    "GRU": _recurrent("gru", 1),
+    "ReduceMin": _reduce("reduce_min", 18),
+    "ReduceProd": _reduce("reduce_prod", 18),
+    "ReduceL1": _reduce("reduce_l1", 18),
+    "ReduceL2": _reduce("reduce_l2", 18),
+    "ReduceSumSquare": _reduce("reduce_sum_square", 18),
+    "ReduceLogSumExp": _reduce("reduce_log_sum_exp", 18),
+    "Min": _variadic("min"),
+    "Max": _variadic("max"),
+    "Sum": _variadic("add"),
+    "Mean": _variadic("add", mean=True),
+    "Mod": _mod,
+    "PRelu": _binary("prelu"),
+    "Elu": _with_attrs("elu", alpha=1.0),
+    "Selu": _with_attrs("selu", alpha=1.67326319217681884765625, gamma=1.05070102214813232421875),
+    "Celu": _with_attrs("celu", alpha=1.0),
+    "LogSoftmax": _log_softmax,
+    "ConvTranspose": _conv_transpose,
+    "Resize": _resize,
+    "InstanceNormalization": _instance_norm,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _space_to_depth,
     "Identity": _identity,
     "Dropout": _identity,
     "Where": _where,

@@ -1,5 +1,5 @@
-"""Neural-network ops: convolution, matrix products, normalisation, pooling, softmax, reductions,
-argmax, top-k and non-max suppression.
+"""Neural-network ops: convolution (and transposed convolution), matrix products, normalisation,
+pooling, resize, softmax, reductions, argmax, top-k and non-max suppression.
 
 Numerics follow onnxruntime's CPU kernels for the matching ONNX ops (float32 in, float32 out).
 Convolution is im2col + one GEMM per group (a strided window view, so no Python loop over
@@ -9,7 +9,9 @@ over every pixel and channel.
 FLOP counts (cost): 2 per MAC (+1 per output element for a bias); batch_norm 2 per element (the
 per-channel scale/shift folded, as inference runtimes do); softmax 5 per element (max, sub, exp,
 sum, div); layer_norm 8 per element (mean, sub, square, sum, mul by rstd, mul gamma, add beta,
-plus the per-row rsqrt amortised as 1); pools kh*kw per output element (compares or adds, +1 for
+plus the per-row rsqrt amortised as 1), instance_norm likewise 8; conv_transpose2d
+N*C*H*W*(K/groups)*R*S MACs (every input pixel times every tap); resize 0 (nearest) or 7 (linear)
+per output element; pools kh*kw per output element (compares or adds, +1 for
 the average's divide); reductions 1 per input element.
 """
 from __future__ import annotations
@@ -138,6 +140,83 @@ def _cost_conv2d(ins, outs, attrs):
     k, cg, r, s = ins[1].shape
     n, _, oh, ow = outs[0].shape
     macs = n * k * oh * ow * cg * r * s
+    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
+    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+
+
+# ============================================================================ conv_transpose2d
+def _convt_params(attrs: dict):
+    name = "conv_transpose2d"
+    strides = int_tuple(attrs.get("strides", (1, 1)), name, "strides", 2)
+    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), name, "pads", 4)
+    dil = int_tuple(attrs.get("dilations", (1, 1)), name, "dilations", 2)
+    opad = int_tuple(attrs.get("output_padding", (0, 0)), name, "output_padding", 2)
+    groups = int(attrs.get("groups", 1))
+    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
+    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
+    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
+    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
+    # PyTorch's rule: output_padding only picks among the sizes a strided/dilated conv maps to one size.
+    check(all(0 <= o < max(s, d) for o, s, d in zip(opad, strides, dil)),
+          f"{name}: output_padding {list(opad)} must be >= 0 and smaller than stride or dilation "
+          f"(strides {list(strides)}, dilations {list(dil)})")
+    return strides, pads, dil, opad, groups
+
+
+def _convt_full(size: int, k: int, stride: int, dil: int, opad: int) -> int:
+    """Output length before the pads are cropped off."""
+    return stride * (size - 1) + dil * (k - 1) + 1 + opad
+
+
+def _infer_convt(ins, attrs, ctx):
+    x, w = ins[0], ins[1]
+    name = "conv_transpose2d"
+    check(len(x.shape) == 4, f"{name}: input must be 4-D NCHW, got shape {list(x.shape)}")
+    check(len(w.shape) == 4, f"{name}: weight must be 4-D (C, K/groups, R, S), got shape {list(w.shape)}")
+    _float(name, x, "input")
+    check(x.dtype == w.dtype, f"{name}: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
+    n, c, h, wd = x.shape
+    check(w.shape[0] == c,
+          f"{name}: input has {c} channels but weight has {w.shape[0]} (weight is (C, K/groups, R, S))")
+    check(c % g == 0, f"{name}: {c} input channels are not divisible by groups={g}")
+    k = w.shape[1] * g
+    if len(ins) == 3:
+        check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
+    oh = _convt_full(h, w.shape[2], sh, dh, oph) - pt - pb
+    ow = _convt_full(wd, w.shape[3], sw, dw, opw) - pl - pr
+    check(oh >= 1 and ow >= 1, f"{name}: pads {[pt, pl, pb, pr]} crop away the whole {h}x{wd} -> "
+                               f"{oh + pt + pb}x{ow + pl + pr} output")
+    return [TensorType((n, k, oh, ow), x.dtype)]
+
+
+def _conv_transpose2d(args, attrs):
+    """col2im: one GEMM gives every input pixel's contribution to every kernel tap, then each tap's
+    plane is added into the (uncropped) output at its strided, dilated offset."""
+    x, w = np.asarray(args[0]), np.asarray(args[1])
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
+    n, c, h, wd = x.shape
+    _, kg, r, s = w.shape
+    cg = c // g
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    fh, fw = _convt_full(h, r, sh, dh, oph), _convt_full(wd, s, sw, dw, opw)
+    wm = w.reshape(g, cg, kg * r * s).transpose(0, 2, 1).astype(acc, copy=False)  # g, kg*R*S, cg
+    cols = np.matmul(wm[None], x.reshape(n, g, cg, h * wd).astype(acc, copy=False))
+    cols = cols.reshape(n, g, kg, r, s, h, wd)
+    full = np.zeros((n, g, kg, fh, fw), acc)
+    for i in range(r):
+        for j in range(s):
+            full[..., i * dh:i * dh + sh * (h - 1) + 1:sh, j * dw:j * dw + sw * (wd - 1) + 1:sw] += cols[:, :, :, i, j]
+    out = full[..., pt:fh - pb, pl:fw - pr].reshape(n, g * kg, fh - pt - pb, fw - pl - pr)
+    if len(args) > 2:
+        out = out + np.asarray(args[2]).astype(acc).reshape(1, -1, 1, 1)
+    return [np.ascontiguousarray(out, dtype=x.dtype)]
+
+
+def _cost_convt(ins, outs, attrs):
+    n, c, h, w = ins[0].shape
+    _, kg, r, s = ins[1].shape
+    macs = n * c * h * w * kg * r * s
     flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
     return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
 
@@ -348,6 +427,29 @@ def _layer_norm(args, attrs):
     return [y.astype(x.dtype)]
 
 
+def _infer_instance_norm(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) >= 3, f"instance_norm: input must have rank >= 3 (N, C, spatial...), got {list(x.shape)}")
+    _float("instance_norm", x, "input")
+    c = x.shape[1]
+    for name, t in zip(("scale", "bias"), ins[1:]):
+        check(t.shape == (c,), f"instance_norm: {name} must have shape [{c}], got {list(t.shape)}")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _instance_norm(args, attrs):
+    x = np.asarray(args[0])
+    eps = float(attrs.get("epsilon", 1e-5))
+    axes = tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    xd = x.astype(np.float64)
+    d = xd - xd.mean(axis=axes, keepdims=True)  # two-pass variance, as layer_norm
+    var = np.mean(d * d, axis=axes, keepdims=True)
+    y = d / np.sqrt(var + eps) * np.asarray(args[1]).astype(np.float64).reshape(shape)
+    y = y + np.asarray(args[2]).astype(np.float64).reshape(shape)
+    return [y.astype(x.dtype)]
+
+
 # ============================================================================ pooling
 def _pool_params(name: str, attrs: dict):
     check("kernel" in attrs, f"{name}: missing attribute 'kernel'")
@@ -440,6 +542,100 @@ def _gap(args, attrs):
     return [x.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(x.dtype)]
 
 
+# ============================================================================ resize
+# ONNX Resize on the two spatial axes of NCHW. Coordinates are computed in float32 the way
+# onnxruntime does, so nearest-neighbour picks the same pixels at exact .5 ties.
+RESIZE_MODES = ("nearest", "linear")
+RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _resize_params(attrs: dict):
+    name = "resize"
+    check("size" in attrs, f"{name}: missing attribute 'size'")
+    size = int_tuple(attrs["size"], name, "size", 2)
+    scales = attrs.get("scales")
+    scales = tuple(size) if scales is None else tuple(scales)
+    check(len(scales) == 2 and all(isinstance(v, (int, float)) and v > 0 for v in scales),
+          f"{name}: scales must be 2 positive numbers, got {list(scales)}")
+    mode = attrs.get("mode", "nearest")
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    nm = attrs.get("nearest_mode", "round_prefer_floor")
+    check(all(v >= 1 for v in size), f"{name}: size must be >= 1, got {list(size)}")
+    check(mode in RESIZE_MODES, f"{name}: mode {mode!r} is not one of {', '.join(RESIZE_MODES)}")
+    check(ctm in RESIZE_COORD_MODES,
+          f"{name}: coordinate_transformation_mode {ctm!r} is not one of {', '.join(RESIZE_COORD_MODES)}")
+    check(nm in RESIZE_NEAREST_MODES, f"{name}: nearest_mode {nm!r} is not one of {', '.join(RESIZE_NEAREST_MODES)}")
+    return size, tuple(float(v) for v in scales), mode, ctm, nm
+
+
+def _infer_resize(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) == 4, f"resize: input must be 4-D NCHW, got shape {list(x.shape)}")
+    size, _, mode, _, _ = _resize_params(attrs)
+    if mode == "linear":
+        _float("resize", x, "input (linear mode)")
+    check(x.shape[2] >= 1 and x.shape[3] >= 1, f"resize: cannot resize an empty {list(x.shape[2:])} image")
+    return [TensorType(x.shape[:2] + size, x.dtype)]
+
+
+def _resize_coords(out_len: int, in_len: int, scale: float, ctm: str) -> np.ndarray:
+    """Source coordinate (float32) of every output position along one axis."""
+    x = np.arange(out_len, dtype=np.float32)
+    sc, half = np.float32(scale), np.float32(0.5)
+    if ctm == "asymmetric":
+        return x / sc
+    if ctm == "align_corners":
+        if out_len == 1:
+            return np.zeros(1, np.float32)
+        return x * np.float32(in_len - 1) / np.float32(out_len - 1)
+    if ctm == "pytorch_half_pixel" and out_len == 1:
+        return np.zeros(1, np.float32)
+    return (x + half) / sc - half
+
+
+def _nearest_index(coord: np.ndarray, nm: str, in_len: int) -> np.ndarray:
+    fl = np.floor(coord)
+    frac = coord - fl  # exact in float32
+    if nm == "floor":
+        idx = fl
+    elif nm == "ceil":
+        idx = np.ceil(coord)
+    else:
+        # negative coordinates clamp to 0 whichever way the tie goes
+        up = (frac > 0.5) | ((frac == 0.5) & (nm == "round_prefer_ceil"))
+        idx = fl + up
+    return np.clip(idx, 0, in_len - 1).astype(np.int64)
+
+
+def _lerp_axis(x: np.ndarray, coord: np.ndarray, axis: int) -> np.ndarray:
+    n = x.shape[axis]
+    c = np.clip(coord, np.float32(0), np.float32(n - 1))
+    i0 = np.floor(c).astype(np.int64)
+    i1 = np.minimum(i0 + 1, n - 1)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    w1 = (c - i0).astype(np.float64).reshape(shape)
+    return np.take(x, i0, axis=axis) * (1.0 - w1) + np.take(x, i1, axis=axis) * w1
+
+
+def _resize(args, attrs):
+    x = np.asarray(args[0])
+    size, scales, mode, ctm, nm = _resize_params(attrs)
+    coords = [_resize_coords(o, i, s, ctm) for o, i, s in zip(size, x.shape[2:], scales)]
+    if mode == "nearest":
+        ih, iw = (_nearest_index(cd, nm, i) for cd, i in zip(coords, x.shape[2:]))
+        return [np.ascontiguousarray(x[:, :, ih[:, None], iw[None, :]])]
+    y = _lerp_axis(_lerp_axis(x.astype(np.float64), coords[0], 2), coords[1], 3)
+    return [y.astype(x.dtype)]
+
+
+def _cost_resize(ins, outs, attrs):
+    # linear: the four neighbours weighted and summed (4 multiplies, 3 adds) per output element
+    per = 7 if attrs.get("mode", "nearest") == "linear" else 0
+    return OpCost(0, outs[0].size * per, _nbytes(ins), _nbytes(outs))
+
+
 # ============================================================================ softmax
 def _infer_softmax(ins, attrs, ctx):
     x = ins[0]
@@ -453,6 +649,21 @@ def _softmax(args, attrs):
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
+
+
+def _log_softmax(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim, "log_softmax")
+    # x - max - log(sum(exp(x - max))): finite wherever softmax would underflow to 0.
+    z = x - x.max(axis=axis, keepdims=True)
+    return [(z - np.log(np.exp(z).sum(axis=axis, keepdims=True))).astype(x.dtype, copy=False)]
+
+
+def _infer_log_softmax(ins, attrs, ctx):
+    x = ins[0]
+    _float("log_softmax", x, "input")
+    norm_axis(attrs.get("axis", -1), len(x.shape), "log_softmax")
+    return [TensorType(x.shape, x.dtype)]
 
 
 # ============================================================================ reductions
@@ -470,9 +681,9 @@ def _reduce(name: str, fn):
     def infer(ins, attrs, ctx):
         x = ins[0]
         axes = _reduce_axes(name, attrs, len(x.shape))
-        if name == "reduce_max":
+        if name in ("reduce_max", "reduce_min"):
             check(all(x.shape[a] > 0 for a in axes), f"{name}: cannot reduce an empty axis")
-        if name == "reduce_mean":
+        if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp"):
             _float(name, x, "input")
         keep = bool(attrs.get("keepdims", True))
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
@@ -500,6 +711,32 @@ def _sum(x, axes, keep):
 
 def _max(x, axes, keep):
     return np.max(x, axis=axes, keepdims=keep)
+
+
+def _min(x, axes, keep):
+    return np.min(x, axis=axes, keepdims=keep)
+
+
+def _prod(x, axes, keep):
+    return np.prod(x, axis=axes, keepdims=keep, dtype=x.dtype)
+
+
+def _l1(x, axes, keep):
+    return np.sum(np.abs(x), axis=axes, keepdims=keep, dtype=x.dtype)
+
+
+def _l2(x, axes, keep):
+    return np.sqrt(np.sum(np.square(x, dtype=np.float64), axis=axes, keepdims=keep))
+
+
+def _sum_square(x, axes, keep):
+    return np.sum(np.square(x), axis=axes, keepdims=keep, dtype=x.dtype)
+
+
+def _log_sum_exp(x, axes, keep):
+    m = np.max(x, axis=axes, keepdims=True)
+    out = np.log(np.sum(np.exp(x - m, dtype=np.float64), axis=axes, keepdims=True)) + m
+    return out if keep else np.squeeze(out, axis=axes)
 
 
 # ============================================================================ argmax / topk
@@ -648,6 +885,7 @@ def _cost_nms(ins, outs, attrs):
 
 DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
+    OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
     OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
     OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),
     OpDef("batch_matmul", _infer_bmm, _bmm, _cost_bmm, "gemm", (2, 2)),
@@ -658,11 +896,20 @@ DEFS = [
     OpDef("avg_pool2d", _infer_pool("avg_pool2d"), _avg_pool, _cost_pool(1), "pool", (1, 1)),
     OpDef("global_avg_pool2d", _infer_gap, _gap,
           lambda i, o, a: OpCost(0, i[0].size + o[0].size, _nbytes(i), _nbytes(o)), "pool", (1, 1)),
+    OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 1)),
     OpDef("softmax", _infer_softmax, _softmax, elementwise_cost(5), "softmax", (1, 1)),
     OpDef("layer_norm", _infer_layer_norm, _layer_norm, elementwise_cost(8), "norm", (2, 3)),
+    OpDef("instance_norm", _infer_instance_norm, _instance_norm, elementwise_cost(8), "norm", (3, 3)),
     _reduce("reduce_mean", _mean),
     _reduce("reduce_sum", _sum),
     _reduce("reduce_max", _max),
+    _reduce("reduce_min", _min),
+    _reduce("reduce_prod", _prod),
+    _reduce("reduce_l1", _l1),
+    _reduce("reduce_l2", _l2),
+    _reduce("reduce_sum_square", _sum_square),
+    _reduce("reduce_log_sum_exp", _log_sum_exp),
+    OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
     OpDef("argmax", _infer_argmax, _argmax,
           lambda i, o, a: OpCost(0, i[0].size, _nbytes(i), _nbytes(o)), "reduce", (1, 1)),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),

@@ -1,7 +1,7 @@
 """Data-movement ops: reshape, flatten, transpose, squeeze/unsqueeze, concat, split, slice, the
-gathers, pad, expand and tile. They do no arithmetic, so their cost is 0 FLOPs plus the bytes
-they read and write. Semantics are ONNX's (slice clamping, negative gather indices wrapping,
-bidirectional expand), with every shape and attribute static.
+gathers, pad, expand, tile, depth_to_space and space_to_depth. They do no arithmetic, so their
+cost is 0 FLOPs plus the bytes they read and write. Semantics are ONNX's (slice clamping,
+negative gather indices wrapping, bidirectional expand), with every shape and attribute static.
 """
 from __future__ import annotations
 
@@ -305,6 +305,60 @@ def _tile_reps(shape: tuple, attrs: dict) -> tuple[int, ...]:
     return reps
 
 
+# ---------------------------------------------------------------------------- depth <-> space
+def _block(name: str, shape: tuple, attrs: dict) -> int:
+    check(len(shape) == 4, f"{name}: input must be 4-D NCHW, got shape {list(shape)}")
+    check("blocksize" in attrs, f"{name}: missing attribute 'blocksize'")
+    b = attrs["blocksize"]
+    check(isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b >= 1,
+          f"{name}: blocksize must be an int >= 1, got {b!r}")
+    return int(b)
+
+
+def _d2s_params(shape: tuple, attrs: dict) -> tuple[int, str]:
+    b = _block("depth_to_space", shape, attrs)
+    mode = attrs.get("mode", "DCR")
+    check(mode in ("DCR", "CRD"), f"depth_to_space: mode must be 'DCR' or 'CRD', got {mode!r}")
+    check(shape[1] % (b * b) == 0,
+          f"depth_to_space: {shape[1]} channels are not divisible by blocksize^2 = {b * b}")
+    return b, mode
+
+
+def _d2s_shape(shape: tuple, attrs: dict) -> tuple[int, ...]:
+    b, _ = _d2s_params(shape, attrs)
+    n, c, h, w = shape
+    return n, c // (b * b), h * b, w * b
+
+
+def _depth_to_space(args, attrs):
+    x = np.asarray(args[0])
+    b, mode = _d2s_params(x.shape, attrs)
+    n, c, h, w = x.shape
+    # DCR: channel = (bh, bw, c'); CRD: channel = (c', bh, bw) -- the ONNX spec's two orders
+    if mode == "DCR":
+        y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        y = x.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return [np.ascontiguousarray(y).reshape(_d2s_shape(x.shape, attrs))]
+
+
+def _s2d_shape(shape: tuple, attrs: dict) -> tuple[int, ...]:
+    b = _block("space_to_depth", shape, attrs)
+    n, c, h, w = shape
+    check(h % b == 0 and w % b == 0,
+          f"space_to_depth: spatial size {h}x{w} is not divisible by blocksize {b}")
+    return n, c * b * b, h // b, w // b
+
+
+def _space_to_depth(args, attrs):
+    x = np.asarray(args[0])
+    out = _s2d_shape(x.shape, attrs)
+    n, c, h, w = x.shape
+    b = int(attrs["blocksize"])
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return [np.ascontiguousarray(y).reshape(out)]
+
+
 DEFS = [
     OpDef("reshape", lambda i, a, c: _same(i, _reshape_target(i[0].shape, a)), _reshape, zero_cost, "data", (1, 1)),
     OpDef("flatten", lambda i, a, c: _same(i, _flatten_shape(i[0].shape, a)),
@@ -326,4 +380,8 @@ DEFS = [
           lambda x, a: [np.broadcast_to(x[0], _expand_shape(np.shape(x[0]), a)).copy()], zero_cost, "data", (1, 1)),
     OpDef("tile", lambda i, a, c: _same(i, [d * r for d, r in zip(i[0].shape, _tile_reps(i[0].shape, a))]),
           lambda x, a: [np.tile(x[0], _tile_reps(np.shape(x[0]), a))], zero_cost, "data", (1, 1)),
+    OpDef("depth_to_space", lambda i, a, c: _same(i, _d2s_shape(i[0].shape, a)), _depth_to_space,
+          zero_cost, "data", (1, 1)),
+    OpDef("space_to_depth", lambda i, a, c: _same(i, _s2d_shape(i[0].shape, a)), _space_to_depth,
+          zero_cost, "data", (1, 1)),
 ]
