@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..ir import Graph
-from . import bert, byoc_demo, mobilenet, resnet, ssd
+from . import bert, byoc_demo, efficientnet, mobilenet, mobilenet_v3, resnet, ssd
 from .stats import ModelStats, count_macs, count_nodes, count_params, model_stats
 
 
@@ -37,6 +37,12 @@ _MODELS: tuple[ModelInfo, ...] = (
               lambda s: resnet.build("resnet50", s)),
     ModelInfo("mobilenet_v2", "mobilenet", "MobileNetV2 1.0, 224x224, ReLU6, depthwise 3x3", _IMG224,
               mobilenet.build),
+    ModelInfo("mobilenet_v3_small", "mobilenet", "MobileNetV3-Small, 224x224, hard-swish, squeeze-excite "
+              "(hard-sigmoid gate)", _IMG224, lambda s: mobilenet_v3.build("mobilenet_v3_small", s)),
+    ModelInfo("mobilenet_v3_large", "mobilenet", "MobileNetV3-Large, 224x224, hard-swish, squeeze-excite "
+              "(hard-sigmoid gate)", _IMG224, lambda s: mobilenet_v3.build("mobilenet_v3_large", s)),
+    ModelInfo("efficientnet_b0", "efficientnet", "EfficientNet-B0, 224x224, MBConv with SiLU and "
+              "squeeze-excite (sigmoid gate)", _IMG224, efficientnet.build),
     ModelInfo("bert_base", "bert", "BERT-base encoder + pooler: 12 layers, hidden 768, 12 heads, seq 128",
               _TOKENS, lambda s: bert.build("bert_base", s)),
     ModelInfo("bert_tiny", "bert", "BERT-tiny encoder + pooler: 2 layers, hidden 128, 2 heads, seq 128",

@@ -17,7 +17,8 @@ from partition.builder import GraphBuilder
 from partition.ir import Graph
 from partition.models import count_macs, count_params, model_stats
 
-NAMES = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "bert_tiny", "ssd_detector", "byoc_demo"]
+NAMES = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large", "efficientnet_b0",
+         "bert_base", "bert_tiny", "ssd_detector", "byoc_demo"]
 
 
 def _inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
@@ -105,6 +106,36 @@ def test_macs_and_params_match_published(name):
     g = models.get(name)
     assert count_macs(g) / 1e9 == pytest.approx(gmacs, rel=0.006)
     assert count_params(g) == pytest.approx(params, rel=0.012)
+
+
+# torchvision's documented parameter counts (weights and biases, no batch-norm buffers) and the
+# papers' multiply-adds: MobileNetV3 (Howard et al. 2019, table 3: Small 56M, Large 219M) and
+# EfficientNet-B0 (Tan & Le 2019, table 2: 0.39B).
+TORCHVISION_PARAMS = {"mobilenet_v3_small": (2_542_856, 0.056), "mobilenet_v3_large": (5_483_032, 0.219),
+                      "efficientnet_b0": (5_288_548, 0.39)}
+
+
+@pytest.mark.parametrize("name", list(TORCHVISION_PARAMS))
+def test_squeeze_excite_models_match_torchvision_exactly(name):
+    params, gmacs = TORCHVISION_PARAMS[name]
+    g = models.get(name)
+    trainable = sum(int(np.asarray(c.data).size) for c in g.constants
+                    if not c.name.endswith((".running_mean", ".running_var")))
+    assert trainable == params
+    assert count_macs(g) / 1e9 == pytest.approx(gmacs, rel=0.015)
+    se = [n for n in g.nodes if n.op == "mul" and n.name.endswith(".se.scale")]
+    assert len(se) == {"mobilenet_v3_small": 9, "mobilenet_v3_large": 8, "efficientnet_b0": 16}[name]
+    gate = "sigmoid" if name == "efficientnet_b0" else "hard_sigmoid"
+    assert all(n.inputs[1].producer.op == gate for n in se)
+
+
+def test_hard_sigmoid_gate_is_torchs():
+    """torch's Hardsigmoid is relu6(x + 3) / 6, not ONNX HardSigmoid's default alpha 0.2."""
+    g = models.get("mobilenet_v3_small")
+    hs = next(n for n in g.nodes if n.op == "hard_sigmoid")
+    x = np.linspace(-4, 4, 17, dtype=np.float32)
+    from partition.ops import OPS
+    np.testing.assert_allclose(OPS["hard_sigmoid"].compute([x], hs.attrs)[0], np.clip(x + 3, 0, 6) / 6, rtol=1e-6)
 
 
 def test_bert_tiny_macs_by_hand():
