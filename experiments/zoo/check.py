@@ -1,0 +1,110 @@
+"""Run ONNX files through the whole tool and report the first step that fails for each.
+
+    python experiments/zoo/check.py DIR [--presets edge-npu cloud-npu] [--trials N] [--json]
+
+For every DIR/*.onnx (e.g. written by experiments/zoo/export.py): import; interpret and compare with
+the reference outputs in DIR/NAME.npz when present (rtol 1e-3, atol 1e-4: torch and numpy differ in
+float32 summation order); then per preset: tune (partition search + kernel tuning), save the packed
+plan, load it back and run it on the example input, and compare the run's outputs with the
+interpreter's. A step that raises is reported as its one-line message: the aim is that each is
+either a pass or a clear, deliberate "unsupported" message, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def _close(got, want, what: str) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}: shape {got.shape} != {want.shape}")
+    if not np.allclose(got, want, rtol=1e-3, atol=1e-4, equal_nan=True):
+        err = np.max(np.abs(got.astype(np.float64) - want))
+        raise AssertionError(f"{what}: max abs error {err:.3g}")
+
+
+def check_file(path: Path, presets: list[str], trials: int) -> dict:
+    import sim
+    import tuner
+    from partition import interpret, load_onnx
+
+    row: dict = {"file": path.name}
+    step = "import"
+    try:
+        g = load_onnx(str(path))
+        ref = path.with_name(path.name.split(".")[0] + ".npz")
+        if ref.exists():
+            data = np.load(ref)
+            xs = [data[k] for k in sorted(k for k in data.files if k.startswith("in_"))]
+            xs = [x.astype(v.dtype) for x, v in zip(xs, g.inputs)]
+        else:
+            xs = list(sim.runtime.example_inputs(g).values())
+        step = "interpret"
+        outs = interpret(g, xs)
+        if ref.exists():
+            for i, o in enumerate(outs):
+                _close(o, data[f"out_{i}"], f"output {i} vs torch")
+        row["nodes"] = len(list(g.nodes))
+        for preset in presets:
+            step = f"tune[{preset}]"
+            plan = tuner.tune(g, sim.load_hw(preset), trials=trials, seed=0, progress=False,
+                              model_name=path.name)
+            row[preset] = {"latency_s": plan.latency_s, "functions": len(plan.cost.functions),
+                           "speedup_greedy": plan.speedup_over("greedy_byoc")}
+            with tempfile.TemporaryDirectory() as d:
+                step = f"save[{preset}]"
+                plan.save(Path(d) / "p.zip")
+                step = f"run[{preset}]"
+                mod = sim.runtime.load(Path(d) / "p.zip")
+                res = mod.run(xs)
+                for i, (o, w) in enumerate(zip(res.outputs.values(), outs)):
+                    _close(o, w, f"run output {i} vs interpreter")
+        row["status"] = "ok"
+    except Exception as e:  # noqa: BLE001 - reported per file
+        row["status"] = "fail"
+        row["step"] = step
+        row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+        if not isinstance(e, (ValueError, AssertionError)):
+            row["where"] = traceback.format_exc().strip().splitlines()[-3].strip()
+    return row
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir")
+    ap.add_argument("--presets", nargs="*", default=["edge-npu", "cloud-npu"])
+    ap.add_argument("--trials", type=int, default=8)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--only", nargs="*")
+    a = ap.parse_args(argv)
+    rows = []
+    for p in sorted(Path(a.dir).glob("*.onnx")):
+        if a.only and p.name.split(".")[0] not in a.only:
+            continue
+        r = check_file(p, a.presets, a.trials)
+        rows.append(r)
+        if not a.json:
+            extra = " ".join(f"{k}={v['latency_s'] * 1e3:.3f}ms/x{v['speedup_greedy']:.2f}" for k, v in r.items()
+                             if isinstance(v, dict))
+            msg = extra if r["status"] == "ok" else f"{r['step']}: {r['error']}" + (f"  @ {r['where']}" if 'where' in r else "")
+            print(f"{r['file']:>34}  {r['status']:4}  {msg}", flush=True)
+    ok = sum(r["status"] == "ok" for r in rows)
+    if a.json:
+        print(json.dumps({"rows": rows, "ok": ok, "total": len(rows)}, indent=2))
+    else:
+        print(f"{ok}/{len(rows)} files pass every step")
+    return 0 if ok == len(rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""PyTorch-exported models (both of torch's exporters, tests/data/zoo): each imports, lints and
+computes PyTorch's own outputs; the one with an unsupported op says so in one line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from partition import interpret, load_onnx
+from partition.onnx_import import OnnxImportError
+
+ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
+FILES = sorted(p.name for p in ZOO.glob("*.onnx"))
+UNSUPPORTED = {"c3d_clip": "only 1-D and 2-D convolutions are supported"}
+
+
+def reference(fname: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    data = np.load(ZOO / (fname.split(".")[0] + ".npz"))
+    ins = [data[k] for k in sorted(k for k in data.files if k.startswith("in_"))]
+    outs = [data[k] for k in sorted((k for k in data.files if k.startswith("out_")), key=lambda k: int(k[4:]))]
+    return ins, outs
+
+
+def test_zoo_has_both_exporters_of_every_model():
+    stems = {f.split(".")[0] for f in FILES}
+    assert len(stems) >= 15
+    assert all(f"{s}.ts.onnx" in FILES and f"{s}.dynamo.onnx" in FILES for s in stems)
+
+
+@pytest.mark.parametrize("fname", FILES)
+def test_imports_and_matches_pytorch(fname):
+    stem = fname.split(".")[0]
+    if stem in UNSUPPORTED:
+        with pytest.raises(OnnxImportError, match=UNSUPPORTED[stem]) as ei:
+            load_onnx(ZOO / fname)
+        assert "\n" not in str(ei.value)
+        return
+    g = load_onnx(ZOO / fname)
+    g.lint()
+    ins, want = reference(fname)
+    got = interpret(g, [x.astype(v.dtype) for x, v in zip(ins, g.inputs)])
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape
+        # float32 in a different summation order than PyTorch's kernels
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
