@@ -356,6 +356,20 @@ def test_branch_and_bound_equals_enumeration_on_random_dags(objective):
     assert mixed >= 5
 
 
+def test_a_hint_changes_the_work_not_the_answer():
+    """A seeded incumbent (the search's answer) can only prune sooner: the same optimum, never
+    more nodes (the depth-first order is fixed, the incumbent only better); an empty hint
+    changes nothing."""
+    hw = _hw(link__launch_latency_s=3e-6, link__bytes_per_s=2e8)
+    for seed in range(6):
+        p = Problem(_random_dag(seed), hw, KernelCoster(hw, opts=OPTS), OPTS)
+        plain = optimum(p, "latency")
+        hinted = optimum(p, "latency", hint=search(p, "latency").device)
+        empty = optimum(p, "latency", hint=frozenset())
+        assert hinted.score == pytest.approx(plain.score, rel=1e-12) == empty.score
+        assert hinted.evaluations <= plain.evaluations == empty.evaluations
+
+
 def test_branch_and_bound_prunes_and_covers_a_large_cluster():
     """resnet50 on cloud-npu: one cluster of 89 units (2^89 subsets, beyond enumeration). The
     branch and bound proves the optimum in a few nodes per unit, and the search reaches it."""
