@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ["resnet18", "resnet50", "mobilenet_v2", "bert_tiny", "bert_base", "ssd_detector", "byoc_demo"]
 
 
 def measure(models, presets, trials, seed) -> list[dict]:
@@ -67,12 +66,15 @@ def figure(rows, presets, path: Path) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="+", default=MODELS)
+    ap.add_argument("--models", nargs="+", default=None, help="default: every built-in model")
     ap.add_argument("--presets", nargs="+", default=["edge-npu", "tpu-v1-like"])
     ap.add_argument("--trials", type=int, default=None, help="tuning budget per model (default: tune's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "experiments/results/fig_partition_gains"))
     a = ap.parse_args(argv)
+    if a.models is None:
+        from partition.models import list_models
+        a.models = [m.name for m in list_models()]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(vars(a), indent=2) + "\n")
