@@ -609,18 +609,21 @@ def _gemm(c):
     return c.emit("gemm", [a, b] + ([bias] if bias is not None else []), attrs)
 
 
-def _softmax(c):
-    x = c.need(0)
-    rank = len(x.shape)
-    axis = int(c.attrs.get("axis", 1 if c.opset < 13 else -1))
-    axis = axis + rank if axis < 0 else axis
-    if c.opset >= 13 or axis == rank - 1:
-        return c.emit("softmax", [x], {"axis": axis if c.opset >= 13 else -1})
-    # Before opset 13, softmax normalises over all of [axis, rank) flattened together.
-    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
-    flat = c.emit("reshape", [x], {"shape": (outer, x.type.size // max(outer, 1))}, out_names=c.tmp("2d"))[0]
-    sm = c.emit("softmax", [flat], {"axis": -1}, out_names=c.tmp("sm"))[0]
-    return c.emit("reshape", [sm], {"shape": tuple(x.shape)})
+def _softmax_like(op: str) -> Converter:
+    """Softmax / LogSoftmax: before opset 13 they normalise over all of [axis, rank) flattened
+    together (default axis 1), from 13 over one axis (default -1)."""
+    def conv(c: _Ctx):
+        x = c.need(0)
+        rank = len(x.shape)
+        axis = int(c.attrs.get("axis", 1 if c.opset < 13 else -1))
+        axis = axis + rank if axis < 0 else axis
+        if c.opset >= 13 or axis == rank - 1:
+            return c.emit(op, [x], {"axis": axis if c.opset >= 13 else -1})
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        flat = c.emit("reshape", [x], {"shape": (outer, x.type.size // max(outer, 1))}, out_names=c.tmp("2d"))[0]
+        y = c.emit(op, [flat], {"axis": -1}, out_names=c.tmp("flat"))[0]
+        return c.emit("reshape", [y], {"shape": tuple(x.shape)})
+    return conv
 
 
 def _axes_of(c: _Ctx, input_from: int, input_idx: int) -> tuple[int, ...] | None:
@@ -981,20 +984,6 @@ def _mod(c):
     return c.emit("mod", [c.need(0), c.need(1)], {"fmod": int(c.attrs.get("fmod", 0))})
 
 
-def _log_softmax(c):
-    x = c.need(0)
-    rank = len(x.shape)
-    axis = int(c.attrs.get("axis", 1 if c.opset < 13 else -1))
-    axis = axis + rank if axis < 0 else axis
-    if c.opset >= 13 or axis == rank - 1:
-        return c.emit("log_softmax", [x], {"axis": axis if c.opset >= 13 else -1})
-    # Before opset 13 the axes [axis, rank) are flattened together, as for Softmax.
-    outer = int(np.prod(x.shape[:axis], dtype=np.int64))
-    flat = c.emit("reshape", [x], {"shape": (outer, x.type.size // max(outer, 1))}, out_names=c.tmp("2d"))[0]
-    ls = c.emit("log_softmax", [flat], {"axis": -1}, out_names=c.tmp("ls"))[0]
-    return c.emit("reshape", [ls], {"shape": tuple(x.shape)})
-
-
 def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
     """Explicit (top, left, bottom, right) pads; output_shape and SAME_* auto_pad split the total
     padding as the ONNX spec says (SAME_UPPER puts the odd one at the end, else at the start)."""
@@ -1139,7 +1128,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "Elu": _with_attrs("elu", alpha=1.0),
     "Selu": _with_attrs("selu", alpha=1.67326319217681884765625, gamma=1.05070102214813232421875),
     "Celu": _with_attrs("celu", alpha=1.0),
-    "LogSoftmax": _log_softmax,
+    "LogSoftmax": _softmax_like("log_softmax"),
     "ConvTranspose": _conv_transpose,
     "Resize": _resize,
     "InstanceNormalization": _instance_norm,
@@ -1162,7 +1151,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "BatchNormalization": _bn,
     "LayerNormalization": _ln,
     "Gemm": _gemm,
-    "Softmax": _softmax,
+    "Softmax": _softmax_like("softmax"),
     "ArgMax": _argmax,
     "TopK": _topk,
     "Transpose": _transpose,

@@ -29,8 +29,10 @@ class Const:
         self.value = np.asarray(value)
 
 
-def ort_node(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, n_out: int = 1,
-             opset: int = OPSET) -> list[np.ndarray]:
+def one_node_model(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, n_out: int = 1,
+                   opset: int = OPSET) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A model of one ONNX node (inputs ``in0``.., outputs ``out0``..; ``Const`` inputs become
+    initializers, ``None`` an empty input) and the feeds of its graph inputs."""
     graph_inputs, inits, names, feeds = [], [], [], {}
     for i, v in enumerate(inputs):
         if v is None:
@@ -46,12 +48,18 @@ def ort_node(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, n_o
                 name, helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape))
             feeds[name] = arr
     outs = [f"out{i}" for i in range(n_out)]
-    node = helper.make_node(op_type, names, outs, **(attrs or {}))
+    node = helper.make_node(op_type, names, outs, name="n0", **(attrs or {}))
     graph = helper.make_graph([node], "g", graph_inputs,
                               [helper.make_empty_tensor_value_info(o) for o in outs],
                               initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 10
+    return model, feeds
+
+
+def ort_node(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, n_out: int = 1,
+             opset: int = OPSET) -> list[np.ndarray]:
+    model, feeds = one_node_model(op_type, inputs, attrs, n_out, opset)
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.intra_op_num_threads = 1

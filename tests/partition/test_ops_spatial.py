@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
-from test_ops import Const, assert_same, ort_node, run_op
+from test_ops import Const, assert_same, one_node_model, ort_node, run_op
 
 import sim
 from partition import interpret, load_onnx
@@ -24,27 +24,7 @@ OPSET = 21
 # ============================================================================ helpers
 def _model(op_type: str, inputs, attrs: dict | None, opset: int, n_out: int = 1):
     """The one-node model ``ort_node`` runs (same input names), for load_onnx."""
-    graph_inputs, inits, names, feeds = [], [], [], {}
-    for i, v in enumerate(inputs):
-        if v is None:
-            names.append("")
-            continue
-        name = f"in{i}"
-        names.append(name)
-        if isinstance(v, Const):
-            inits.append(numpy_helper.from_array(v.value, name))
-        else:
-            arr = np.asarray(v)
-            graph_inputs.append(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(arr.dtype),
-                                                              arr.shape))
-            feeds[name] = arr
-    outs = [f"out{i}" for i in range(n_out)]
-    node = helper.make_node(op_type, names, outs, name="n0", **(attrs or {}))
-    graph = helper.make_graph([node], "g", graph_inputs, [helper.make_empty_tensor_value_info(o) for o in outs],
-                              initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 10
-    return model, feeds
+    return one_node_model(op_type, inputs, attrs, n_out, opset)
 
 
 def import_vs_ort(op_type: str, inputs, attrs: dict | None = None, opset: int = OPSET, exact: bool = False):
