@@ -24,7 +24,8 @@ H = fixed on the host, U = not yet fixed):
   non-increasing in the bytes ``saved`` on chip, taken at the most any completion can save. An
   intermediate is kept on chip only when its producer and all its readers are in one function
   (so none of them is on the host), it is not a model output and it fits the output buffer; the
-  bound credits every such intermediate with no endpoint in H.
+  bound credits every such intermediate with no endpoint in H and no host unit (in H, or not
+  offloadable) on a path between its producer and a reader.
 * host, device and link together: the minimum over all completions of host cost (exact) + the
   device bound above + a link bound, found exactly as a minimum s-t cut (the classic offloading
   cut, scipy's max flow; capacities scaled to integers and floored, so still a lower bound). The
@@ -34,11 +35,15 @@ H = fixed on the host, U = not yet fixed):
   host-produced value crosses once per reading function, a device-produced one once if read
   outside its function). Both terms are "some member of a set differs from one unit", which
   one auxiliary vertex per value and direction makes an exact cut term, so the cut is the exact
-  minimum of this relaxation, not a further approximation of it.
+  minimum of this relaxation, not a further approximation of it. Added to the cut: a value whose
+  producer and some reader are both in D with a host unit on a path between them (so in two
+  functions: functions are convex) enters the reader's function over the link, which the cut,
+  seeing both ends on the device side, never charges.
 * launches: functions only ever merge units joined by a value edge (producer and reader) or by
   reading one value (siblings) (``Problem.groups``, ``partition.byoc.form_regions``), so each
   connected component, under those relations, of D + U that holds a unit of D holds at least one
-  whole function: their number is a lower bound on the calls.
+  whole function: their number is a lower bound on the calls. A relation between two units with a
+  host unit on a path between them is dropped: no convex function holds both.
 
 Latency is the sum of these non-negative terms (energy: the same without launches), and the cut
 and the launch count bound different terms, so their sum never exceeds the cost of any
@@ -118,8 +123,29 @@ class _Bound:
         self.dram_pj = [p._dram_pj[u] for u in self.members]
         self.dev_e = [p._dev_e[u] for u in self.members]
         per_byte = 1 / hw.link.bytes_per_s if self.latency else hw.energy.link_pj_per_byte * 1e-12
-        # Intermediates that can stay on chip: (their endpoints, bytes credited to each endpoint).
+        # Functions are convex, so two units with a host unit on a path between them are never in
+        # one function. ``_apart(a, b)``: the graph positions on such paths, cut by the units host
+        # in every plan (not offloadable) and, per node, the cluster's units fixed on the host.
+        path = p.units[self.members[0]].graph if n else None
+        desc, anc = (p._desc[path], p._anc[path]) if n else ([], [])
+        pos = [p._pos[u] for u in self.members]
+        self.bit = [1 << q for q in pos]
+        self.always_host = sum(1 << p._pos[u] for u in p._graph_units[path] if not p.offloadable[u]) if n else 0
+
+        one_graph = all(p.units[u].graph == path for u in self.members)
+
+        def _apart(a: int, b: int) -> int:
+            if not one_graph:  # positions are per graph: claim nothing across graphs
+                return 0
+            return (desc[pos[a]] & anc[pos[b]]) | (desc[pos[b]] & anc[pos[a]])
+
+        # Intermediates that can stay on chip: (their endpoints, bytes credited to each endpoint,
+        # positions whose host unit puts a reader in another function than the producer).
         self.savable = []
+        # Values from a cluster unit to cluster readers: (producer, ((reader, apart mask), ...), c).
+        # Read by a device unit in another function, such a value enters that function over the
+        # link: a crossing the cut never charges (it sees both ends on the device side).
+        self.separable = []
         # The link as a cut problem. Vertices: 0 = device side (source), 1 = host side (sink),
         # 2 + j = unit j, then one auxiliary vertex per (value, direction); an arc (a, b, c)
         # costs c when a is on the device side and b on the host side. For a value produced on
@@ -137,7 +163,12 @@ class _Bound:
             c = e.nbytes * e.weight * per_byte
             if prod >= 0 and not outside and not e.is_output and e.consumers and e.words <= p._on_chip:
                 credit = [(prod, e.words)] + [(local[x], e.words * k2) for x, k2 in zip(e.consumers, e.uses)]
-                self.savable.append(((prod, *readers), credit))
+                apart = 0
+                for r in readers:
+                    apart |= _apart(prod, r)
+                self.savable.append(((prod, *readers), credit, apart))
+            if prod >= 0 and readers and c > 0:
+                self.separable.append((prod, tuple((r, _apart(prod, r)) for r in readers), c))
             if prod >= 0 and (outside or e.is_output):
                 arcs.append((2 + prod, 1, c))
             elif prod >= 0 and readers:
@@ -161,9 +192,10 @@ class _Bound:
         self.links = []
         for j, u in enumerate(self.members):
             self.links.extend((local[q], j) for q in p._preds[u] if q in local)
-        for readers in p._shared[p.units[self.members[0]].graph]:
+        for readers in (p._shared[path] if n else ()):
             r = [local[c] for c in readers if c in local]
             self.links.extend((r[0], c) for c in r[1:])
+        self.between = [_apart(a, b) for a, b in self.links]
         self.call_cost = (self.w[0] * hw.link.launch_latency_s if n else 0.0) if self.latency else 0.0
 
     def _device(self, j: int, saved: float) -> float:
@@ -175,11 +207,19 @@ class _Bound:
 
     def __call__(self, st: list[int]) -> float:
         n = self.n
+        host = self.always_host
+        for j in range(n):
+            if st[j] == 0:
+                host |= self.bit[j]
         saved = [0.0] * n
-        for ends, credit in self.savable:
-            if all(st[x] != 0 for x in ends):
+        for ends, credit, apart in self.savable:
+            if all(st[x] != 0 for x in ends) and not apart & host:
                 for x, b in credit:
                     saved[x] += b
+        extra = 0.0
+        for prod, readers, c in self.separable:
+            if st[prod] == 1 and any(st[r] == 1 and apart & host for r, apart in readers):
+                extra += c
         units = np.arange(2, 2 + n, dtype=np.int64)
         dev_caps = np.array([int(self._device(j, saved[j]) * self.scale) for j in range(n)], dtype=np.int64)
         fixed_d = [2 + j for j in range(n) if st[j] == 1]
@@ -191,7 +231,7 @@ class _Bound:
         caps = np.concatenate([self.arc_caps, self.host_caps, dev_caps,
                                np.full(len(fixed_d) + len(fixed_h), self.inf, np.int64)])
         g = csr_array((caps.astype(np.int32), (rows, cols)), shape=(self.nv, self.nv))
-        cut = maximum_flow(g, 0, 1).flow_value / self.scale
+        cut = maximum_flow(g, 0, 1).flow_value / self.scale + extra
         if not self.call_cost:
             return cut
         parent = list(range(n))
@@ -202,8 +242,8 @@ class _Bound:
                 i = parent[i]
             return i
 
-        for a, b in self.links:
-            if st[a] != 0 and st[b] != 0:
+        for (a, b), between in zip(self.links, self.between):
+            if st[a] != 0 and st[b] != 0 and not between & host:
                 ra, rb = find(a), find(b)
                 if ra != rb:
                     parent[rb] = ra

@@ -356,6 +356,61 @@ def test_branch_and_bound_equals_enumeration_on_random_dags(objective):
     assert mixed >= 5
 
 
+def _apart_pair():
+    """d0 feeds the matmul directly and also through tanh -> dense -> transpose on the host side:
+    d0 and the matmul form one cluster, yet can never share a function (it would not be convex)."""
+    b = GraphBuilder("apart", 0)
+    x = b.input("x", (32, 64))
+    d0 = b.dense(x, 64, name="d0", bias=False)
+    d1 = b.dense(b.tanh(d0, name="t"), 64, name="d1", bias=False)
+    return b.finish([b.matmul(d0, b.transpose(d1, perm=(1, 0), name="tr"), name="mm")])
+
+
+def test_bound_is_tight_for_units_that_cannot_share_a_function():
+    """Both on the device, d0 and the matmul are two calls and d0's output crosses the link twice
+    (out to tanh, back into the matmul's function). The bound knows it, so at this leaf it equals
+    the cost, where a bound merging them into one call with one crossing would fall short."""
+    from tuner.exact import _Bound
+    hw = _hw(link__launch_latency_s=3e-6, link__bytes_per_s=1e8)
+    p = Problem(_apart_pair(), hw, KernelCoster(hw, opts=OPTS), OPTS)
+    k = next(k for k, c in enumerate(p.clusters) if len(c) == 2)
+    b = _Bound(p, k, "latency")
+    cost = p.cluster_cost(k, frozenset(b.members))
+    assert cost.calls == 2
+    assert b([1, 1]) == pytest.approx(cost.latency_s, rel=1e-6)
+
+
+@pytest.mark.parametrize("objective", ["latency", "energy"])
+def test_bound_never_exceeds_the_best_completion(objective):
+    """Soundness of the branch and bound's lower bound itself, separation terms included: for
+    random partial assignments of small clusters, the bound is at most the cheapest completion
+    (found by enumerating every completion), and at full assignments it is at most the cost."""
+    from tuner.exact import _Bound
+    rng = np.random.default_rng(3)
+    checked = 0
+    for seed in range(11):
+        for knob in ({"link__bytes_per_s": 1e8}, {"link__bytes_per_s": 4e8}):
+            hw = _hw(link__launch_latency_s=3e-6, **knob)
+            p = Problem(_random_dag(seed) if seed < 10 else _apart_pair(), hw, KernelCoster(hw, opts=OPTS), OPTS)
+            for k, members in enumerate(p.clusters):
+                if not 2 <= len(members) <= 10:
+                    continue
+                b = _Bound(p, k, objective)
+                for _ in range(6):
+                    st = [int(rng.integers(-1, 2)) for _ in range(b.n)]
+                    free = [j for j in range(b.n) if st[j] == -1]
+                    best = float("inf")
+                    for bits in itertools.product((0, 1), repeat=len(free)):
+                        full = list(st)
+                        for j, v in zip(free, bits):
+                            full[j] = v
+                        c = p.cluster_cost(k, frozenset(b.members[j] for j in range(b.n) if full[j] == 1))
+                        best = min(best, c.latency_s if objective == "latency" else c.energy_j)
+                    assert b(st) <= best * (1 + 1e-9), (seed, k, st)
+                    checked += 1
+    assert checked >= 50
+
+
 def test_a_hint_changes_the_work_not_the_answer():
     """A seeded incumbent (the search's answer) can only prune sooner: the same optimum, never
     more nodes (the depth-first order is fixed, the incumbent only better); an empty hint
