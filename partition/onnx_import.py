@@ -14,9 +14,10 @@ a copy of the model so onnxruntime can run it for comparison.
 from __future__ import annotations
 
 import os
+import warnings
 import zlib
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -180,11 +181,16 @@ def _one_line(e: BaseException) -> str:
     return s.splitlines()[0] if s else type(e).__name__
 
 
-def load_onnx(path_or_bytes, *, fill_seed: int = 0) -> Graph:
+def load_onnx(path_or_bytes, *, fill_seed: int = 0,
+              input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
     """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11..21.
 
     Stripped weights (metadata ``weights_stripped=true``) are filled from ``fill_seed``; the graph's
-    meta then records ``weights_stripped=True`` and ``filled_initializers``."""
+    meta then records ``weights_stripped=True`` and ``filled_initializers``.
+
+    The IR is static: ``input_shapes`` (input name -> shape) fixes inputs with dynamic dimensions.
+    Without it, a dynamic leading (batch) dimension becomes 1 with a warning; any other dynamic
+    dimension is an error naming the input and the dimension."""
     model, label = _read_model(path_or_bytes)
     opset = None
     for imp in model.opset_import:
@@ -196,7 +202,7 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0) -> Graph:
         raise OnnxImportError(f"{label} uses opset {opset}; supported opsets are {MIN_OPSET}..{MAX_OPSET}")
     stripped = _stripped_flag(model)
     filled = fill_arrays(model, fill_seed) if stripped else {}
-    imp = _Importer(opset, filled, label)
+    imp = _Importer(opset, filled, label, dict(input_shapes or {}))
     graph = imp.import_main(model.graph, name=model.graph.name or "main")
     graph.meta["source"] = f"onnx:{label}"
     graph.meta["opset"] = opset
@@ -210,6 +216,29 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0) -> Graph:
     except IRError as e:  # an importer bug, but say which file
         raise OnnxImportError(f"{label}: imported graph is malformed: {e}") from None
     return graph
+
+
+def _shape_text(dims) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def _fix_shape(name: str, declared: list, given: Sequence[int]) -> tuple[int, ...]:
+    """The shape the caller gave for input ``name``: same rank as declared, positive, and equal to
+    every static dimension the model declares."""
+    try:
+        shape = tuple(int(d) for d in given)
+    except (TypeError, ValueError):
+        raise OnnxImportError(f"input shape for '{name}' must be a list of integers, got {given!r}") from None
+    if len(shape) != len(declared):
+        raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}' has rank {len(shape)}; "
+                              f"the model declares rank {len(declared)} {_shape_text(declared)}")
+    for axis, (d, want) in enumerate(zip(shape, declared)):
+        if d < 1:
+            raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}': dimension {axis} must be >= 1")
+        if isinstance(want, int) and want != d:
+            raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}': dimension {axis} is "
+                                  f"{want} in the model {_shape_text(declared)}")
+    return shape
 
 
 # ---------------------------------------------------------------------------- scopes
@@ -260,10 +289,12 @@ def _attr_dict(node) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- importer
 
 class _Importer:
-    def __init__(self, opset: int, filled: dict[str, np.ndarray], label: str):
+    def __init__(self, opset: int, filled: dict[str, np.ndarray], label: str,
+                 input_shapes: dict[str, Sequence[int]] | None = None):
         self.opset = opset
         self.filled = filled
         self.label = label
+        self.input_shapes = input_shapes or {}
 
     def _tensor(self, t) -> np.ndarray:
         from onnx import numpy_helper
@@ -278,28 +309,42 @@ class _Importer:
         g = Graph(name)
         scope = _Scope(g)
         self._constants(gp, scope)
+        real = [vi.name for vi in gp.input if vi.name not in scope.env]
+        unknown = sorted(set(self.input_shapes) - set(real))
+        if unknown:
+            raise OnnxImportError(f"input shape given for {', '.join(map(repr, unknown))}, which the model "
+                                  f"does not take; its inputs are {', '.join(map(repr, real))}")
         for vi in gp.input:
             if vi.name in scope.env:  # old exporters list initializers as inputs too
                 continue
-            shape, dtype = self._value_info_type(vi)
+            shape, dtype = self._value_info_type(vi, self.input_shapes.get(vi.name))
             scope.env[vi.name] = g.add_input(vi.name, shape, dtype)
         self._nodes(gp, scope)
         g.set_outputs([scope.lookup(o.name, "<graph output>") for o in gp.output])
         g.eliminate_dead_code()
         return g
 
-    def _value_info_type(self, vi) -> tuple[tuple[int, ...], str]:
+    def _value_info_type(self, vi, given: Sequence[int] | None = None) -> tuple[tuple[int, ...], str]:
         tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
             raise OnnxImportError(f"input '{vi.name}' is not a tensor")
+        dtype = _np_dtype(tt.elem_type).name
+        declared = [int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
+        if given is not None:
+            return _fix_shape(vi.name, declared, given), dtype
         dims = []
-        for d in tt.shape.dim:
-            if d.HasField("dim_value"):
-                dims.append(int(d.dim_value))
+        for axis, d in enumerate(declared):
+            if isinstance(d, int):
+                dims.append(d)
+            elif axis == 0:
+                warnings.warn(f"input '{vi.name}': dynamic dimension 0 ('{d}') set to 1; "
+                              f"give another with --input-shape (input_shapes in Python)", stacklevel=4)
+                dims.append(1)
             else:
-                raise OnnxImportError(f"input '{vi.name}' has a dynamic dimension "
-                                      f"'{d.dim_param or '?'}'; static shapes are needed")
-        return tuple(dims), _np_dtype(tt.elem_type).name
+                raise OnnxImportError(f"input '{vi.name}' has a dynamic dimension '{d}' at axis {axis} "
+                                      f"(shape {_shape_text(declared)}); give its shape with "
+                                      f"--input-shape {vi.name}=D0,D1,... (input_shapes in Python)")
+        return tuple(dims), dtype
 
     def _constants(self, gp, scope: _Scope) -> None:
         for t in gp.initializer:

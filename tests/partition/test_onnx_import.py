@@ -496,3 +496,27 @@ def test_remaining_op_converters_match_onnxruntime():
     g = _check_against_ort(model, feeds)
     assert {"gelu", "tile", "reduce_max", "not", "or", "cast"} <= {n.op for n in g.nodes}
     assert not any(n.op == "identity" for n in g.nodes)  # Identity and Dropout alias their input
+
+
+def test_input_shapes_fix_dynamic_dimensions_and_match_onnxruntime():
+    """A model exported with dynamic batch and sequence axes: input_shapes makes it static, shape
+    sub-computations fold to the given sizes, and the numbers match onnxruntime at that shape."""
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+             helper.make_node("Unsqueeze", ["b", "ax0"], ["b1"]),
+             helper.make_node("Concat", ["b1", "minus1"], ["tgt"], axis=0),
+             helper.make_node("Reshape", ["x", "tgt"], ["flat"]),
+             helper.make_node("MatMul", ["flat", "w"], ["y"])]
+    inits = [_init("zero", np.array(0, np.int64)), _init("ax0", np.array([0], np.int64)),
+             _init("minus1", np.array([-1], np.int64)),
+             _init("w", np.random.default_rng(0).standard_normal((5 * 4, 3)).astype(np.float32))]
+    model = _model(nodes, [_vi("x", ["batch", "seq", 4])], [_vi("y", None)], inits)
+    data = model.SerializeToString()
+    g = load_onnx(data, input_shapes={"x": (2, 5, 4)})
+    assert g.inputs[0].shape == (2, 5, 4) and g.outputs[0].shape == (2, 3)
+    assert not any(n.op == "shape" for n in g.nodes)
+    x = np.random.default_rng(1).standard_normal((2, 5, 4)).astype(np.float32)
+    _assert_match(interpret(g, {"x": x}), _ort_run(data, {"x": x}))
+    with pytest.warns(UserWarning, match="dynamic dimension 0"), \
+            pytest.raises(OnnxImportError, match="dynamic dimension 'seq' at axis 1"):
+        load_onnx(data)

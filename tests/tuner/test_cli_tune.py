@@ -67,3 +67,46 @@ def test_hardware_that_runs_nothing(capsys, tmp_path):
     code, _, err = _run(capsys, "tune", "--model", "resnet18", "--hw", str(cfg))
     assert code == 2
     assert "cannot run any kernel" in err and len(err.strip().splitlines()) == 1
+
+
+def _dynamic_model(path, dims):
+    """Conv + ReLU on an input declared with ``dims`` (ints or symbolic names)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return str(path)
+
+
+def test_dynamic_batch_defaults_to_one_and_input_shape_sets_it(capsys, tmp_path):
+    f = _dynamic_model(tmp_path / "dyn.onnx", ["batch", 3, 16, 16])
+    with pytest.warns(UserWarning, match=r"dynamic dimension 0 \('batch'\) set to 1"):
+        code, out, err = _run(capsys, "tune", "--onnx", f, "--hw", "edge-npu", "--trials", "2", "--json")
+    assert code == 0
+    one = json.loads(out)
+    code, out, _ = _run(capsys, "tune", "--onnx", f, "--hw", "edge-npu", "--trials", "2", "--json",
+                        "--input-shape", "x=4,3,16,16")
+    four = json.loads(out)
+    assert code == 0
+    # four images move four times the activations over the link
+    assert four["breakdown"]["link_bytes"] == 4 * one["breakdown"]["link_bytes"]
+
+
+@pytest.mark.parametrize("dims, extra, needle", [
+    (["batch", 3, "h", "w"], [], "dynamic dimension 'h' at axis 2"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=1,3,15,16"], "dimension 2 is 16 in the model"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=1,3,16"], "has rank 3"),
+    (["batch", 3, 16, 16], ["--input-shape", "z=1,3,16,16"], "which the model does not take"),
+    (["batch", 3, 16, 16], ["--input-shape", "x"], "expected NAME=D0,D1"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=0,3,16,16"], "must be >= 1"),
+])
+@pytest.mark.filterwarnings("ignore:input 'x'")
+def test_input_shape_errors_are_one_line(capsys, tmp_path, dims, extra, needle):
+    f = _dynamic_model(tmp_path / "dyn.onnx", dims)
+    code, _, err = _run(capsys, "tune", "--onnx", f, "--hw", "edge-npu", *extra)
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("accel-tune: error:")]
+    assert code == 2 and len(lines) == 1 and needle in lines[0]

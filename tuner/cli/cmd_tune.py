@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.common import add_input_shape_arg, input_shapes
 from tuner.plan import json_safe
 
 
@@ -21,6 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", metavar="NAME", help="a built-in model (accel-tune models lists them)")
     src.add_argument("--onnx", metavar="FILE", help="an ONNX file")
+    add_input_shape_arg(p)
     p.add_argument("--hw", required=True, metavar="PRESET|FILE", help="hardware preset or config file")
     p.add_argument("--trials", type=int, default=None, metavar="N",
                    help="kernel measurements in all (default: 16 per tuning task)")
@@ -33,6 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def _load_graph(args):
+    shapes = input_shapes(args)
     if args.model is not None:
         from partition import models
         return models.get(args.model), args.model
@@ -40,7 +43,7 @@ def _load_graph(args):
     if not path.is_file():
         raise CLIError(f"ONNX file not found: {args.onnx}")
     from partition import load_onnx
-    return load_onnx(str(path)), path.stem
+    return load_onnx(str(path), input_shapes=shapes), path.stem
 
 
 def run(args) -> int:

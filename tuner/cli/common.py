@@ -5,19 +5,46 @@ import argparse
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    """``--model NAME | --onnx FILE``, exactly one required."""
+    """``--model NAME | --onnx FILE``, exactly one required, and ``--input-shape`` for ONNX files."""
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", metavar="NAME", help="a built-in model (`accel-tune models` lists them)")
     src.add_argument("--onnx", metavar="FILE", help="an ONNX model file")
+    add_input_shape_arg(p)
+
+
+def add_input_shape_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="static shape of an ONNX input with dynamic dimensions (repeatable); "
+                        "a dynamic leading (batch) dimension is 1 by default")
+
+
+def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
+    """``--input-shape`` values as {name: shape}; a malformed one is a ValueError naming it."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in getattr(args, "input_shape", None) or []:
+        name, sep, dims = item.rpartition("=")
+        try:
+            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape:
+            raise ValueError(f"--input-shape {item!r}: expected NAME=D0,D1,... (e.g. input_ids=1,128)")
+        if name in out:
+            raise ValueError(f"--input-shape: '{name}' given twice")
+        out[name] = shape
+    if out and getattr(args, "model", None):
+        raise ValueError("--input-shape applies to --onnx files; built-in models have fixed shapes")
+    return out
 
 
 def load_graph(args: argparse.Namespace):
     """The graph named by ``--model`` or ``--onnx``; bad names and files raise one-line errors."""
+    shapes = input_shapes(args)
     if getattr(args, "model", None):
         from partition import models
         return models.get(args.model)
     from partition import load_onnx
-    return load_onnx(args.onnx)
+    return load_onnx(args.onnx, input_shapes=shapes)
 
 
 def model_label(args: argparse.Namespace) -> str:
