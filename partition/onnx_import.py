@@ -655,7 +655,7 @@ def _gemm(c):
 
 
 def _softmax_like(op: str) -> Converter:
-    """Softmax / LogSoftmax: before opset 13 they normalise over all of [axis, rank) flattened
+    """Softmax / LogSoftmax / Hardmax: before opset 13 they normalise over all of [axis, rank) flattened
     together (default axis 1), from 13 over one axis (default -1)."""
     def conv(c: _Ctx):
         x = c.need(0)
@@ -1148,6 +1148,123 @@ def _space_to_depth(c):
     return c.emit("space_to_depth", [c.need(0)], _blocksize(c))
 
 
+def _trilu(c):
+    k = c.const(1, "k")
+    return c.emit("trilu", [c.need(0)], {"upper": bool(c.attrs.get("upper", 1)),
+                                         "k": 0 if k is None else int(np.asarray(k).reshape(-1)[0])})
+
+
+def _einsum(c):
+    if "equation" not in c.attrs:
+        raise c.fail("missing attribute 'equation'")
+    return c.emit("einsum", [c.need(i) for i in range(len(c.ins))], {"equation": c.attrs["equation"]})
+
+
+def _axis_in(rank: int, axis: int) -> int:
+    """A negative axis made non-negative; one out of range is left for the op to report."""
+    return axis + rank if -rank <= axis < 0 else axis
+
+
+def _cumsum(c):
+    x, _ = c.need(0), c.need(1)
+    axis = np.asarray(c.const(1, "axis")).reshape(-1)
+    if axis.size != 1:
+        raise c.fail(f"axis must hold one value, got {axis.tolist()}")
+    return c.emit("cumsum", [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
+                                  "exclusive": bool(c.attrs.get("exclusive", 0)),
+                                  "reverse": bool(c.attrs.get("reverse", 0))})
+
+
+def _arg_reduce(op: str) -> Converter:
+    def conv(c):
+        x = c.need(0)
+        return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(c.attrs.get("axis", 0))),
+                                "keepdims": bool(c.attrs.get("keepdims", 1)),
+                                "select_last_index": bool(c.attrs.get("select_last_index", 0))})
+    return conv
+
+
+def _isinf(c):
+    return c.emit("isinf", [c.need(0)], {"detect_negative": int(c.attrs.get("detect_negative", 1)),
+                                         "detect_positive": int(c.attrs.get("detect_positive", 1))})
+
+
+def _lrn(c):
+    if "size" not in c.attrs:
+        raise c.fail("missing attribute 'size'")
+    return c.emit("lrn", [c.need(0)], {"size": int(c.attrs["size"]), "alpha": float(c.attrs.get("alpha", 1e-4)),
+                                       "beta": float(c.attrs.get("beta", 0.75)),
+                                       "bias": float(c.attrs.get("bias", 1.0))})
+
+
+# ONNX element types QuantizeLinear may produce here (output_dtype codes); float8 and int4 are not.
+_QUANT_CODES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16"}
+_QUANT_TYPES = "int8, uint8, int16 and uint16"
+
+
+def _quant_attrs(c: _Ctx, x: Value) -> dict:
+    """The axis of a per-axis scale; block quantization and pre-13 per-axis scales are errors."""
+    block = int(c.attrs.get("block_size", 0))
+    if block:
+        raise c.fail(f"block quantization (block_size={block}) is not supported; only per-tensor and "
+                     f"per-axis scales are")
+    scale = c.need(1)
+    if scale.type.size != 1 and c.opset < 13:
+        raise c.fail(f"a per-axis scale (shape {list(scale.shape)}) needs opset 13 or later; opset {c.opset} "
+                     f"quantizes per tensor only")
+    return {"axis": _axis_in(len(x.shape), int(c.attrs.get("axis", 1)))}
+
+
+def _quant_type(c: _Ctx, dtype: str, what: str) -> None:
+    if dtype not in _QUANT_CODES.values():
+        raise c.fail(f"{what} type {dtype} is not supported; only {_QUANT_TYPES} quantization is")
+
+
+def _quantize(c):
+    from onnx import TensorProto
+    x, zp = c.need(0), c.inp(2)
+    attrs = _quant_attrs(c, x)
+    code = int(c.attrs.get("output_dtype", 0))
+    if code and code not in _QUANT_CODES:
+        raise c.fail(f"output_dtype {TensorProto.DataType.Name(code)} is not supported; only {_QUANT_TYPES} "
+                     f"quantization is")
+    if zp is not None:
+        _quant_type(c, zp.dtype, "zero_point")
+        if code and _QUANT_CODES[code] != zp.dtype:
+            raise c.fail(f"output_dtype {_QUANT_CODES[code]} differs from the zero_point type {zp.dtype}")
+        return c.emit("quantize_linear", [x, c.need(1), zp], attrs)
+    return c.emit("quantize_linear", [x, c.need(1)], {**attrs, "dtype": _QUANT_CODES.get(code, "uint8")})
+
+
+def _dequantize(c):
+    x, zp = c.need(0), c.inp(2)
+    if x.dtype != "int32":
+        _quant_type(c, x.dtype, "input")
+    attrs = _quant_attrs(c, x)
+    return c.emit("dequantize_linear", [x, c.need(1)] + ([zp] if zp is not None else []), attrs)
+
+
+def _scatter_nd(c):
+    return c.emit("scatter_nd", [c.need(0), c.need(1), c.need(2)], {"reduction": c.attrs.get("reduction", "none")})
+
+
+def _scatter_el(c):
+    data = c.need(0)
+    return c.emit("scatter_elements", [data, c.need(1), c.need(2)],
+                  {"axis": _axis_in(len(data.shape), int(c.attrs.get("axis", 0))),
+                   "reduction": c.attrs.get("reduction", "none")})
+
+
+def _one_hot(c):
+    idx, _ = c.need(0), c.need(1)
+    depth = np.asarray(c.const(1, "depth")).reshape(-1)
+    if depth.size != 1:
+        raise c.fail(f"depth must hold one value, got {depth.tolist()}")
+    # a float depth is cast to int64, as the spec says
+    return c.emit("one_hot", [idx, c.need(2)], {"depth": int(depth[0]),
+                                                "axis": _axis_in(len(idx.shape) + 1, int(c.attrs.get("axis", -1)))})
+
+
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
 CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     **{k: _unary(v) for k, v in _UNARY.items()},
@@ -1179,6 +1296,22 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "InstanceNormalization": _instance_norm,
     "DepthToSpace": _depth_to_space,
     "SpaceToDepth": _space_to_depth,
+    "Trilu": _trilu,
+    "Einsum": _einsum,
+    "CumSum": _cumsum,
+    "ArgMin": _arg_reduce("argmin"),
+    "Xor": _binary("xor"),
+    "IsNaN": _unary("isnan"),
+    "IsInf": _isinf,
+    "LRN": _lrn,
+    "QuantizeLinear": _quantize,
+    "DequantizeLinear": _dequantize,
+    "ScatterND": _scatter_nd,
+    "ScatterElements": _scatter_el,
+    "OneHot": _one_hot,
+    "ThresholdedRelu": _with_attrs("thresholded_relu", alpha=1.0),
+    "Shrink": _with_attrs("shrink", bias=0.0, lambd=0.5),
+    "Hardmax": _softmax_like("hardmax"),
     "Identity": _identity,
     "Dropout": _identity,
     "Where": _where,

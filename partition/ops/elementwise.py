@@ -1,5 +1,6 @@
 """Elementwise ops: broadcasting arithmetic, comparisons, logic, unary math and activations,
-``where`` and ``cast``.
+``where``, ``cast`` and integer (de)quantization (ONNX QuantizeLinear/DequantizeLinear, per-tensor
+or per-axis).
 
 Dtype rule (shared by ``infer`` and ``compute`` so the two never disagree): equal input dtypes keep
 that dtype; a float mixed with an integer or bool gives the float (a Python scalar folded to an
@@ -20,6 +21,7 @@ from scipy import special
 
 from ..ir import TensorType
 from .base import OpDef, broadcast_shapes, check, elementwise_cost
+from .tensor import norm_axis
 
 # FLOPs per output element of the ops that are more than one arithmetic operation; a
 # transcendental (exp, erf, tanh) counts as 5, the rest one per add/mul/compare.
@@ -45,6 +47,9 @@ _FLOPS = {
     "sin": 5,
     "cos": 5,
     "mod": 2,
+    "shrink": 3,             # two compares, add/sub
+    "quantize_linear": 5,    # div, round, add zero point, clamp (2)
+    "dequantize_linear": 2,  # sub zero point, mul
 }
 
 
@@ -137,6 +142,10 @@ def _check_attrs(name: str, attrs: dict) -> None:
             v = attrs.get(key)
             check(v is None or (isinstance(v, numbers.Real) and not isinstance(v, bool)),
                   f"clip: {key} must be a number or None, got {v!r}")
+    if name == "isinf":
+        for key in ("detect_negative", "detect_positive"):
+            v = attrs.get(key, 1)
+            check(v in (0, 1), f"isinf: {key} must be 0 or 1, got {v!r}")
 
 
 def _sigmoid(x, attrs):
@@ -320,6 +329,105 @@ def _cast_compute(args, attrs):
     return [x.astype(dt)]
 
 
+# ----------------------------------------------------------------------------- more activations
+def _isinf(x, attrs):
+    hit = np.isinf(x)
+    if not attrs.get("detect_positive", 1):
+        hit &= x < 0
+    if not attrs.get("detect_negative", 1):
+        hit &= x > 0
+    return hit
+
+
+def _thresholded_relu(x, attrs):
+    return np.where(x > np.asarray(attrs.get("alpha", 1.0), x.dtype), x, np.zeros((), x.dtype))
+
+
+def _shrink(x, attrs):
+    bias, lambd = attrs.get("bias", 0.0), attrs.get("lambd", 0.5)
+    # onnxruntime does integer inputs in float32 and truncates the result back to the integer type.
+    dt = x.dtype if _is_float(x.dtype.name) else np.dtype(np.float32)
+    xf, b, lam = x.astype(dt, copy=False), np.asarray(bias, dt), np.asarray(lambd, dt)
+    y = np.where(xf < -lam, xf + b, np.where(xf > lam, xf - b, np.zeros((), dt)))
+    return y if dt == x.dtype else np.trunc(y)
+
+
+# ----------------------------------------------------------------------------- quantization
+# ONNX QuantizeLinear/DequantizeLinear with integer types; float8 and int4 stay import errors.
+QUANT_DTYPES = ("int8", "uint8", "int16", "uint16")
+
+
+def _quant_axis(name: str, x: TensorType, scale: TensorType, zp: TensorType | None, attrs: dict) -> int | None:
+    """The axis of a per-axis scale, None for a per-tensor one (a scalar or a one-element 1-D)."""
+    check(_is_float(scale.dtype), f"{name}: scale must be a float tensor, got {scale.dtype}")
+    if zp is not None:
+        check(zp.shape == scale.shape,
+              f"{name}: zero_point shape {list(zp.shape)} differs from scale shape {list(scale.shape)}")
+    if len(scale.shape) == 0 or scale.shape == (1,):
+        return None
+    check(len(scale.shape) == 1, f"{name}: scale must be a scalar or 1-D (per-axis), got shape {list(scale.shape)}")
+    axis = norm_axis(attrs.get("axis", 1), len(x.shape), name)
+    check(scale.shape[0] == x.shape[axis],
+          f"{name}: per-axis scale has {scale.shape[0]} entries but axis {axis} of input {list(x.shape)} "
+          f"has {x.shape[axis]}")
+    return axis
+
+
+def _along(v: np.ndarray, axis: int | None, rank: int) -> np.ndarray:
+    """scale/zero_point shaped to broadcast against the input."""
+    if axis is None:
+        return v.reshape(())
+    shape = [1] * rank
+    shape[axis] = -1
+    return v.reshape(shape)
+
+
+def _quantize_infer(ins, attrs, ctx):
+    x, scale = ins[0], ins[1]
+    zp = ins[2] if len(ins) > 2 else None
+    check(_is_float(x.dtype), f"quantize_linear: input must be a float tensor, got {x.dtype}")
+    out = zp.dtype if zp is not None else attrs.get("dtype", "uint8")
+    check(out in QUANT_DTYPES, f"quantize_linear: output type {out} is not one of {', '.join(QUANT_DTYPES)}")
+    _quant_axis("quantize_linear", x, scale, zp, attrs)
+    return [TensorType(x.shape, out)]
+
+
+def _quantize_compute(args, attrs):
+    x, scale = np.asarray(args[0]), np.asarray(args[1])
+    axis = _quant_axis("quantize_linear", TensorType(x.shape, x.dtype.name), TensorType(scale.shape, scale.dtype.name),
+                       None, attrs)
+    out = np.dtype(args[2].dtype if len(args) > 2 else attrs.get("dtype", "uint8"))
+    zp = np.asarray(args[2]) if len(args) > 2 else np.zeros(scale.shape, out)
+    # x / scale in float32 (float16 inputs too), rounded half to even, then saturated: onnxruntime's order.
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        q = np.rint(x.astype(acc) / _along(scale, axis, x.ndim).astype(acc)) + _along(zp, axis, x.ndim).astype(acc)
+        info = np.iinfo(out)
+        return [np.clip(q, info.min, info.max).astype(out)]
+
+
+def _dequantize_infer(ins, attrs, ctx):
+    x, scale = ins[0], ins[1]
+    zp = ins[2] if len(ins) > 2 else None
+    check(x.dtype in QUANT_DTYPES + ("int32",),
+          f"dequantize_linear: input type {x.dtype} is not one of {', '.join(QUANT_DTYPES + ('int32',))}")
+    if zp is not None:
+        check(zp.dtype == x.dtype, f"dequantize_linear: zero_point type {zp.dtype} differs from input type {x.dtype}")
+    _quant_axis("dequantize_linear", x, scale, zp, attrs)
+    return [TensorType(x.shape, scale.dtype)]
+
+
+def _dequantize_compute(args, attrs):
+    x, scale = np.asarray(args[0]), np.asarray(args[1])
+    axis = _quant_axis("dequantize_linear", TensorType(x.shape, x.dtype.name),
+                       TensorType(scale.shape, scale.dtype.name), None, attrs)
+    zp = np.asarray(args[2]) if len(args) > 2 else np.zeros(scale.shape, x.dtype)
+    # (x - zero_point) exactly in integers, then one multiply in float32 (float16 scales too), as onnxruntime.
+    acc = np.float64 if scale.dtype == np.float64 else np.float32
+    d = (x.astype(np.int64) - _along(zp, axis, x.ndim).astype(np.int64)).astype(acc)
+    return [(d * _along(scale, axis, x.ndim).astype(acc)).astype(scale.dtype)]
+
+
 # ----------------------------------------------------------------------------- table
 def _float_unary(name, fn, flops=1):
     return _unary(name, fn, float_only=True, flops=flops)
@@ -375,4 +483,13 @@ DEFS = [
     _unary("sign", _sign),
     OpDef("where", _where_infer, _where_compute, elementwise_cost(1), "elementwise", (3, 3)),
     OpDef("cast", _cast_infer, _cast_compute, elementwise_cost(1), "elementwise", (1, 1)),
+    _binary("xor", np.logical_xor, out_bool=True, need_bool=True),
+    _unary("isnan", lambda x, a: np.isnan(x), float_only=True, out_dtype="bool"),
+    _unary("isinf", _isinf, float_only=True, out_dtype="bool"),
+    _float_unary("thresholded_relu", _thresholded_relu),
+    _unary("shrink", _shrink, flops=_FLOPS["shrink"]),
+    OpDef("quantize_linear", _quantize_infer, _quantize_compute, elementwise_cost(_FLOPS["quantize_linear"]),
+          "elementwise", (2, 3)),
+    OpDef("dequantize_linear", _dequantize_infer, _dequantize_compute, elementwise_cost(_FLOPS["dequantize_linear"]),
+          "elementwise", (2, 3)),
 ]

@@ -1,5 +1,6 @@
-"""Neural-network ops: convolution (and transposed convolution), matrix products, normalisation,
-pooling, resize, softmax, reductions, argmax, top-k and non-max suppression.
+"""Neural-network ops: convolution (and transposed convolution), matrix products, einsum,
+normalisation (lrn included), pooling, resize, softmax, hardmax, reductions, cumsum, argmax/argmin,
+top-k and non-max suppression.
 
 Numerics follow onnxruntime's CPU kernels for the matching ONNX ops (float32 in, float32 out).
 Convolution is im2col + one GEMM per group (a strided window view, so no Python loop over
@@ -12,7 +13,10 @@ sum, div); layer_norm 8 per element (mean, sub, square, sum, mul by rstd, mul ga
 plus the per-row rsqrt amortised as 1), instance_norm likewise 8; conv_transpose2d
 N*C*H*W*(K/groups)*R*S MACs (every input pixel times every tap); resize 0 (nearest) or 7 (linear)
 per output element; pools kh*kw per output element (compares or adds, +1 for
-the average's divide); reductions 1 per input element.
+the average's divide); reductions 1 per input element; einsum of n >= 2 operands n-1 MACs per point of
+its whole index space (every label, and the '...' dimensions), of one operand 1 FLOP per input
+element; cumsum 1 per element; lrn size + 8 per element (the window's squares summed, scale and
+bias, a power of 5, the divide); hardmax 1 per element.
 """
 from __future__ import annotations
 
@@ -740,26 +744,29 @@ def _log_sum_exp(x, axes, keep):
 
 
 # ============================================================================ argmax / topk
-def _infer_argmax(ins, attrs, ctx):
-    x = ins[0]
-    axis = norm_axis(attrs.get("axis", 0), len(x.shape), "argmax")
-    check(x.shape[axis] > 0, "argmax: cannot reduce an empty axis")
-    keep = bool(attrs.get("keepdims", True))
-    shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape) if keep or i != axis)
-    return [TensorType(shape, "int64")]
+def _arg_reduce(name: str, fn) -> OpDef:
+    """argmax / argmin: int64 indices along one axis, the first (or last) on ties."""
+    def infer(ins, attrs, ctx):
+        x = ins[0]
+        axis = norm_axis(attrs.get("axis", 0), len(x.shape), name)
+        check(x.shape[axis] > 0, f"{name}: cannot reduce an empty axis")
+        keep = bool(attrs.get("keepdims", True))
+        shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape) if keep or i != axis)
+        return [TensorType(shape, "int64")]
 
+    def compute(args, attrs):
+        x = np.asarray(args[0])
+        axis = norm_axis(attrs.get("axis", 0), x.ndim, name)
+        if attrs.get("select_last_index", False):
+            n = x.shape[axis]
+            idx = n - 1 - fn(np.flip(x, axis=axis), axis=axis)
+        else:
+            idx = fn(x, axis=axis)
+        if attrs.get("keepdims", True):
+            idx = np.expand_dims(idx, axis)
+        return [idx.astype(np.int64)]
 
-def _argmax(args, attrs):
-    x = np.asarray(args[0])
-    axis = norm_axis(attrs.get("axis", 0), x.ndim, "argmax")
-    if attrs.get("select_last_index", False):
-        n = x.shape[axis]
-        idx = n - 1 - np.argmax(np.flip(x, axis=axis), axis=axis)
-    else:
-        idx = np.argmax(x, axis=axis)
-    if attrs.get("keepdims", True):
-        idx = np.expand_dims(idx, axis)
-    return [idx.astype(np.int64)]
+    return OpDef(name, infer, compute, lambda i, o, a: OpCost(0, i[0].size, _nbytes(i), _nbytes(o)), "reduce", (1, 1))
 
 
 def _topk_params(attrs, rank):
@@ -883,6 +890,172 @@ def _cost_nms(ins, outs, attrs):
     return OpCost(0, flops, _nbytes(ins), _nbytes(outs))
 
 
+# ============================================================================ einsum
+def _einsum_term(eq: str, term: str, where: str) -> tuple[list[str], bool]:
+    """A term's labels in order ('...' kept as one entry) and whether it has an ellipsis."""
+    ell = term.count("...")
+    rest = term.replace("...", "")
+    check(ell <= 1 and all(ch.isascii() and ch.isalpha() for ch in rest),
+          f"einsum: bad {where} term {term!r} in equation {eq!r} (letters a-z, A-Z and at most one '...')")
+    head, _, tail = term.partition("...")
+    return list(head) + (["..."] + list(tail) if ell else []), bool(ell)
+
+
+def _einsum_plan(eq: Any, shapes: Sequence[tuple]) -> tuple[str, tuple[int, ...], int]:
+    """(the explicit equation numpy runs, the output shape, the size of the whole index space).
+    Implicit outputs are the ellipsis then the labels used once, in ASCII order (numpy's rule).
+    A label's sizes must agree across operands, except that size 1 broadcasts (numpy, onnxruntime)."""
+    check(isinstance(eq, str), f"einsum: equation must be a string, got {eq!r}")
+    lhs, arrow, rhs = eq.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    check(len(terms) == len(shapes),
+          f"einsum: equation {eq!r} has {len(terms)} operand terms but {len(shapes)} inputs are given")
+    sizes: dict[str, int] = {}
+    owner: dict[str, int] = {}  # the operand a label's size came from
+    counts: dict[str, int] = {}
+    ells: list[tuple[int, ...]] = []
+    for i, (term, shape) in enumerate(zip(terms, shapes)):
+        labels, ell = _einsum_term(eq, term, f"operand {i}")
+        n_ell = len(shape) - (len(labels) - ell)
+        check(n_ell >= 0 and (ell or n_ell == 0),
+              f"einsum: operand {i} term {term!r} has {len(labels) - ell} labels but the input has rank {len(shape)}")
+        dims = list(shape)
+        if ell:
+            at = labels.index("...")
+            ells.append(tuple(dims[at:at + n_ell]))
+            dims = dims[:at] + [None] + dims[at + n_ell:]
+        seen: dict[str, int] = {}
+        for lab, d in zip(labels, dims):
+            if lab == "...":
+                continue
+            check(seen.setdefault(lab, d) == d,
+                  f"einsum: label {lab!r} repeats in operand {i} with sizes {seen[lab]} and {d}")
+            old = sizes.get(lab)
+            check(old is None or old == d or 1 in (old, d),
+                  f"einsum: label {lab!r} has size {old} in operand {owner.get(lab)} but {d} in operand {i} ({eq!r})")
+            if old in (None, 1):
+                sizes[lab], owner[lab] = d, i
+        for lab in labels:
+            counts[lab] = counts.get(lab, 0) + 1
+    try:
+        ell_shape = broadcast_shapes(*ells) if ells else ()
+    except Exception:
+        check(False, f"einsum: the '...' dimensions {[list(e) for e in ells]} do not broadcast ({eq!r})")
+        raise
+    if arrow:
+        out, out_ell = _einsum_term(eq, rhs, "output")
+        for lab in out:
+            check(lab == "..." or lab in sizes, f"einsum: output label {lab!r} is in no operand ({eq!r})")
+        check(len(set(out)) == len(out), f"einsum: output term {rhs!r} repeats a label ({eq!r})")
+        check(out_ell or not ell_shape,
+              f"einsum: the operands have '...' dimensions {list(ell_shape)} but the output term {rhs!r} has no '...'")
+    else:
+        out = (["..."] if ells else []) + sorted(lab for lab, n in counts.items() if n == 1 and lab != "...")
+    shape: list[int] = []
+    for lab in out:
+        shape += list(ell_shape) if lab == "..." else [sizes[lab]]
+    space = int(np.prod(list(sizes.values()) + list(ell_shape), dtype=np.int64))
+    return f"{','.join(terms)}->{''.join(out)}", tuple(shape), space
+
+
+def _infer_einsum(ins, attrs, ctx):
+    check(len({t.dtype for t in ins}) == 1,
+          f"einsum: inputs have different dtypes {', '.join(t.dtype for t in ins)}")
+    check("equation" in attrs, "einsum: missing attribute 'equation'")
+    _, shape, _ = _einsum_plan(attrs["equation"], [t.shape for t in ins])
+    return [TensorType(shape, ins[0].dtype)]
+
+
+def _einsum(args, attrs):
+    xs = [np.asarray(a) for a in args]
+    eq, _, _ = _einsum_plan(attrs["equation"], [x.shape for x in xs])
+    # optimize routes contractions through BLAS (tensordot); a lone operand is a sum or a diagonal
+    return [np.array(np.einsum(eq, *xs, optimize=len(xs) > 1), dtype=xs[0].dtype)]
+
+
+def _cost_einsum(ins, outs, attrs):
+    _, _, space = _einsum_plan(attrs["equation"], [t.shape for t in ins])
+    if len(ins) == 1:
+        return OpCost(0, ins[0].size, _nbytes(ins), _nbytes(outs))
+    # evaluated naively, every point of the index space multiplies the operands (n-1 MACs)
+    macs = (len(ins) - 1) * space
+    return OpCost(macs, 2 * macs, _nbytes(ins), _nbytes(outs))
+
+
+# ============================================================================ cumsum
+def _infer_cumsum(ins, attrs, ctx):
+    x = ins[0]
+    check(x.dtype != "bool", "cumsum: input must be numeric, got bool")
+    check("axis" in attrs, "cumsum: missing attribute 'axis'")
+    norm_axis(attrs["axis"], len(x.shape), "cumsum")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _cumsum(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs["axis"], x.ndim, "cumsum")
+    rev = bool(attrs.get("reverse", False))
+    xs = np.flip(x, axis) if rev else x
+    y = np.cumsum(xs, axis=axis, dtype=x.dtype)
+    if attrs.get("exclusive", False) and x.shape[axis]:
+        # y[i] = x[0] + ... + x[i-1], summed in the same order as the inclusive scan
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, range(x.shape[axis] - 1), axis=axis)],
+                           axis=axis)
+    return [np.ascontiguousarray(np.flip(y, axis) if rev else y)]
+
+
+# ============================================================================ lrn
+def _lrn_params(attrs: dict) -> tuple[int, float, float, float]:
+    check("size" in attrs, "lrn: missing attribute 'size'")
+    size = attrs["size"]
+    check(isinstance(size, (int, np.integer)) and not isinstance(size, bool) and size >= 1,
+          f"lrn: size must be an int >= 1, got {size!r}")
+    return int(size), float(attrs.get("alpha", 1e-4)), float(attrs.get("beta", 0.75)), float(attrs.get("bias", 1.0))
+
+
+def _infer_lrn(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) >= 3, f"lrn: input must have rank >= 3 (N, C, spatial...), got {list(x.shape)}")
+    _float("lrn", x, "input")
+    _lrn_params(attrs)
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _lrn(args, attrs):
+    """ONNX LRN: the sum of squares runs over channels [c - floor((size-1)/2), c + ceil((size-1)/2)]
+    clipped to [0, C), then y = x / (bias + alpha / size * sum) ** beta."""
+    x = np.asarray(args[0])
+    size, alpha, beta, bias = _lrn_params(attrs)
+    c = x.shape[1]
+    lo = (size - 1) // 2
+    sq = np.square(x.astype(np.float64))
+    sqp = np.pad(sq, [(0, 0), (lo, size - 1 - lo)] + [(0, 0)] * (x.ndim - 2))
+    total = sum(sqp[:, i:i + c] for i in range(size))
+    return [(x / (bias + alpha / size * total) ** beta).astype(x.dtype)]
+
+
+def _cost_lrn(ins, outs, attrs):
+    size = _lrn_params(attrs)[0]
+    return elementwise_cost(size + 8)(ins, outs, attrs)
+
+
+# ============================================================================ hardmax
+def _infer_hardmax(ins, attrs, ctx):
+    x = ins[0]
+    _float("hardmax", x, "input")
+    axis = norm_axis(attrs.get("axis", -1), len(x.shape), "hardmax")
+    check(x.shape[axis] > 0, "hardmax: cannot reduce an empty axis")
+    return [TensorType(x.shape, x.dtype)]
+
+
+def _hardmax(args, attrs):
+    x = np.asarray(args[0])
+    axis = norm_axis(attrs.get("axis", -1), x.ndim, "hardmax")
+    out = np.zeros_like(x)
+    np.put_along_axis(out, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
+    return [out]
+
+
 DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
     OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
@@ -910,8 +1083,12 @@ DEFS = [
     _reduce("reduce_sum_square", _sum_square),
     _reduce("reduce_log_sum_exp", _log_sum_exp),
     OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
-    OpDef("argmax", _infer_argmax, _argmax,
-          lambda i, o, a: OpCost(0, i[0].size, _nbytes(i), _nbytes(o)), "reduce", (1, 1)),
+    _arg_reduce("argmax", np.argmax),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
     OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 2)),
+    _arg_reduce("argmin", np.argmin),
+    OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
+    OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 1)),
+    OpDef("lrn", _infer_lrn, _lrn, _cost_lrn, "norm", (1, 1)),
+    OpDef("hardmax", _infer_hardmax, _hardmax, elementwise_cost(1), "softmax", (1, 1)),
 ]

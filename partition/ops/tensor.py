@@ -1,7 +1,8 @@
 """Data-movement ops: reshape, flatten, transpose, squeeze/unsqueeze, concat, split, slice, the
-gathers, pad, expand, tile, depth_to_space and space_to_depth. They do no arithmetic, so their
-cost is 0 FLOPs plus the bytes they read and write. Semantics are ONNX's (slice clamping,
-negative gather indices wrapping, bidirectional expand), with every shape and attribute static.
+gathers, pad, expand, tile, depth_to_space, space_to_depth, trilu, the scatters and one_hot. They
+do no arithmetic, so their cost is 0 FLOPs plus the bytes they read and write (a scatter with a
+reduction: 1 FLOP per update). Semantics are ONNX's (slice clamping, negative gather and scatter
+indices wrapping, bidirectional expand), with every shape and attribute static.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ir import TensorType
-from .base import OpDef, broadcast_shapes, check, zero_cost
+from .base import OpCost, OpDef, broadcast_shapes, check, zero_cost
 
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -359,6 +360,126 @@ def _space_to_depth(args, attrs):
     return [np.ascontiguousarray(y).reshape(out)]
 
 
+# ---------------------------------------------------------------------------- trilu
+def _infer_trilu(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) >= 2, f"trilu: input must have rank >= 2, got shape {list(x.shape)}")
+    k = attrs.get("k", 0)
+    check(isinstance(k, (int, np.integer)) and not isinstance(k, bool), f"trilu: k must be an int, got {k!r}")
+    return _same(ins, x.shape)
+
+
+def _trilu(args, attrs):
+    x, k = np.asarray(args[0]), int(attrs.get("k", 0))
+    return [np.triu(x, k) if attrs.get("upper", True) else np.tril(x, k)]
+
+
+# ---------------------------------------------------------------------------- scatters
+SCATTER_REDUCTIONS = {"none": None, "add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _reduction(name: str, data: TensorType, attrs: dict):
+    red = attrs.get("reduction", "none")
+    check(red in SCATTER_REDUCTIONS,
+          f"{name}: reduction {red!r} is not one of {', '.join(SCATTER_REDUCTIONS)}")
+    check(red == "none" or data.dtype != "bool", f"{name}: reduction {red!r} on bool data is not supported")
+    return SCATTER_REDUCTIONS[red]
+
+
+def _scatter_into(data: np.ndarray, key: tuple, updates: np.ndarray, ufunc) -> np.ndarray:
+    """A copy of data with updates written (or reduced, ``ufunc.at`` accumulating repeated indices in
+    order) at the index arrays ``key``."""
+    out = data.copy()
+    if ufunc is None:
+        out[key] = updates
+    else:
+        ufunc.at(out, key, updates)
+    return out
+
+
+def _infer_scatter_nd(ins, attrs, ctx):
+    data, idx, upd = ins
+    _int_indices("scatter_nd", idx)
+    _reduction("scatter_nd", data, attrs)
+    check(upd.dtype == data.dtype, f"scatter_nd: updates dtype {upd.dtype} differs from data dtype {data.dtype}")
+    check(len(idx.shape) >= 1 and 1 <= idx.shape[-1] <= len(data.shape),
+          f"scatter_nd: indices last dimension must be in [1, {len(data.shape)}] (data rank), "
+          f"got indices shape {list(idx.shape)}")
+    want = idx.shape[:-1] + data.shape[idx.shape[-1]:]
+    check(upd.shape == want, f"scatter_nd: updates shape {list(upd.shape)} should be {list(want)} "
+                             f"(indices {list(idx.shape)}, data {list(data.shape)})")
+    return _same(ins, data.shape)
+
+
+def _scatter_nd(args, attrs):
+    data, idx, upd = (np.asarray(a) for a in args)
+    k = idx.shape[-1]
+    flat = idx.reshape(-1, k)
+    key = tuple(_wrap("scatter_nd", flat[:, j], data.shape[j]) for j in range(k))
+    ufunc = _reduction("scatter_nd", TensorType(data.shape, data.dtype.name), attrs)
+    return [_scatter_into(data, key, upd.reshape((-1,) + data.shape[k:]), ufunc)]
+
+
+def _infer_scatter_elements(ins, attrs, ctx):
+    data, idx, upd = ins
+    _int_indices("scatter_elements", idx)
+    _reduction("scatter_elements", data, attrs)
+    check(upd.dtype == data.dtype,
+          f"scatter_elements: updates dtype {upd.dtype} differs from data dtype {data.dtype}")
+    check(upd.shape == idx.shape,
+          f"scatter_elements: updates shape {list(upd.shape)} differs from indices shape {list(idx.shape)}")
+    check(len(idx.shape) == len(data.shape),
+          f"scatter_elements: indices rank {len(idx.shape)} differs from data rank {len(data.shape)}")
+    axis = norm_axis(attrs.get("axis", 0), len(data.shape), "scatter_elements")
+    for i, (a, b) in enumerate(zip(idx.shape, data.shape)):
+        check(i == axis or a <= b,
+              f"scatter_elements: indices {list(idx.shape)} exceed data {list(data.shape)} on axis {i}")
+    return _same(ins, data.shape)
+
+
+def _scatter_elements(args, attrs):
+    data, idx, upd = (np.asarray(a) for a in args)
+    axis = norm_axis(attrs.get("axis", 0), data.ndim, "scatter_elements")
+    key = list(np.indices(idx.shape, sparse=True))
+    key[axis] = _wrap("scatter_elements", idx, data.shape[axis])
+    ufunc = _reduction("scatter_elements", TensorType(data.shape, data.dtype.name), attrs)
+    return [_scatter_into(data, tuple(np.broadcast_arrays(*key)), upd, ufunc)]
+
+
+def _cost_scatter(ins, outs, attrs):
+    # a reduction does one operation per update; a plain scatter only moves data
+    flops = ins[2].size if attrs.get("reduction", "none") != "none" else 0
+    return OpCost(0, flops, sum(t.nbytes for t in ins), sum(o.nbytes for o in outs))
+
+
+# ---------------------------------------------------------------------------- one_hot
+def _one_hot_params(idx_shape: tuple, attrs: dict) -> tuple[int, int]:
+    check("depth" in attrs, "one_hot: missing attribute 'depth'")
+    depth = attrs["depth"]
+    check(isinstance(depth, (int, np.integer)) and not isinstance(depth, bool) and depth >= 1,
+          f"one_hot: depth must be an int >= 1, got {depth!r}")
+    return int(depth), norm_axis(attrs.get("axis", -1), len(idx_shape) + 1, "one_hot")
+
+
+def _infer_one_hot(ins, attrs, ctx):
+    idx, values = ins
+    check(idx.dtype != "bool", "one_hot: indices must be numeric, got bool")
+    check(values.shape == (2,), f"one_hot: values must be [off_value, on_value] of shape [2], got {list(values.shape)}")
+    depth, axis = _one_hot_params(idx.shape, attrs)
+    return [TensorType(idx.shape[:axis] + (depth,) + idx.shape[axis:], values.dtype)]
+
+
+def _one_hot(args, attrs):
+    idx, values = np.asarray(args[0]), np.asarray(args[1])
+    depth, axis = _one_hot_params(idx.shape, attrs)
+    # negative indices count from depth; anything else out of range, or a float index with a
+    # fraction, matches no class and is all off (onnxruntime compares, it does not truncate)
+    ix = idx.astype(np.float64) if idx.dtype.kind == "f" else idx.astype(np.int64)
+    ix = np.expand_dims(np.where(ix < 0, ix + depth, ix), axis)
+    classes = np.arange(depth).reshape([-1 if i == axis else 1 for i in range(ix.ndim)])
+    return [np.where(ix == classes, values[1], values[0]).astype(values.dtype, copy=False)]
+
+
 DEFS = [
     OpDef("reshape", lambda i, a, c: _same(i, _reshape_target(i[0].shape, a)), _reshape, zero_cost, "data", (1, 1)),
     OpDef("flatten", lambda i, a, c: _same(i, _flatten_shape(i[0].shape, a)),
@@ -384,4 +505,8 @@ DEFS = [
           zero_cost, "data", (1, 1)),
     OpDef("space_to_depth", lambda i, a, c: _same(i, _s2d_shape(i[0].shape, a)), _space_to_depth,
           zero_cost, "data", (1, 1)),
+    OpDef("trilu", _infer_trilu, _trilu, zero_cost, "data", (1, 1)),
+    OpDef("scatter_nd", _infer_scatter_nd, _scatter_nd, _cost_scatter, "data", (3, 3)),
+    OpDef("scatter_elements", _infer_scatter_elements, _scatter_elements, _cost_scatter, "data", (3, 3)),
+    OpDef("one_hot", _infer_one_hot, _one_hot, zero_cost, "data", (2, 2)),
 ]

@@ -23,9 +23,12 @@ def reference(fname: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 def test_zoo_has_both_exporters_of_every_model():
-    stems = {f.split(".")[0] for f in FILES}
+    """experiments/zoo/export.py writes both; of the transformers models (hf_*), some export with
+    only one of them (experiments/zoo/hf_models.py) or are kept in one form to stay small."""
+    stems = {f.split(".")[0] for f in FILES if not f.startswith("hf_")}
     assert len(stems) >= 15
     assert all(f"{s}.ts.onnx" in FILES and f"{s}.dynamo.onnx" in FILES for s in stems)
+    assert len({f.split(".")[0] for f in FILES if f.startswith("hf_")}) >= 9
 
 
 @pytest.mark.parametrize("fname", FILES)

@@ -25,14 +25,14 @@ def edge():
 @pytest.mark.parametrize("fname", FILES)
 def test_tune_save_load_run(fname, edge, tmp_path):
     g = load_onnx(ZOO / fname)
-    x = dict(np.load(ZOO / (fname.split(".")[0] + ".npz")))["in_0"]
-    x = x.astype(g.inputs[0].dtype)
+    data = np.load(ZOO / (fname.split(".")[0] + ".npz"))
+    xs = [data[f"in_{i}"].astype(v.dtype) for i, v in enumerate(g.inputs)]
     plan = tuner.tune(g, edge, trials=4, seed=0, progress=False, model_name=fname)
     for b in ("greedy_byoc", "all_host"):
         assert plan.latency_s <= plan.baselines[b].latency_s * (1 + 1e-9)
     plan.save(tmp_path / "plan.zip")
-    res = sim.runtime.load(tmp_path / "plan.zip").run([x])
-    for got, want in zip(res.outputs.values(), interpret(g, [x])):
+    res = sim.runtime.load(tmp_path / "plan.zip").run(xs)
+    for got, want in zip(res.outputs.values(), interpret(g, xs)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert res.latency_s == pytest.approx(plan.latency_s, rel=1e-9)
     assert res.energy_j == pytest.approx(plan.energy_j, rel=1e-9)
