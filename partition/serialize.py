@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .ir import Function, Graph, IRError, Node, TensorType, Value
+from .ir import Function, Graph, IRError, TensorType, Value
 
 GRAPH_SCHEMA = "accel-tune.graph/1"
 

@@ -83,7 +83,6 @@ def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None =
         r = evaluate(workload, hw, ScheduleArrays.of([s], workload))
         a = {k: (v[0] if isinstance(v, np.ndarray) else v) for k, v in r.items() if k != "energy"}
         energy = {k: float(v[0]) for k, v in r["energy"].items()}
-    wb = hw.array.word_bytes
     total = int(round(a["total_cycles"]))
     pes = hw.pes
     return KernelReport(

@@ -1,7 +1,7 @@
 """Frozen results of the kernel simulators."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 

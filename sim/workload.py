@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from math import prod
 from typing import Any
 
 MAC_KINDS = ("conv2d", "gemm")

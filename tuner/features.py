@@ -80,7 +80,6 @@ def featurize(space: ScheduleSpace, genes: np.ndarray) -> tuple[np.ndarray, np.n
         tm, tn, tk = (np.minimum(x, d) for x, d in ((s.tile_m, geo.m), (s.tile_n, geo.n), (s.tile_k, geo.k)))
         row, colv, tmp = spatial_dims(s.dataflow, s.transposed)
         tiles = np.stack([tm, tn, tk])
-        dims = np.array([geo.m, geo.n, geo.k])
         pick = lambda idx, a: np.take_along_axis(a, idx[None, :], axis=0)[0]  # noqa: E731
         t_row, t_col, t_tmp = pick(row, tiles), pick(colv, tiles), pick(tmp, tiles)
         put("row_fill", t_row / (cdiv(t_row, ra) * ra))

@@ -1,12 +1,14 @@
-"""Export the models of experiments/zoo/torch_models.py to ONNX, with both of torch's exporters.
+"""Export the zoo's models to ONNX, with both of torch's exporters.
 
-    python experiments/zoo/export.py OUT_DIR [--only NAME ...]
+    python experiments/zoo/export.py OUT_DIR [--set torch|hf] [--only NAME ...]
 
-Needs torch (and onnxscript for the dynamo exporter) in the running environment; accel-tune does not
-depend on them. For every model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and
-NAME.dynamo.onnx (torch.export-based exporter, opset 18), plus NAME.npz holding the example input
-('in_0', ...) and torch's own outputs ('out_0', ...), which experiments/zoo/check.py compares against.
-A model that fails to export is reported and skipped: that is an exporter limit, not ours.
+``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
+architectures of experiments/zoo/hf_models.py (needs transformers too). Needs torch (and onnxscript
+for the dynamo exporter) in the running environment; accel-tune does not depend on them. For every
+model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and NAME.dynamo.onnx (torch.export-based
+exporter, opset 18), plus NAME.npz holding the example inputs ('in_0', 'in_1', ...) and torch's own
+first output ('out_0'), which experiments/zoo/check.py compares against. A model that cannot be
+built or exported is reported and skipped: that is a limit of the installed libraries, not ours.
 """
 from __future__ import annotations
 
@@ -19,36 +21,68 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from torch_models import ZOO  # noqa: E402
+
+
+class FirstOutput(torch.nn.Module):
+    """The wrapped model's first output tensor (logits or last hidden state), so that every export
+    has one output whatever the model returns (a tensor, a tuple, a transformers ModelOutput)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, *xs):
+        out = self.m(*xs)
+        if hasattr(out, "to_tuple"):
+            out = out.to_tuple()
+        return out[0] if isinstance(out, (tuple, list)) else out
+
+
+def _one_line(e: BaseException) -> str:
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}"
+
+
+def export(name: str, ctor, example, out: Path) -> None:
+    try:
+        model = FirstOutput(ctor()).eval()
+        xs = example()
+        xs = xs if isinstance(xs, tuple) else (xs,)
+        with torch.no_grad():
+            y = model(*xs)
+    except Exception as e:  # noqa: BLE001 - a model the installed libraries cannot build
+        print(f"{name}: cannot build: {_one_line(e)}")
+        return
+    names = [f"in_{i}" for i in range(len(xs))]
+    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)}, out_0=y.numpy())
+    for kind, kw in (("ts", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
+        path = out / f"{name}.{kind}.onnx"
+        try:
+            torch.onnx.export(model, xs, str(path), input_names=names, **kw)
+        except Exception as e:  # noqa: BLE001 - an exporter failure is reported, not ours
+            print(f"{name} [{kind}]: export failed: {_one_line(e)}")
+            path.unlink(missing_ok=True)
+        else:
+            print(f"{name} [{kind}]: {path.stat().st_size} bytes")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
+    ap.add_argument("--set", choices=("torch", "hf"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
-    for name, (ctor, example) in ZOO.items():
-        if a.only and name not in a.only:
-            continue
-        model = ctor().eval()
-        x = example()
-        with torch.no_grad():
-            y = model(x)
-        ys = y if isinstance(y, tuple) else (y,)
-        np.savez(out / f"{name}.npz", in_0=x.numpy(), **{f"out_{i}": t.numpy() for i, t in enumerate(ys)})
-        for kind, kw in (("ts", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
-            path = out / f"{name}.{kind}.onnx"
-            try:
-                torch.onnx.export(model, (x,), str(path), input_names=["in_0"], **kw)
-            except Exception as e:  # noqa: BLE001 - an exporter failure is reported, not ours
-                print(f"{name} [{kind}]: export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-                path.unlink(missing_ok=True)
-            else:
-                print(f"{name} [{kind}]: {path.stat().st_size} bytes")
+    if a.set == "torch":
+        from torch_models import ZOO as models
+    else:
+        from hf_models import models
+        models = models()
+    for name, (ctor, example) in models.items():
+        if not a.only or name in a.only:
+            export(name, ctor, example, out)
     return 0
 
 

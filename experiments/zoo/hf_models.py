@@ -1,22 +1,14 @@
 """Hugging Face transformers architectures (random weights from their public configs, reduced in
-depth and width, no hub access) for the same checks as experiments/zoo/torch_models.py.
-
-    python experiments/zoo/hf_models.py OUT_DIR [--only NAME ...]
-
-Needs torch and transformers in the running environment. Writes NAME.ts.onnx / NAME.dynamo.onnx
-and NAME.npz like experiments/zoo/export.py (inputs in_0, in_1, ... in the order of ``INPUTS``).
+depth and width, no hub access) for the same checks as experiments/zoo/torch_models.py; exported by
+``python experiments/zoo/export.py OUT_DIR --set hf`` (needs torch and transformers).
 """
 from __future__ import annotations
 
-import argparse
-import warnings
-from pathlib import Path
-
-import numpy as np
 import torch
 
 
-def _models():
+def models() -> dict:
+    """name -> (constructor, example inputs as a tuple)."""
     import transformers as tf
     small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128)
     ids = lambda v, s=16: torch.randint(0, v, (1, s))  # noqa: E731
@@ -50,55 +42,3 @@ def _models():
             embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="bottleneck", num_labels=5)),
             lambda: (img(),)),
     }
-
-
-class _First(torch.nn.Module):
-    """The model's first output tensor (logits or last hidden state), so exports have one output."""
-
-    def __init__(self, m):
-        super().__init__()
-        self.m = m
-
-    def forward(self, *xs):
-        out = self.m(*xs)
-        if hasattr(out, "to_tuple"):
-            out = out.to_tuple()
-        return out[0] if isinstance(out, (tuple, list)) else out
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out")
-    ap.add_argument("--only", nargs="*")
-    a = ap.parse_args(argv)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    warnings.filterwarnings("ignore")
-    torch.manual_seed(0)
-    for name, (ctor, example) in _models().items():
-        if a.only and name not in a.only:
-            continue
-        try:
-            model = _First(ctor()).eval()
-            xs = example()
-            with torch.no_grad():
-                y = model(*xs)
-        except Exception as e:  # noqa: BLE001 - a model the installed transformers cannot build
-            print(f"{name}: cannot build: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-            continue
-        names = [f"in_{i}" for i in range(len(xs))]
-        np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)}, out_0=y.numpy())
-        for kind, kw in (("ts", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
-            path = out / f"{name}.{kind}.onnx"
-            try:
-                torch.onnx.export(model, tuple(xs), str(path), input_names=names, **kw)
-            except Exception as e:  # noqa: BLE001
-                print(f"{name} [{kind}]: export failed: {type(e).__name__}: {str(e).splitlines()[0][:160]}")
-                path.unlink(missing_ok=True)
-            else:
-                print(f"{name} [{kind}]: {path.stat().st_size} bytes")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ir import TensorType
-from .base import OpCost, OpDef, broadcast_shapes, check, zero_cost
+from .base import OpCost, OpDef, check, zero_cost
 
 
 # ---------------------------------------------------------------------------- shared helpers

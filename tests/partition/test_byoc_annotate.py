@@ -1,7 +1,6 @@
 """annotate_target and the op-support combinators it is configured with."""
 from __future__ import annotations
 
-import numpy as np
 
 from partition import Graph
 from partition.byoc import annotate_target, merge_composite

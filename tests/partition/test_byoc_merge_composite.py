@@ -71,7 +71,6 @@ def test_shared_interior_is_not_fused():
 def test_composites_inside_loop_body_stay_in_the_body():
     g = nested_loop()
     ref = interpret(g, inputs_for(g))
-    from partition.patterns import make_pattern_table
     from partition.targets import Target
     p = is_op("mul", is_op("relu", wildcard()), wildcard())
     t = Target("acc", lambda n: True, (PatternEntry("acc.relu_mul", p, priority=2),))

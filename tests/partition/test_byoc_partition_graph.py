@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from partition import interpret
 from partition.byoc import (annotate_target, merge_composite, merge_compiler_regions, partition_graph)

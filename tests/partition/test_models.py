@@ -139,7 +139,7 @@ def test_hard_sigmoid_gate_is_torchs():
 
 
 def test_bert_tiny_macs_by_hand():
-    s, h, f, layers, heads = 128, 128, 512, 2, 2
+    s, h, f, layers = 128, 128, 512, 2
     per_layer = 4 * s * h * h + 2 * s * h * f + 2 * s * s * h  # q,k,v,o + FFN + QK^T and PV
     assert count_macs(models.get("bert_tiny")) == layers * per_layer + h * h  # + pooler
 

@@ -67,6 +67,18 @@ def ort_node(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, n_o
     return sess.run(None, feeds)
 
 
+def assert_host_cost(node) -> None:
+    """The host model costs ``node`` as its roofline (FLOPs at peak, or bytes at memory bandwidth)
+    plus the per-op overhead, from the op's own cost function."""
+    import sim
+    hw = sim.load_hw("edge-npu")
+    secs = sim.subgraph.host_op_seconds(node, hw)
+    c = OPS[node.op].cost([v.type for v in node.inputs], [o.type for o in node.outputs], node.attrs)
+    expect = max(c.flops / hw.host.peak_flops, (c.bytes_in + c.bytes_out) / hw.host.mem_bytes_per_s)
+    assert math.isfinite(secs) and secs == pytest.approx(expect + hw.host.op_overhead_s)
+    assert c.bytes_in > 0 and c.bytes_out == sum(o.type.nbytes for o in node.outputs)
+
+
 def run_op(op: str, args: Sequence[np.ndarray], attrs: dict | None = None) -> list[np.ndarray]:
     """Our op: infer types, compute, and check the arrays agree with the inferred types."""
     attrs = attrs or {}

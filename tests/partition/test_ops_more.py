@@ -13,9 +13,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from test_ops import Const, assert_same, one_node_model, ort_node, run_op
+from test_ops import Const, assert_host_cost, assert_same, one_node_model, ort_node, run_op
 
-import sim
 from partition import graph_from_json, graph_to_json, interpret, load_onnx
 from partition.ir import TensorType
 from partition.ops import OpError, infer_types, op_cost
@@ -677,12 +676,8 @@ HOST_CASES = [
 def test_host_model_costs_each_new_op(rng, op_type, make, attrs):
     model, _ = one_node_model(op_type, make(rng), attrs, 1, OPSET)
     (node,) = load_onnx(model.SerializeToString()).nodes
-    hw = sim.load_hw("edge-npu")
-    secs = sim.subgraph.host_op_seconds(node, hw)
+    assert_host_cost(node)
     c = op_cost(node)
-    expect = max(c.flops / hw.host.peak_flops, (c.bytes_in + c.bytes_out) / hw.host.mem_bytes_per_s)
-    assert math.isfinite(secs) and secs == pytest.approx(expect + hw.host.op_overhead_s)
-    assert c.bytes_in > 0 and c.bytes_out == node.outputs[0].type.nbytes
     if node.op in ("trilu", "one_hot", "scatter_elements"):  # data movement (no reduction): no arithmetic
         assert c.flops == 0
     else:
