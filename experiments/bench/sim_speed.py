@@ -24,7 +24,6 @@ import numpy as np
 
 import sim
 from sim import Schedule, ScheduleArrays, Workload
-from sim.defaults import fused_epilogue
 
 ORACLE = Path(__file__).resolve().parents[2] / ".." / "shared" / "oracle" / "scalesim.jsonl"
 
