@@ -149,3 +149,34 @@ def test_edge_small_example_has_at_most_8_points():
     assert 1 <= len(sp.points) <= 8
     assert all(p.hw.area_mm2() <= 3.0 for p in sp.points)
     assert math.prod(len(a.values) for a in s.axes) == s.grid_size
+
+
+def _dynamic_onnx(path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.ones((4, 8), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+
+
+def test_onnx_models_take_input_shapes(tmp_path):
+    f = tmp_path / "dyn.onnx"
+    _dynamic_onnx(f)
+    (tmp_path / "bad.onnx").write_bytes(b"not an onnx file")
+    s = parse_spec(_spec(models=[{"onnx": str(f), "input_shapes": {"x": [1, 16, 4]}}]))
+    assert s.models[0].input_shapes == (("x", (1, 16, 4)),)
+    assert s.to_dict()["models"][0]["input_shapes"] == {"x": [1, 16, 4]}
+    from tuner.sweep.evaluate import WorkerState, model_graph
+    assert model_graph(s.models[0], WorkerState()).inputs[0].shape == (1, 16, 4)
+    for models, needle in (
+            ([{"onnx": str(f)}], "models[0].onnx: input 'x' has a dynamic dimension 'seq' at axis 1"),
+            ([{"onnx": str(f), "input_shapes": {"x": [1, 0, 4]}}], "input_shapes.x must be a list of positive"),
+            ([{"onnx": str(f), "input_shapes": {"z": [1, 16, 4]}}], "which the model does not take"),
+            ([{"onnx": str(tmp_path / "bad.onnx")}], "models[0].onnx: "),
+            ([{"name": "bert_tiny", "input_shapes": {"x": [1]}}], "applies to 'onnx' models")):
+        with pytest.raises(SpecError) as e:
+            parse_spec(_spec(models=models))
+        assert needle in str(e.value) and "\n" not in str(e.value)

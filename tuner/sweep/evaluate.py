@@ -73,7 +73,7 @@ def model_graph(m: ModelSpec, state: WorkerState):
             g = get(m.name)
         else:
             from partition import load_onnx
-            g = load_onnx(m.onnx)
+            g = load_onnx(m.onnx, input_shapes=dict(m.input_shapes))
         state.graphs[m.label] = g
         state.macs[m.label] = model_stats(g).macs
     return state.graphs[m.label]

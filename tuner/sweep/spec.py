@@ -65,6 +65,8 @@ class ModelSpec:
     name: str | None
     onnx: str | None
     trials: int
+    # Static shapes of ONNX inputs with dynamic dimensions: ((input name, shape), ...).
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ class SweepSpec:
             "sampling": {"method": self.sampling, "count": self.count},
             "axes": {a.key: [list(v) if len(a.paths) > 1 else v[0] for v in a.values] for a in self.axes},
             "constraints": {c.key: c.limit for c in self.constraints},
-            "models": [{"label": m.label, "name": m.name, "onnx": m.onnx, "trials": m.trials}
+            "models": [{"label": m.label, "name": m.name, "onnx": m.onnx, "trials": m.trials,
+                        **({"input_shapes": {k: list(v) for k, v in m.input_shapes}} if m.input_shapes else {})}
                        for m in self.models],
         }
 
@@ -207,6 +210,30 @@ def _canon(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=list)
 
 
+def _input_shapes(where: str, raw: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    out = []
+    for name, dims in _table(where, raw).items():
+        if (not isinstance(dims, list) or not dims
+                or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
+            raise SpecError(f"{where}.{name} must be a list of positive integers, got {dims!r}")
+        out.append((str(name), tuple(dims)))
+    return tuple(out)
+
+
+def _check_onnx(where: str, path: Path, shapes: tuple[tuple[str, tuple[int, ...]], ...]) -> None:
+    """Import the file once now, so that a malformed file or a missing input shape fails the spec
+    with one line instead of every sweep point."""
+    import warnings
+
+    from partition import load_onnx
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the default batch of 1 is reported by the points' import
+            load_onnx(str(path), input_shapes=dict(shapes))
+    except ValueError as e:
+        raise SpecError(f"{where}.onnx: {e}") from None
+
+
 def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec, ...]:
     if not isinstance(raw, list) or not raw:
         raise SpecError("models must be a non-empty list of tables ([[models]] with name = ... or onnx = ...)")
@@ -217,7 +244,7 @@ def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec,
         if isinstance(m, str):
             m = {"name": m}
         m = _table(where, m)
-        _unknown(f"{where}.", m, ("name", "onnx", "trials", "label"))
+        _unknown(f"{where}.", m, ("name", "onnx", "trials", "label", "input_shapes"))
         if ("name" in m) == ("onnx" in m):
             raise SpecError(f"{where} needs exactly one of 'name' (a built-in model) or 'onnx' (a file)")
         trials = _int(f"{where}.trials", m.get("trials", default_trials), 0)
@@ -233,7 +260,12 @@ def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec,
             p = p if p.is_absolute() else (root / p)
             if not p.is_file():
                 raise SpecError(f"{where}.onnx: no file {p}")
-            out.append(ModelSpec(_str(f"{where}.label", m.get("label", p.stem)), None, str(p.resolve()), trials))
+            shapes = _input_shapes(f"{where}.input_shapes", m.get("input_shapes", {}))
+            _check_onnx(where, p, shapes)
+            out.append(ModelSpec(_str(f"{where}.label", m.get("label", p.stem)), None, str(p.resolve()), trials,
+                                 shapes))
+        if "name" in m and "input_shapes" in m:
+            raise SpecError(f"{where}.input_shapes applies to 'onnx' models; built-in models have fixed shapes")
     labels = [m.label for m in out]
     for lab in labels:
         if labels.count(lab) > 1:
