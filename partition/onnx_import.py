@@ -295,6 +295,7 @@ class _Importer:
         self.filled = filled
         self.label = label
         self.input_shapes = input_shapes or {}
+        self.transposed: dict[tuple[int, int], Value] = {}  # (graph, MatMul weight) ids -> [N, K] copy
 
     def _tensor(self, t) -> np.ndarray:
         from onnx import numpy_helper
@@ -469,7 +470,7 @@ _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "L
           "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
            "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
-           "Or": "or", "MatMul": "matmul"}
+           "Or": "or"}
 
 
 def _identity(c: _Ctx):
@@ -640,6 +641,21 @@ def _ln(c):
     return c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
                                       "epsilon": float(c.attrs.get("epsilon", 1e-5))},
                   out_names=[c.node.output[0]])
+
+
+def _matmul(c):
+    """MatMul by a constant 2-D matrix is a linear layer (how exporters write nn.Linear on N-D
+    inputs); like TVM's ONNX frontend, canonicalise it to dense with the weight stored [N, K], so
+    that dense-only accelerators and the dense patterns (bias, activation epilogues) see it."""
+    a, b = c.need(0), c.need(1)
+    if not (b.is_const and len(b.shape) == 2 and len(a.shape) >= 2 and a.dtype == b.dtype):
+        return c.emit("matmul", [a, b])
+    key = (id(c.graph), id(b))  # one transposed copy per weight and graph, even when tied
+    w = c.imp.transposed.get(key)
+    if w is None:
+        w = c.graph.add_const(np.ascontiguousarray(np.asarray(b.data).T), f"{b.name}_T")
+        c.imp.transposed[key] = w
+    return c.emit("dense", [a, w])
 
 
 def _gemm(c):
@@ -1329,6 +1345,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "BatchNormalization": _bn,
     "LayerNormalization": _ln,
     "Gemm": _gemm,
+    "MatMul": _matmul,
     "Softmax": _softmax_like("softmax"),
     "ArgMax": _argmax,
     "TopK": _topk,

@@ -468,7 +468,8 @@ def test_torchscript_style_opset11_graph():
     g = _check_against_ort(model)
     ops = [n.op for n in g.nodes]
     assert not {"shape", "range"} & set(ops)
-    assert ops == ["matmul", "reshape", "transpose", "transpose", "matmul", "div", "add", "softmax", "pad",
+    # the first MatMul multiplies by a constant matrix: a linear layer, imported as dense
+    assert ops == ["dense", "reshape", "transpose", "transpose", "matmul", "div", "add", "softmax", "pad",
                    "slice", "reduce_sum", "squeeze"]
     assert g.nodes[1].attrs["shape"] == (1, 5, 2, 4)
 
@@ -520,3 +521,23 @@ def test_input_shapes_fix_dynamic_dimensions_and_match_onnxruntime():
     with pytest.warns(UserWarning, match="dynamic dimension 0"), \
             pytest.raises(OnnxImportError, match="dynamic dimension 'seq' at axis 1"):
         load_onnx(data)
+
+
+def test_matmul_by_a_constant_matrix_is_a_dense_layer():
+    """Exporters write nn.Linear on N-D inputs as MatMul(x, W[K, N]) (+ Add): it imports as
+    dense(x, W.T) so that dense patterns and dense-only accelerators see a linear layer; a weight
+    tied to two MatMuls is transposed once; a MatMul of two activations stays a matmul."""
+    w = np.random.default_rng(0).standard_normal((8, 6)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal(6).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m1"]), helper.make_node("Add", ["m1", "b"], ["y1"]),
+             helper.make_node("MatMul", ["x2", "w"], ["y2"]),
+             helper.make_node("MatMul", ["y1", "y2t"], ["y3"]),
+             helper.make_node("Transpose", ["y2"], ["y2t"], perm=[0, 2, 1])]
+    nodes = nodes[:3] + [nodes[4], nodes[3]]
+    model = _model(nodes, [_vi("x", [2, 5, 8]), _vi("x2", [2, 5, 8])], [_vi("y3", [2, 5, 5])],
+                   [_init("w", w), _init("b", b)])
+    g = _check_against_ort(model)
+    assert [n.op for n in g.nodes] == ["dense", "add", "dense", "transpose", "matmul"]
+    dense = [n for n in g.nodes if n.op == "dense"]
+    assert dense[0].inputs[1] is dense[1].inputs[1]
+    np.testing.assert_array_equal(dense[0].inputs[1].data, w.T)
