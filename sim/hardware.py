@@ -375,12 +375,16 @@ class HardwareConfig:
         return load_hw(path_or_name)
 
     def partition_target(self):
-        """The partition target (op predicate + pattern table) this accelerator offloads."""
+        """The partition target (op predicate + pattern table) this accelerator offloads. Any
+        float model runs on it (the array computes in ``array.mac_dtype`` whatever the model's
+        float width); integer tensors (indices, shapes, masks) stay on the host."""
         from partition.targets import build_target  # lazy: partition never imports sim
-        return build_target(self.support.target, self.support.ops, self.support.patterns)
+        return build_target(self.support.target, self.support.ops, self.support.patterns,
+                            dtypes=FLOAT_DTYPES)
 
 
 _DERIVED_KEYS = ("fingerprint", "area_mm2")
+FLOAT_DTYPES = ("float32", "float16", "float64")
 
 
 def _read_file(p: Path) -> dict[str, Any]:

@@ -357,3 +357,31 @@ def test_readme_export_section_runs_as_written(tmp_path):
         x = {"pixel_values": z["pixel_values"]}
     assert_same(logits, interpret(models.get("resnet18"), x)[0])
     parse_dot((tmp_path / "resnet18.dot").read_text())
+
+
+def test_float16_model_offloads_and_runs_back(tmp_path):
+    """A model exported in float16 offloads like a float32 one (the array computes in its own
+    mac_dtype), and its packed plan runs back to the interpreter's float16 outputs."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    import sim
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array((rng.standard_normal((32, 3, 3, 3)) * 0.2).astype(np.float16), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) * 0.05).astype(np.float16), "w2")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c2"], ["y"])]
+    g = helper.make_graph(nodes, "fp16net", [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 3, 64, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, None)], [w1, w2])
+    path = tmp_path / "fp16.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    graph = load_onnx(path)
+    plan = tuner.tune(graph, sim.load_hw("edge-npu"), trials=4, seed=0, progress=False)
+    assert plan.cost.functions, "the convolutions should be offloaded"
+    plan.save(tmp_path / "p.zip")
+    x = rng.standard_normal((1, 3, 64, 64)).astype(np.float16)
+    res = sim.runtime.load(tmp_path / "p.zip").run([x])
+    (got,) = res.outputs.values()
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, interpret(graph, [x])[0])
+    assert res.latency_s == pytest.approx(plan.latency_s, rel=1e-9)
