@@ -1,0 +1,935 @@
+"""ONNX op -> canonical op converters, one per ONNX op type (``CONVERTERS``), used by
+``partition.onnx_import``. Each takes the ``_Ctx`` of one node and returns its output values;
+attributes the IR keeps static must be constants (``c.const``), and every unsupported attribute
+combination is a one-line ``c.fail(...)``.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+import numpy as np
+
+from .ir import Value
+from .onnx_import import _Ctx, _np_dtype
+
+
+Converter = Callable[[_Ctx], list]
+
+
+def _unary(op: str) -> Converter:
+    return lambda c: c.emit(op, [c.need(0)])
+
+
+def _binary(op: str) -> Converter:
+    return lambda c: c.emit(op, [c.need(0), c.need(1)])
+
+
+_UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
+          "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Not": "not",
+          "HardSwish": "hard_swish", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
+          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign"}
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
+           "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
+           "Or": "or"}
+
+
+def _identity(c: _Ctx):
+    if c.node.op_type == "Dropout" and len(c.node.output) > 1 and c.node.output[1]:
+        # The mask of an inference Dropout is all ones.
+        x = c.need(0)
+        return [x, c.graph.add_const(np.ones(x.shape, dtype=bool), c.node.output[1])]
+    return [c.need(0)]
+
+
+def _where(c):
+    return c.emit("where", [c.need(0), c.need(1), c.need(2)])
+
+
+def _leaky(c):
+    return c.emit("leaky_relu", [c.need(0)], {"alpha": float(c.attrs.get("alpha", 0.01))})
+
+
+def _hsig(c):
+    return c.emit("hard_sigmoid", [c.need(0)], {"alpha": float(c.attrs.get("alpha", 0.2)),
+                                                "beta": float(c.attrs.get("beta", 0.5))})
+
+
+def _gelu(c):
+    return c.emit("gelu", [c.need(0)], {"approximate": c.attrs.get("approximate", "none")})
+
+
+def _clip(c):
+    if c.opset < 11:
+        lo, hi = c.attrs.get("min"), c.attrs.get("max")
+    else:
+        lo_a, hi_a = c.const(1, "min"), c.const(2, "max")
+        lo = None if lo_a is None else float(np.asarray(lo_a).reshape(-1)[0])
+        hi = None if hi_a is None else float(np.asarray(hi_a).reshape(-1)[0])
+    if lo == 0.0 and hi == 6.0:
+        return c.emit("relu6", [c.need(0)])
+    return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
+
+
+def _cast(c):
+    return c.emit("cast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
+
+
+def _cast_like(c):
+    return c.emit("cast", [c.need(0)], {"dtype": c.need(1).dtype})
+
+
+def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
+    """strides, dilations and (top, left, bottom, right) pads with auto_pad resolved."""
+    if len(x.shape) != 4:
+        raise c.fail(f"only 2-D spatial inputs (rank 4, NCHW) are supported, got shape {list(x.shape)}")
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
+    auto = c.attrs.get("auto_pad", "NOTSET")
+    if auto in ("NOTSET", ""):
+        pads = tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+    elif auto == "VALID":
+        pads = (0, 0, 0, 0)
+    elif auto in ("SAME_UPPER", "SAME_LOWER"):
+        begin, end = [], []
+        for size, k, s, d in zip(x.shape[2:], kernel, strides, dil):
+            out = -(-size // s)
+            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+            lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            begin.append(lo)
+            end.append(total - lo)
+        pads = (*begin, *end)
+    else:
+        raise c.fail(f"unknown auto_pad '{auto}'")
+    return {"strides": strides, "pads": pads, "dilations": dil}
+
+
+def _lift_1d(c: _Ctx, x: Value) -> Value:
+    """(N, C, L) -> (N, C, 1, L), rewriting the node's 1-D attributes for the 2-D op: the new axis
+    has kernel 1, stride 1, dilation 1 and no padding, so the 2-D op computes the 1-D one (and a
+    1-D convolution can be offloaded as a conv2d)."""
+    a = dict(c.attrs)
+    for k in ("strides", "dilations", "kernel_shape"):
+        if k in a:
+            a[k] = [1, *a[k]]
+    if "pads" in a:
+        p = list(a["pads"])
+        a["pads"] = [0, p[0], 0, p[1]] if len(p) == 2 else p
+    c.attrs = a
+    return c.emit("unsqueeze", [x], {"axes": (2,)}, out_names=c.tmp("2d"))[0]
+
+
+def _squeeze_1d(c: _Ctx, op: str, ins: list[Value], attrs: dict) -> list[Value]:
+    y = c.emit(op, ins, attrs, out_names=c.tmp(op))[0]
+    return c.emit("squeeze", [y], {"axes": (2,)})
+
+
+def _conv(c):
+    x, w = c.need(0), c.need(1)
+    one_d = len(w.shape) == 3 and len(x.shape) == 3
+    if len(w.shape) != 4 and not one_d:
+        raise c.fail(f"only 1-D and 2-D convolutions are supported, weight shape {list(w.shape)}")
+    if one_d:
+        x = _lift_1d(c, x)
+        w = c.emit("unsqueeze", [w], {"axes": (2,)}, out_names=c.tmp("w2d"))[0]
+    attrs = _spatial(c, x, tuple(w.shape[2:]))
+    attrs["groups"] = int(c.attrs.get("group", 1))
+    ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
+    return _squeeze_1d(c, "conv2d", ins, attrs) if one_d else c.emit("conv2d", ins, attrs)
+
+
+def _pool_attrs(c: _Ctx, x: Value) -> dict:
+    kernel = tuple(int(k) for k in c.attrs["kernel_shape"])
+    attrs = _spatial(c, x, kernel)
+    attrs["kernel"] = kernel
+    attrs["ceil_mode"] = bool(c.attrs.get("ceil_mode", 0))
+    return attrs
+
+
+def _pool_input(c: _Ctx) -> tuple[Value, bool]:
+    """The pool's input as NCHW, and whether it was a 1-D (N, C, L) input lifted to (N, C, 1, L)."""
+    x = c.need(0)
+    if len(x.shape) == 3:
+        return _lift_1d(c, x), True
+    if len(x.shape) != 4:
+        raise c.fail(f"only 1-D and 2-D pooling is supported, input shape {list(x.shape)}, "
+                     f"kernel_shape {list(c.attrs.get('kernel_shape', []))}")
+    return x, False
+
+
+def _maxpool(c):
+    if len(c.node.output) > 1 and c.node.output[1]:
+        raise c.fail("the Indices output of MaxPool is not supported")
+    x, one_d = _pool_input(c)
+    attrs = _pool_attrs(c, x)
+    return _squeeze_1d(c, "max_pool2d", [x], attrs) if one_d else c.emit("max_pool2d", [x], attrs)
+
+
+def _avgpool(c):
+    x, one_d = _pool_input(c)
+    attrs = _pool_attrs(c, x)
+    attrs["count_include_pad"] = bool(c.attrs.get("count_include_pad", 0))
+    return _squeeze_1d(c, "avg_pool2d", [x], attrs) if one_d else c.emit("avg_pool2d", [x], attrs)
+
+
+def _gap(c):
+    x = c.need(0)
+    if len(x.shape) == 3:
+        return _squeeze_1d(c, "global_avg_pool2d", [_lift_1d(c, x)], {})
+    if len(x.shape) != 4:
+        raise c.fail(f"only rank-3 (N, C, L) and rank-4 (NCHW) inputs are supported, got shape {list(x.shape)}")
+    return c.emit("global_avg_pool2d", [x])
+
+
+def _gmp(c):
+    x = c.need(0)
+    return c.emit("reduce_max", [x], {"axes": tuple(range(2, len(x.shape))), "keepdims": True})
+
+
+def _bn(c):
+    if any(o for o in c.node.output[1:]):
+        raise c.fail("training-mode outputs of BatchNormalization are not supported")
+    if int(c.attrs.get("training_mode", 0)):
+        raise c.fail("training_mode=1 is not supported")
+    return c.emit("batch_norm", [c.need(i) for i in range(5)], {"epsilon": float(c.attrs.get("epsilon", 1e-5))},
+                  out_names=[c.node.output[0]])
+
+
+def _ln(c):
+    if any(o for o in c.node.output[1:]):
+        raise c.fail("the Mean/InvStdDev outputs of LayerNormalization are not supported")
+    ins = [c.need(0), c.need(1)] + ([c.inp(2)] if c.inp(2) is not None else [])
+    return c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
+                                      "epsilon": float(c.attrs.get("epsilon", 1e-5))},
+                  out_names=[c.node.output[0]])
+
+
+def _matmul(c):
+    """MatMul by a constant 2-D matrix is a linear layer (how exporters write nn.Linear on N-D
+    inputs); like TVM's ONNX frontend, canonicalise it to dense with the weight stored [N, K], so
+    that dense-only accelerators and the dense patterns (bias, activation epilogues) see it."""
+    a, b = c.need(0), c.need(1)
+    if not (b.is_const and len(b.shape) == 2 and len(a.shape) >= 2 and a.dtype == b.dtype):
+        return c.emit("matmul", [a, b])
+    key = (id(c.graph), id(b))  # one transposed copy per weight and graph, even when tied
+    w = c.imp.transposed.get(key)
+    if w is None:
+        w = c.graph.add_const(np.ascontiguousarray(np.asarray(b.data).T), f"{b.name}_T")
+        c.imp.transposed[key] = w
+    return c.emit("dense", [a, w])
+
+
+def _gemm(c):
+    a, b, bias = c.need(0), c.need(1), c.inp(2)
+    alpha, beta = float(c.attrs.get("alpha", 1.0)), float(c.attrs.get("beta", 1.0))
+    ta, tb = int(c.attrs.get("transA", 0)), int(c.attrs.get("transB", 0))
+    # The common nn.Linear form is canonicalised to dense so patterns see one op for it.
+    if (alpha == 1.0 and beta == 1.0 and ta == 0 and tb == 1 and len(b.shape) == 2
+            and (bias is None or bias.shape == (b.shape[0],))):
+        return c.emit("dense", [a, b] + ([bias] if bias is not None else []))
+    attrs = {"alpha": alpha, "beta": beta, "trans_a": ta, "trans_b": tb}
+    return c.emit("gemm", [a, b] + ([bias] if bias is not None else []), attrs)
+
+
+def _softmax_like(op: str) -> Converter:
+    """Softmax / LogSoftmax / Hardmax: before opset 13 they normalise over all of [axis, rank) flattened
+    together (default axis 1), from 13 over one axis (default -1)."""
+    def conv(c: _Ctx):
+        x = c.need(0)
+        rank = len(x.shape)
+        axis = int(c.attrs.get("axis", 1 if c.opset < 13 else -1))
+        axis = axis + rank if axis < 0 else axis
+        if c.opset >= 13 or axis == rank - 1:
+            return c.emit(op, [x], {"axis": axis if c.opset >= 13 else -1})
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        flat = c.emit("reshape", [x], {"shape": (outer, x.type.size // max(outer, 1))}, out_names=c.tmp("2d"))[0]
+        y = c.emit(op, [flat], {"axis": -1}, out_names=c.tmp("flat"))[0]
+        return c.emit("reshape", [y], {"shape": tuple(x.shape)})
+    return conv
+
+
+def _axes_of(c: _Ctx, input_from: int, input_idx: int) -> tuple[int, ...] | None:
+    """Axes given as an attribute (older opsets) or as a constant input (newer ones)."""
+    if c.opset >= input_from:
+        a = c.const(input_idx, "axes")
+        return None if a is None else tuple(int(v) for v in np.asarray(a).reshape(-1))
+    a = c.attrs.get("axes")
+    return None if a is None else tuple(int(v) for v in a)
+
+
+def _norm_axes(axes, rank: int) -> tuple[int, ...]:
+    return tuple(sorted(a + rank if a < 0 else a for a in axes))
+
+
+def _reduce(op: str, axes_input_from: int) -> Converter:
+    def conv(c: _Ctx):
+        x = c.need(0)
+        axes = _axes_of(c, axes_input_from, 1)
+        keep = bool(c.attrs.get("keepdims", 1))
+        if not axes:
+            if int(c.attrs.get("noop_with_empty_axes", 0)):
+                return [x]
+            axes = None
+        else:
+            axes = _norm_axes(axes, len(x.shape))
+        return c.emit(op, [x], {"axes": axes, "keepdims": keep})
+    return conv
+
+
+
+
+def _argmax(c):
+    x = c.need(0)
+    axis = int(c.attrs.get("axis", 0))
+    return c.emit("argmax", [x], {"axis": axis + len(x.shape) if axis < 0 else axis,
+                                  "keepdims": bool(c.attrs.get("keepdims", 1)),
+                                  "select_last_index": bool(c.attrs.get("select_last_index", 0))})
+
+
+def _topk(c):
+    x = c.need(0)
+    k = int(np.asarray(c.const(1, "K")).reshape(-1)[0]) if c.opset >= 10 else int(c.attrs["k"])
+    axis = int(c.attrs.get("axis", -1))
+    return c.emit("topk", [x], {"k": k, "axis": axis + len(x.shape) if axis < 0 else axis,
+                                "largest": bool(c.attrs.get("largest", 1)),
+                                "sorted": bool(c.attrs.get("sorted", 1))})
+
+
+def _transpose(c):
+    x = c.need(0)
+    perm = c.attrs.get("perm")
+    perm = tuple(range(len(x.shape)))[::-1] if perm is None else tuple(int(p) for p in perm)
+    return c.emit("transpose", [x], {"perm": perm})
+
+
+def _reshape(c):
+    x = c.need(0)
+    target = [int(v) for v in np.asarray(c.const(1, "shape")).reshape(-1)]
+    allowzero = int(c.attrs.get("allowzero", 0))
+    shape = []
+    for i, d in enumerate(target):
+        if d == 0 and not allowzero:
+            if i >= len(x.shape):
+                raise c.fail(f"shape {target} copies dimension {i} that input {list(x.shape)} lacks")
+            d = x.shape[i]
+        shape.append(d)
+    if shape.count(-1) > 1:
+        raise c.fail(f"shape {target} has more than one -1")
+    if -1 in shape:
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        if known == 0 or x.type.size % known:
+            raise c.fail(f"cannot reshape {list(x.shape)} to {target}")
+        shape[shape.index(-1)] = x.type.size // known
+    return c.emit("reshape", [x], {"shape": tuple(shape)})
+
+
+def _flatten(c):
+    x = c.need(0)
+    axis = int(c.attrs.get("axis", 1))
+    return c.emit("flatten", [x], {"axis": axis + len(x.shape) if axis < 0 else axis})
+
+
+def _squeeze(c):
+    x = c.need(0)
+    axes = _axes_of(c, 13, 1)
+    axes = tuple(i for i, d in enumerate(x.shape) if d == 1) if axes is None else _norm_axes(axes, len(x.shape))
+    return c.emit("squeeze", [x], {"axes": axes})
+
+
+def _unsqueeze(c):
+    x = c.need(0)
+    axes = _axes_of(c, 13, 1)
+    if axes is None:
+        raise c.fail("Unsqueeze needs axes")
+    return c.emit("unsqueeze", [x], {"axes": _norm_axes(axes, len(x.shape) + len(axes))})
+
+
+def _concat(c):
+    xs = [v for v in c.ins if v is not None]
+    axis = int(c.attrs["axis"])
+    rank = len(xs[0].shape)
+    return c.emit("concat", xs, {"axis": axis + rank if axis < 0 else axis})
+
+
+def _split(c):
+    x = c.need(0)
+    axis = int(c.attrs.get("axis", 0))
+    axis = axis + len(x.shape) if axis < 0 else axis
+    n_out = len(c.node.output)
+    if c.opset >= 13:
+        sizes = c.const(1, "split")
+        sizes = None if sizes is None else [int(v) for v in np.asarray(sizes).reshape(-1)]
+    else:
+        sizes = c.attrs.get("split")
+        sizes = None if sizes is None else [int(v) for v in sizes]
+    if sizes is None:
+        n = int(c.attrs.get("num_outputs", n_out))
+        dim = x.shape[axis]
+        chunk = -(-dim // n)  # ONNX: equal chunks, the last one smaller when it does not divide
+        sizes = [min(chunk, dim - i * chunk) for i in range(n)]
+    return c.emit("split", [x], {"axis": axis, "sizes": tuple(sizes)})
+
+
+def _slice(c):
+    x = c.need(0)
+    if c.opset < 10:
+        starts, ends = c.attrs["starts"], c.attrs["ends"]
+        axes, steps = c.attrs.get("axes"), None
+    else:
+        starts, ends = c.const(1, "starts"), c.const(2, "ends")
+        axes, steps = c.const(3, "axes"), c.const(4, "steps")
+    ints = lambda a: None if a is None else tuple(int(v) for v in np.asarray(a).reshape(-1))  # noqa: E731
+    attrs = {"starts": ints(starts), "ends": ints(ends), "axes": ints(axes), "steps": ints(steps)}
+    if attrs["axes"] is not None:
+        attrs["axes"] = tuple(a + len(x.shape) if a < 0 else a for a in attrs["axes"])
+    return c.emit("slice", [x], attrs)
+
+
+def _gather(c):
+    data = c.need(0)
+    axis = int(c.attrs.get("axis", 0))
+    return c.emit("gather", [data, c.need(1)], {"axis": axis + len(data.shape) if axis < 0 else axis})
+
+
+def _gather_nd(c):
+    return c.emit("gather_nd", [c.need(0), c.need(1)], {"batch_dims": int(c.attrs.get("batch_dims", 0))})
+
+
+def _gather_el(c):
+    data = c.need(0)
+    axis = int(c.attrs.get("axis", 0))
+    return c.emit("gather_elements", [data, c.need(1)], {"axis": axis + len(data.shape) if axis < 0 else axis})
+
+
+def _pad(c):
+    x = c.need(0)
+    rank = len(x.shape)
+    if c.opset < 11:
+        pads, value = list(c.attrs["pads"]), float(c.attrs.get("value", 0.0))
+    else:
+        pads = [int(v) for v in np.asarray(c.const(1, "pads")).reshape(-1)]
+        cv = c.const(2, "constant_value")
+        value = 0.0 if cv is None else float(np.asarray(cv).reshape(-1)[0])
+        axes = c.const(3, "axes") if c.opset >= 18 else None
+        if axes is not None:
+            axes = [int(a) + rank if int(a) < 0 else int(a) for a in np.asarray(axes).reshape(-1)]
+            full = [0] * (2 * rank)
+            for j, a in enumerate(axes):
+                full[a], full[rank + a] = pads[j], pads[len(axes) + j]
+            pads = full
+    mode = c.attrs.get("mode", "constant")
+    return c.emit("pad", [x], {"pads": tuple(int(p) for p in pads), "mode": mode, "value": value})
+
+
+def _expand(c):
+    shape = tuple(int(v) for v in np.asarray(c.const(1, "shape")).reshape(-1))
+    return c.emit("expand", [c.need(0)], {"shape": shape})
+
+
+def _tile(c):
+    reps = tuple(int(v) for v in np.asarray(c.const(1, "repeats")).reshape(-1))
+    return c.emit("tile", [c.need(0)], {"repeats": reps})
+
+
+def _nms(c):
+    mo, iou, st = c.const(2, "max_output_boxes_per_class"), c.const(3, "iou_threshold"), c.const(4, "score_threshold")
+    scalar = lambda a, f: None if a is None else f(np.asarray(a).reshape(-1)[0])  # noqa: E731
+    attrs = {"max_output_boxes_per_class": scalar(mo, int) or 0,
+             "iou_threshold": scalar(iou, float) or 0.0,
+             "score_threshold": scalar(st, float),
+             "center_point_box": int(c.attrs.get("center_point_box", 0))}
+    return c.emit("non_max_suppression", [c.need(0), c.need(1)], attrs)
+
+
+# ---- ops that only ever produce constants (shapes are static) -------------------------------
+
+def _constant(c):
+    from onnx import numpy_helper
+    a = c.attrs
+    if "value" in a:
+        data = numpy_helper.to_array(a["value"])
+    elif "value_float" in a:
+        data = np.array(a["value_float"], dtype=np.float32)
+    elif "value_floats" in a:
+        data = np.array(a["value_floats"], dtype=np.float32)
+    elif "value_int" in a:
+        data = np.array(a["value_int"], dtype=np.int64)
+    elif "value_ints" in a:
+        data = np.array(a["value_ints"], dtype=np.int64)
+    else:
+        raise c.fail(f"unsupported Constant attribute {sorted(a)}")
+    return c.new_const(data)
+
+
+def _shape(c):
+    shape = np.array(c.need(0).shape, dtype=np.int64)
+    start, end = int(c.attrs.get("start", 0)), c.attrs.get("end")
+    return c.new_const(shape[start:None if end is None else int(end)])
+
+
+def _size(c):
+    return c.new_const(np.array(c.need(0).type.size, dtype=np.int64))
+
+
+def _const_of_shape(c):
+    from onnx import numpy_helper
+    shape = tuple(int(v) for v in np.asarray(c.const(0, "shape")).reshape(-1))
+    value = c.attrs.get("value")
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    return c.new_const(np.full(shape, fill[0], dtype=fill.dtype))
+
+
+def _range(c):
+    start, limit, delta = (np.asarray(c.const(i, n)) for i, n in enumerate(("start", "limit", "delta")))
+    return c.new_const(np.arange(start.item(), limit.item(), delta.item()).astype(start.dtype))
+
+
+# ---- control flow -----------------------------------------------------------------------------
+
+def _if(c):
+    cond = c.need(0)
+    then_gp, else_gp = c.attrs["then_branch"], c.attrs["else_branch"]
+    if cond.is_const:  # a static branch: inline it into the current graph
+        gp = then_gp if bool(np.asarray(cond.data).reshape(-1)[0]) else else_gp
+        c.imp._constants(gp, c.scope)
+        c.imp._nodes(gp, c.scope)
+        return [c.scope.lookup(o.name, c.name) for o in gp.output]
+    then_g, then_s = c.imp.import_body(then_gp, c.scope, f"{c.name}_then", [])
+    else_g, else_s = c.imp.import_body(else_gp, c.scope, f"{c.name}_else", [])
+    # Both branches must take the same captured values in the same order.
+    order: list[Value] = []
+    for v in [*then_s.captured, *else_s.captured]:
+        if all(v is not u for u in order):
+            order.append(v)
+    for g, s in ((then_g, then_s), (else_g, else_s)):
+        by_outer = {id(o): inner for o, inner in zip(s.captured, g.inputs)}
+        ordered = []
+        for o in order:
+            inner = by_outer.get(id(o))
+            ordered.append(inner if inner is not None else g.add_input(o.name, o.shape, o.dtype))
+        g.inputs = ordered
+    return c.emit("if", [cond, *order], {"then_branch": then_g, "else_branch": else_g})
+
+
+def _loop(c):
+    body_gp = c.attrs["body"]
+    if c.inp(0) is None:
+        raise c.fail("a Loop without a max trip count is not supported (scan outputs need a bound)")
+    c.const(0, "max trip count M")
+    trip = c.need(0)
+    cond = c.inp(1)
+    if cond is None:
+        cond = c.graph.add_const(np.array(True), f"{c.name}_cond")
+    carried = [v for v in c.ins[2:]]
+    if any(v is None for v in carried):
+        raise c.fail("empty loop-carried inputs are not supported")
+    leading = [("iter", (), "int64"), ("cond", (), "bool")] + [(f"v{i}", v.shape, v.dtype) for i, v in enumerate(carried)]
+    if len(body_gp.input) != len(leading):
+        raise c.fail(f"body takes {len(body_gp.input)} inputs, expected {len(leading)}")
+    body, scope = c.imp.import_body(body_gp, c.scope, f"{c.name}_body", leading)
+    trip_v = trip if trip.shape == () and trip.dtype == "int64" else c.graph.add_const(
+        np.array(int(np.asarray(trip.data).reshape(-1)[0]), dtype=np.int64), f"{c.name}_trip")
+    cond_v = cond if cond.shape == () else c.emit("reshape", [cond], {"shape": ()}, out_names=c.tmp("cond"))[0]
+    return c.emit("loop", [trip_v, cond_v, *carried, *scope.captured],
+                  {"body": body, "num_carried": len(carried)})
+
+
+def _check_seq_lens(c: _Ctx, seq: int, batch: int) -> None:
+    """Only full-length sequences are computed; sequence_lens may say so, never anything else."""
+    v = c.inp(4)
+    if v is None:
+        return
+    if not v.is_const:
+        raise c.fail("sequence_lens computed at run time is not supported; only a constant equal "
+                     f"to the sequence length {seq} for every batch row is")
+    lens = np.asarray(v.data).reshape(-1)
+    if lens.size != batch or np.any(lens != seq):
+        raise c.fail(f"sequence_lens {lens.tolist()} is not supported; variable-length sequences are "
+                     f"not, only every batch row running the full sequence length {seq}")
+
+
+def _recurrent(op: str, n_states: int) -> Converter:
+    """ONNX LSTM/GRU -> lstm/gru. Holes among the optional inputs (a missing B before initial_h)
+    become zeros, as ONNX defines them, so the IR op takes its optional inputs trailing."""
+    def conv(c):
+        x, w, r = c.need(0), c.need(1), c.need(2)
+        if not len(x.shape) == len(w.shape) == len(r.shape) == 3:
+            raise c.fail(f"X, W and R must be 3-D, got shapes {list(x.shape)}, {list(w.shape)}, {list(r.shape)}")
+        layout = int(c.attrs.get("layout", 0))
+        seq, batch = (x.shape[0], x.shape[1]) if layout == 0 else (x.shape[1], x.shape[0])
+        _check_seq_lens(c, seq, batch)
+        d, hs = w.shape[0], r.shape[-1]
+        state = (d, batch, hs) if layout == 0 else (batch, d, hs)
+        # ONNX input index -> zero value when absent
+        optional = [(3, (d, 2 * w.shape[1]))] + [(5 + k, state) for k in range(n_states)]
+        if op == "lstm":
+            optional.append((7, (d, 3 * hs)))
+        last = max([k for k, (i, _) in enumerate(optional) if c.inp(i) is not None], default=-1)
+        ins = [x, w, r]
+        for i, shape in optional[:last + 1]:
+            ins.append(c.inp(i) if c.inp(i) is not None else
+                       c.graph.add_const(np.zeros(shape, x.dtype), f"{c.name}_in{i}"))
+        attrs = {k: c.attrs[k] for k in ("direction", "hidden_size", "activations", "clip", "input_forget",
+                                         "linear_before_reset") if k in c.attrs}
+        attrs["layout"] = layout
+        outs = list(c.node.output) + [""] * (1 + n_states - len(c.node.output))
+        names = [o or f"{c.name}_{k}" for o, k in zip(outs, ("Y", "Y_h", "Y_c"))]
+        return c.emit(op, ins, attrs, out_names=names)
+    return conv
+
+
+def _with_attrs(op: str, **defaults) -> Converter:
+    """A unary op whose ONNX float attributes (with the spec's defaults) pass straight through."""
+    return lambda c: c.emit(op, [c.need(0)], {k: float(c.attrs.get(k, v)) for k, v in defaults.items()})
+
+
+def _variadic(op: str, mean: bool = False) -> Converter:
+    """Min/Max/Sum/Mean over any number of broadcasting inputs, as a chain of binary ops."""
+    def conv(c: _Ctx):
+        xs = [v for v in c.ins if v is not None]
+        if not xs:
+            raise c.fail("needs at least one input")
+        if len(xs) == 1 and not mean:
+            return [xs[0]]
+        acc = xs[0]
+        for i, x in enumerate(xs[1:], 1):
+            last = i == len(xs) - 1 and not mean
+            acc = c.emit(op, [acc, x], out_names=None if last else c.tmp(f"acc{i}"))[0]
+        if mean:
+            n = c.graph.add_const(np.asarray(len(xs), dtype=acc.dtype), c.tmp("count")[0])
+            acc = c.emit("div", [acc, n])[0]
+        return [acc]
+    return conv
+
+
+def _mod(c):
+    return c.emit("mod", [c.need(0), c.need(1)], {"fmod": int(c.attrs.get("fmod", 0))})
+
+
+def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
+    """Explicit (top, left, bottom, right) pads; output_shape and SAME_* auto_pad split the total
+    padding as the ONNX spec says (SAME_UPPER puts the odd one at the end, else at the start)."""
+    auto = c.attrs.get("auto_pad", "NOTSET") or "NOTSET"
+    if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise c.fail(f"unknown auto_pad '{auto}'")
+    out = c.attrs.get("output_shape")
+    if out is None and auto == "NOTSET":
+        return tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+    if out is None and auto == "VALID":
+        return (0, 0, 0, 0)
+    out = [d * s for d, s in zip(x.shape[2:], strides)] if out is None else [int(v) for v in out]
+    if len(out) != 2:
+        raise c.fail(f"output_shape {out} must give the 2 spatial sizes")
+    begin, end = [], []
+    for size, k, s, d, op, o in zip(x.shape[2:], w.shape[2:], strides, dil, opad, out):
+        full = s * (size - 1) + op + (k - 1) * d + 1
+        if o > full:
+            raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
+                         f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} give; "
+                         f"only cropping pads are supported")
+        total = full - o
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begin.append(lo)
+        end.append(total - lo)
+    return (*begin, *end)
+
+
+def _conv_transpose(c):
+    x, w = c.need(0), c.need(1)
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise c.fail(f"only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape "
+                     f"{list(x.shape)}, weight shape {list(w.shape)}")
+    ks = c.attrs.get("kernel_shape")
+    if ks is not None and tuple(int(k) for k in ks) != tuple(w.shape[2:]):
+        raise c.fail(f"kernel_shape {list(ks)} differs from the weight's {list(w.shape[2:])}")
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
+    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0, 0)))
+    attrs = {"strides": strides, "pads": _convt_pads(c, x, w, strides, dil, opad), "dilations": dil,
+             "groups": int(c.attrs.get("group", 1)), "output_padding": opad}
+    ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
+    return c.emit("conv_transpose2d", ins, attrs)
+
+
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+def _resize_check(c: _Ctx, x: Value) -> None:
+    a = c.attrs
+    mode = a.get("mode", "nearest")
+    ctm = a.get("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear"):
+        raise c.fail(f"mode '{mode}' is not supported (only nearest and linear)")
+    if ctm not in _RESIZE_COORD_MODES:
+        raise c.fail(f"coordinate_transformation_mode '{ctm}' is not supported (only "
+                     f"{', '.join(_RESIZE_COORD_MODES)})")
+    if int(a.get("antialias", 0)):
+        raise c.fail("antialias=1 is not supported")
+    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported (only stretch)")
+    if len(x.shape) != 4:
+        raise c.fail(f"only 4-D NCHW inputs are supported, got shape {list(x.shape)}")
+
+
+def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
+    """Per-axis scales (float32, as ONNX stores them) and output sizes from the constant scales or
+    sizes input; with sizes, the scale is sizes / input size, as onnxruntime computes it."""
+    scales, sizes = c.const(2, "scales"), c.const(3, "sizes")
+    scales = None if scales is None or np.size(scales) == 0 else np.asarray(scales, np.float32).reshape(-1)
+    sizes = None if sizes is None or np.size(sizes) == 0 else np.asarray(sizes, np.int64).reshape(-1)
+    if (scales is None) == (sizes is None):
+        raise c.fail("exactly one of the scales and sizes inputs must be given")
+    given = scales if scales is not None else sizes
+    axes = c.attrs.get("axes")
+    axes = list(range(4)) if axes is None else _norm_axes([int(v) for v in axes], 4)
+    if len(given) != len(axes):
+        raise c.fail(f"{'scales' if sizes is None else 'sizes'} {given.tolist()} has {len(given)} entries for "
+                     f"{len(axes)} axes")
+    sc = [np.float32(1.0)] * 4
+    out = list(x.shape)
+    for ax, v in zip(axes, given):
+        if scales is not None:
+            sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
+        else:
+            sc[ax], out[ax] = np.float32(v) / np.float32(x.shape[ax]), int(v)
+    if out[:2] != list(x.shape[:2]):
+        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {out}")
+    return [float(s) for s in sc], out
+
+
+def _resize(c):
+    x = c.need(0)
+    _resize_check(c, x)
+    scales, out = _resize_targets(c, x)
+    attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
+             "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
+             "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
+    return c.emit("resize", [x], attrs)
+
+
+def _instance_norm(c):
+    return c.emit("instance_norm", [c.need(0), c.need(1), c.need(2)],
+                  {"epsilon": float(c.attrs.get("epsilon", 1e-5))})
+
+
+def _blocksize(c: _Ctx) -> dict:
+    # a missing (required) blocksize is left for the op to report
+    return {"blocksize": int(c.attrs["blocksize"])} if "blocksize" in c.attrs else {}
+
+
+def _depth_to_space(c):
+    return c.emit("depth_to_space", [c.need(0)], {**_blocksize(c), "mode": c.attrs.get("mode", "DCR")})
+
+
+def _space_to_depth(c):
+    return c.emit("space_to_depth", [c.need(0)], _blocksize(c))
+
+
+def _trilu(c):
+    k = c.const(1, "k")
+    return c.emit("trilu", [c.need(0)], {"upper": bool(c.attrs.get("upper", 1)),
+                                         "k": 0 if k is None else int(np.asarray(k).reshape(-1)[0])})
+
+
+def _einsum(c):
+    if "equation" not in c.attrs:
+        raise c.fail("missing attribute 'equation'")
+    return c.emit("einsum", [c.need(i) for i in range(len(c.ins))], {"equation": c.attrs["equation"]})
+
+
+def _axis_in(rank: int, axis: int) -> int:
+    """A negative axis made non-negative; one out of range is left for the op to report."""
+    return axis + rank if -rank <= axis < 0 else axis
+
+
+def _cumsum(c):
+    x, _ = c.need(0), c.need(1)
+    axis = np.asarray(c.const(1, "axis")).reshape(-1)
+    if axis.size != 1:
+        raise c.fail(f"axis must hold one value, got {axis.tolist()}")
+    return c.emit("cumsum", [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
+                                  "exclusive": bool(c.attrs.get("exclusive", 0)),
+                                  "reverse": bool(c.attrs.get("reverse", 0))})
+
+
+def _arg_reduce(op: str) -> Converter:
+    def conv(c):
+        x = c.need(0)
+        return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(c.attrs.get("axis", 0))),
+                                "keepdims": bool(c.attrs.get("keepdims", 1)),
+                                "select_last_index": bool(c.attrs.get("select_last_index", 0))})
+    return conv
+
+
+def _isinf(c):
+    return c.emit("isinf", [c.need(0)], {"detect_negative": int(c.attrs.get("detect_negative", 1)),
+                                         "detect_positive": int(c.attrs.get("detect_positive", 1))})
+
+
+def _lrn(c):
+    if "size" not in c.attrs:
+        raise c.fail("missing attribute 'size'")
+    return c.emit("lrn", [c.need(0)], {"size": int(c.attrs["size"]), "alpha": float(c.attrs.get("alpha", 1e-4)),
+                                       "beta": float(c.attrs.get("beta", 0.75)),
+                                       "bias": float(c.attrs.get("bias", 1.0))})
+
+
+# ONNX element types QuantizeLinear may produce here (output_dtype codes); float8 and int4 are not.
+_QUANT_CODES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16"}
+_QUANT_TYPES = "int8, uint8, int16 and uint16"
+
+
+def _quant_attrs(c: _Ctx, x: Value) -> dict:
+    """The axis of a per-axis scale; block quantization and pre-13 per-axis scales are errors."""
+    block = int(c.attrs.get("block_size", 0))
+    if block:
+        raise c.fail(f"block quantization (block_size={block}) is not supported; only per-tensor and "
+                     f"per-axis scales are")
+    scale = c.need(1)
+    if scale.type.size != 1 and c.opset < 13:
+        raise c.fail(f"a per-axis scale (shape {list(scale.shape)}) needs opset 13 or later; opset {c.opset} "
+                     f"quantizes per tensor only")
+    return {"axis": _axis_in(len(x.shape), int(c.attrs.get("axis", 1)))}
+
+
+def _quant_type(c: _Ctx, dtype: str, what: str) -> None:
+    if dtype not in _QUANT_CODES.values():
+        raise c.fail(f"{what} type {dtype} is not supported; only {_QUANT_TYPES} quantization is")
+
+
+def _quantize(c):
+    from onnx import TensorProto
+    x, zp = c.need(0), c.inp(2)
+    attrs = _quant_attrs(c, x)
+    code = int(c.attrs.get("output_dtype", 0))
+    if code and code not in _QUANT_CODES:
+        raise c.fail(f"output_dtype {TensorProto.DataType.Name(code)} is not supported; only {_QUANT_TYPES} "
+                     f"quantization is")
+    if zp is not None:
+        _quant_type(c, zp.dtype, "zero_point")
+        if code and _QUANT_CODES[code] != zp.dtype:
+            raise c.fail(f"output_dtype {_QUANT_CODES[code]} differs from the zero_point type {zp.dtype}")
+        return c.emit("quantize_linear", [x, c.need(1), zp], attrs)
+    return c.emit("quantize_linear", [x, c.need(1)], {**attrs, "dtype": _QUANT_CODES.get(code, "uint8")})
+
+
+def _dequantize(c):
+    x, zp = c.need(0), c.inp(2)
+    if x.dtype != "int32":
+        _quant_type(c, x.dtype, "input")
+    attrs = _quant_attrs(c, x)
+    return c.emit("dequantize_linear", [x, c.need(1)] + ([zp] if zp is not None else []), attrs)
+
+
+def _scatter_nd(c):
+    return c.emit("scatter_nd", [c.need(0), c.need(1), c.need(2)], {"reduction": c.attrs.get("reduction", "none")})
+
+
+def _scatter_el(c):
+    data = c.need(0)
+    return c.emit("scatter_elements", [data, c.need(1), c.need(2)],
+                  {"axis": _axis_in(len(data.shape), int(c.attrs.get("axis", 0))),
+                   "reduction": c.attrs.get("reduction", "none")})
+
+
+def _one_hot(c):
+    idx, _ = c.need(0), c.need(1)
+    depth = np.asarray(c.const(1, "depth")).reshape(-1)
+    if depth.size != 1:
+        raise c.fail(f"depth must hold one value, got {depth.tolist()}")
+    # a float depth is cast to int64, as the spec says
+    return c.emit("one_hot", [idx, c.need(2)], {"depth": int(depth[0]),
+                                                "axis": _axis_in(len(idx.shape) + 1, int(c.attrs.get("axis", -1)))})
+
+
+# ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
+CONVERTERS: Mapping[str, Converter] = MappingProxyType({
+    **{k: _unary(v) for k, v in _UNARY.items()},
+    **{k: _binary(v) for k, v in _BINARY.items()},
+    # ReduceSum took axes as an input from opset 13, the others from opset 18
+    "ReduceMean": _reduce("reduce_mean", 18),
+    "ReduceMax": _reduce("reduce_max", 18),
+    "ReduceSum": _reduce("reduce_sum", 13),
+    "LSTM": _recurrent("lstm", 2),
+    "GRU": _recurrent("gru", 1),
+    "ReduceMin": _reduce("reduce_min", 18),
+    "ReduceProd": _reduce("reduce_prod", 18),
+    "ReduceL1": _reduce("reduce_l1", 18),
+    "ReduceL2": _reduce("reduce_l2", 18),
+    "ReduceSumSquare": _reduce("reduce_sum_square", 18),
+    "ReduceLogSumExp": _reduce("reduce_log_sum_exp", 18),
+    "Min": _variadic("min"),
+    "Max": _variadic("max"),
+    "Sum": _variadic("add"),
+    "Mean": _variadic("add", mean=True),
+    "Mod": _mod,
+    "PRelu": _binary("prelu"),
+    "Elu": _with_attrs("elu", alpha=1.0),
+    "Selu": _with_attrs("selu", alpha=1.67326319217681884765625, gamma=1.05070102214813232421875),
+    "Celu": _with_attrs("celu", alpha=1.0),
+    "LogSoftmax": _softmax_like("log_softmax"),
+    "ConvTranspose": _conv_transpose,
+    "Resize": _resize,
+    "InstanceNormalization": _instance_norm,
+    "DepthToSpace": _depth_to_space,
+    "SpaceToDepth": _space_to_depth,
+    "Trilu": _trilu,
+    "Einsum": _einsum,
+    "CumSum": _cumsum,
+    "ArgMin": _arg_reduce("argmin"),
+    "Xor": _binary("xor"),
+    "IsNaN": _unary("isnan"),
+    "IsInf": _isinf,
+    "LRN": _lrn,
+    "QuantizeLinear": _quantize,
+    "DequantizeLinear": _dequantize,
+    "ScatterND": _scatter_nd,
+    "ScatterElements": _scatter_el,
+    "OneHot": _one_hot,
+    "ThresholdedRelu": _with_attrs("thresholded_relu", alpha=1.0),
+    "Shrink": _with_attrs("shrink", bias=0.0, lambd=0.5),
+    "Hardmax": _softmax_like("hardmax"),
+    "Identity": _identity,
+    "Dropout": _identity,
+    "Where": _where,
+    "LeakyRelu": _leaky,
+    "HardSigmoid": _hsig,
+    "Gelu": _gelu,
+    "Clip": _clip,
+    "Cast": _cast,
+    "CastLike": _cast_like,
+    "Conv": _conv,
+    "MaxPool": _maxpool,
+    "AveragePool": _avgpool,
+    "GlobalAveragePool": _gap,
+    "GlobalMaxPool": _gmp,
+    "BatchNormalization": _bn,
+    "LayerNormalization": _ln,
+    "Gemm": _gemm,
+    "MatMul": _matmul,
+    "Softmax": _softmax_like("softmax"),
+    "ArgMax": _argmax,
+    "TopK": _topk,
+    "Transpose": _transpose,
+    "Reshape": _reshape,
+    "Flatten": _flatten,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Concat": _concat,
+    "Split": _split,
+    "Slice": _slice,
+    "Gather": _gather,
+    "GatherND": _gather_nd,
+    "GatherElements": _gather_el,
+    "Pad": _pad,
+    "Expand": _expand,
+    "Tile": _tile,
+    "NonMaxSuppression": _nms,
+    "Constant": _constant,
+    "Shape": _shape,
+    "Size": _size,
+    "ConstantOfShape": _const_of_shape,
+    "Range": _range,
+    "If": _if,
+    "Loop": _loop,
+})
