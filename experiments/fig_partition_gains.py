@@ -59,6 +59,11 @@ def figure(rows, presets, path: Path) -> None:
     ax.set_xticks(x, models, rotation=20, fontsize=8)
     ax.set_ylabel("speedup over greedy BYOC")
     ax.set_yscale("log")
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    top = max((r["speedup"].get("greedy_byoc", 1.0) for r in rows), default=1.0)
+    ax.yaxis.set_major_locator(FixedLocator([t for t in (1, 1.25, 1.5, 2, 3, 4, 6, 8) if t <= top * 1.05]))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
     ax.grid(axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=8)
     fig.savefig(path)
