@@ -181,7 +181,7 @@ def _one_line(e: BaseException) -> str:
 
 
 def load_onnx(path_or_bytes, *, fill_seed: int = 0,
-              input_shapes: Mapping[str, Sequence[int]] | None = None) -> Graph:
+              input_shapes: Mapping[str, Sequence[int]] | None = None, fold_qdq: bool = False) -> Graph:
     """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11..21.
 
     Stripped weights (metadata ``weights_stripped=true``) are filled from ``fill_seed``; the graph's
@@ -189,8 +189,20 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
 
     The IR is static: ``input_shapes`` (input name -> shape) fixes inputs with dynamic dimensions.
     Without it, a dynamic leading (batch) dimension becomes 1 with a warning; any other dynamic
-    dimension is an error naming the input and the dimension."""
+    dimension is an error naming the input and the dimension.
+
+    ``fold_qdq``: in a quantized (QDQ) model, every activation QuantizeLinear -> DequantizeLinear
+    pair becomes an identity, so the float graph between them is what partitioning sees, as an
+    int8 accelerator that absorbs the pairs would run it. Weights stay quantized (their
+    DequantizeLinear folds to a constant); outputs then differ from the QDQ model's by its
+    activation rounding. The graph's meta records ``folded_qdq_pairs``."""
     model, label = _read_model(path_or_bytes)
+    folded = 0
+    if fold_qdq:
+        from onnx import ModelProto
+        copy = ModelProto()
+        copy.CopyFrom(model)  # never edit the caller's proto
+        model, folded = copy, _fold_fake_quant(copy.graph)
     opset = None
     for imp in model.opset_import:
         if imp.domain in ("", "ai.onnx"):
@@ -207,6 +219,8 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     graph.meta["opset"] = opset
     if model.producer_name:
         graph.meta["producer"] = f"{model.producer_name} {model.producer_version}".strip()
+    if fold_qdq:
+        graph.meta["folded_qdq_pairs"] = folded
     if stripped:
         graph.meta["weights_stripped"] = True
         graph.meta["filled_initializers"] = sorted(filled)
@@ -215,6 +229,24 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     except IRError as e:  # an importer bug, but say which file
         raise OnnxImportError(f"{label}: imported graph is malformed: {e}") from None
     return graph
+
+
+def _fold_fake_quant(gp) -> int:
+    """Turn each DequantizeLinear fed by a QuantizeLinear into an Identity of the quantizer's input
+    (in ``gp`` and its sub-graphs); the quantizer then dies unless something else reads it."""
+    from onnx import helper
+    made = {o: n for n in gp.node if n.op_type == "QuantizeLinear" and n.domain in ("", "ai.onnx")
+            for o in n.output[:1]}
+    count = 0
+    for i, n in enumerate(gp.node):
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                count += _fold_fake_quant(sub)
+        if n.op_type == "DequantizeLinear" and n.domain in ("", "ai.onnx") and n.input and n.input[0] in made:
+            q = made[n.input[0]]
+            gp.node[i].CopyFrom(helper.make_node("Identity", [q.input[0]], list(n.output[:1]), name=n.name))
+            count += 1
+    return count
 
 
 def _shape_text(dims) -> str:

@@ -360,10 +360,12 @@ QUANT_DTYPES = ("int8", "uint8", "int16", "uint16")
 def _quant_axis(name: str, x: TensorType, scale: TensorType, zp: TensorType | None, attrs: dict) -> int | None:
     """The axis of a per-axis scale, None for a per-tensor one (a scalar or a one-element 1-D)."""
     check(_is_float(scale.dtype), f"{name}: scale must be a float tensor, got {scale.dtype}")
+    per_tensor = len(scale.shape) == 0 or scale.shape == (1,)
     if zp is not None:
-        check(zp.shape == scale.shape,
+        # A scalar and a one-element 1-D are both per-tensor; quantizers mix them (onnxruntime's does).
+        check(zp.shape == scale.shape or (per_tensor and zp.shape in ((), (1,))),
               f"{name}: zero_point shape {list(zp.shape)} differs from scale shape {list(scale.shape)}")
-    if len(scale.shape) == 0 or scale.shape == (1,):
+    if per_tensor:
         return None
     check(len(scale.shape) == 1, f"{name}: scale must be a scalar or 1-D (per-axis), got shape {list(scale.shape)}")
     axis = norm_axis(attrs.get("axis", 1), len(x.shape), name)

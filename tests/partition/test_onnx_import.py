@@ -541,3 +541,45 @@ def test_matmul_by_a_constant_matrix_is_a_dense_layer():
     dense = [n for n in g.nodes if n.op == "dense"]
     assert dense[0].inputs[1] is dense[1].inputs[1]
     np.testing.assert_array_equal(dense[0].inputs[1].data, w.T)
+
+
+def _qdq_model(tmp_path):
+    """A QDQ model as onnxruntime's static quantizer writes it: int8 weights and an activation
+    QuantizeLinear -> DequantizeLinear pair before every quantized op."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.n = 0
+
+        def get_next(self):
+            self.n += 1
+            return None if self.n > 2 else {"in_0": np.random.default_rng(self.n).standard_normal(
+                (1, 3, 32, 32)).astype(np.float32)}
+    out = tmp_path / "qdq.onnx"
+    quantize_static(str(ZOO_DIR / "hf_resnet.ts.onnx"), str(out), Reader(), quant_format=QuantFormat.QDQ,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    return out
+
+
+ZOO_DIR = Path(__file__).resolve().parents[1] / "data" / "zoo"
+
+
+def test_qdq_model_imports_exactly_and_fold_qdq_removes_the_activation_pairs(tmp_path):
+    import onnx
+    path = _qdq_model(tmp_path)
+    x = {"in_0": np.random.default_rng(9).standard_normal((1, 3, 32, 32)).astype(np.float32)}
+    g = load_onnx(path)
+    _assert_match(interpret(g, x), _ort_run(path.read_bytes(), x))   # quantize/dequantize as ORT does
+    assert any(n.op == "quantize_linear" for n in g.nodes)
+    proto = onnx.load(path)
+    before = proto.SerializeToString()
+    folded = load_onnx(proto, fold_qdq=True)
+    assert proto.SerializeToString() == before                       # the caller's proto is untouched
+    n_pairs = sum(n.op_type == "QuantizeLinear" for n in proto.graph.node)
+    assert folded.meta["folded_qdq_pairs"] == n_pairs > 0
+    assert not {"quantize_linear", "dequantize_linear"} & {n.op for n in folded.nodes}
+    # the same graph with each pair replaced by Identity, run by onnxruntime
+    from partition.onnx_import import _fold_fake_quant
+    _fold_fake_quant(proto.graph)
+    _assert_match(interpret(folded, x), _ort_run(proto.SerializeToString(), x))

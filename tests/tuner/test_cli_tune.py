@@ -50,6 +50,7 @@ def test_table_output(capsys):
     (["tune", "--onnx", "/no/such/file.onnx", "--hw", "edge-npu"], "ONNX file not found"),
     (["tune", "--model", "byoc_demo", "--hw", "no-such-hw"], "no hardware preset or file"),
     (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "-3"], "--trials must be >= 0"),
+    (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--fold-qdq"], "--fold-qdq applies to quantized --onnx"),
     (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "-o", "/no/such/dir/p.zip"], "does not exist"),
     (["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--log", "/no/such/dir/log.jsonl"],
      "folder /no/such/dir does not exist"),

@@ -43,7 +43,7 @@ def _load_graph(args):
     if not path.is_file():
         raise CLIError(f"ONNX file not found: {args.onnx}")
     from partition import load_onnx
-    return load_onnx(str(path), input_shapes=shapes), path.stem
+    return load_onnx(str(path), input_shapes=shapes, fold_qdq=args.fold_qdq), path.stem
 
 
 def run(args) -> int:

@@ -13,9 +13,13 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_input_shape_arg(p: argparse.ArgumentParser) -> None:
+    """The ONNX import options: ``--input-shape`` and ``--fold-qdq``."""
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                    help="static shape of an ONNX input with dynamic dimensions (repeatable); "
                         "a dynamic leading (batch) dimension is 1 by default")
+    p.add_argument("--fold-qdq", action="store_true",
+                   help="quantized (QDQ) ONNX: treat each activation QuantizeLinear->DequantizeLinear "
+                        "pair as identity, as an int8 accelerator absorbing them would run the model")
 
 
 def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
@@ -34,6 +38,8 @@ def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
         out[name] = shape
     if out and getattr(args, "model", None):
         raise ValueError("--input-shape applies to --onnx files; built-in models have fixed shapes")
+    if getattr(args, "fold_qdq", False) and getattr(args, "model", None):
+        raise ValueError("--fold-qdq applies to quantized --onnx files; built-in models are float")
     return out
 
 
@@ -44,7 +50,7 @@ def load_graph(args: argparse.Namespace):
         from partition import models
         return models.get(args.model)
     from partition import load_onnx
-    return load_onnx(args.onnx, input_shapes=shapes)
+    return load_onnx(args.onnx, input_shapes=shapes, fold_qdq=getattr(args, "fold_qdq", False))
 
 
 def model_label(args: argparse.Namespace) -> str:
