@@ -83,13 +83,20 @@ def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
     """strides, dilations and (top, left, bottom, right) pads with auto_pad resolved."""
     if len(x.shape) != 4:
         raise c.fail(f"only 2-D spatial inputs (rank 4, NCHW) are supported, got shape {list(x.shape)}")
-    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
-    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
+    return _spatial_nd(c, x, kernel)
+
+
+def _spatial_nd(c: _Ctx, x: Value, kernel: tuple[int, ...]) -> dict:
+    """strides, dilations and ONNX-order pads (all begins, then all ends) with auto_pad resolved,
+    for as many spatial axes as ``kernel`` has."""
+    nd = len(kernel)
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1,) * nd))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1,) * nd))
     auto = c.attrs.get("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
-        pads = tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+        pads = tuple(int(p) for p in c.attrs.get("pads", (0,) * (2 * nd)))
     elif auto == "VALID":
-        pads = (0, 0, 0, 0)
+        pads = (0,) * (2 * nd)
     elif auto in ("SAME_UPPER", "SAME_LOWER"):
         begin, end = [], []
         for size, k, s, d in zip(x.shape[2:], kernel, strides, dil):
@@ -127,8 +134,10 @@ def _squeeze_1d(c: _Ctx, op: str, ins: list[Value], attrs: dict) -> list[Value]:
 def _conv(c):
     x, w = c.need(0), c.need(1)
     one_d = len(w.shape) == 3 and len(x.shape) == 3
+    if len(w.shape) == 5 and len(x.shape) == 5:
+        return _conv3d(c, x, w)
     if len(w.shape) != 4 and not one_d:
-        raise c.fail(f"only 1-D and 2-D convolutions are supported, weight shape {list(w.shape)}")
+        raise c.fail(f"only 1-D, 2-D and 3-D convolutions are supported, weight shape {list(w.shape)}")
     if one_d:
         x = _lift_1d(c, x)
         w = c.emit("unsqueeze", [w], {"axes": (2,)}, out_names=c.tmp("w2d"))[0]
@@ -152,7 +161,7 @@ def _pool_input(c: _Ctx) -> tuple[Value, bool]:
     if len(x.shape) == 3:
         return _lift_1d(c, x), True
     if len(x.shape) != 4:
-        raise c.fail(f"only 1-D and 2-D pooling is supported, input shape {list(x.shape)}, "
+        raise c.fail(f"only 1-D, 2-D and 3-D pooling is supported, input shape {list(x.shape)}, "
                      f"kernel_shape {list(c.attrs.get('kernel_shape', []))}")
     return x, False
 
@@ -160,12 +169,16 @@ def _pool_input(c: _Ctx) -> tuple[Value, bool]:
 def _maxpool(c):
     if len(c.node.output) > 1 and c.node.output[1]:
         raise c.fail("the Indices output of MaxPool is not supported")
+    if len(c.need(0).shape) == 5:
+        return _pool3d(c, "max_pool3d")
     x, one_d = _pool_input(c)
     attrs = _pool_attrs(c, x)
     return _squeeze_1d(c, "max_pool2d", [x], attrs) if one_d else c.emit("max_pool2d", [x], attrs)
 
 
 def _avgpool(c):
+    if len(c.need(0).shape) == 5:
+        return _pool3d(c, "avg_pool3d")
     x, one_d = _pool_input(c)
     attrs = _pool_attrs(c, x)
     attrs["count_include_pad"] = bool(c.attrs.get("count_include_pad", 0))
@@ -176,8 +189,11 @@ def _gap(c):
     x = c.need(0)
     if len(x.shape) == 3:
         return _squeeze_1d(c, "global_avg_pool2d", [_lift_1d(c, x)], {})
+    if len(x.shape) == 5:
+        return c.emit("reduce_mean", [x], {"axes": (2, 3, 4), "keepdims": True})
     if len(x.shape) != 4:
-        raise c.fail(f"only rank-3 (N, C, L) and rank-4 (NCHW) inputs are supported, got shape {list(x.shape)}")
+        raise c.fail(f"only rank-3 (N, C, L), rank-4 (NCHW) and rank-5 (NCDHW) inputs are supported, "
+                     f"got shape {list(x.shape)}")
     return c.emit("global_avg_pool2d", [x])
 
 
@@ -840,6 +856,26 @@ def _one_hot(c):
     # a float depth is cast to int64, as the spec says
     return c.emit("one_hot", [idx, c.need(2)], {"depth": int(depth[0]),
                                                 "axis": _axis_in(len(idx.shape) + 1, int(c.attrs.get("axis", -1)))})
+
+
+def _conv3d(c: _Ctx, x: Value, w: Value) -> list[Value]:
+    attrs = _spatial_nd(c, x, tuple(w.shape[2:]))
+    attrs["groups"] = int(c.attrs.get("group", 1))
+    return c.emit("conv3d", [x, w] + ([c.inp(2)] if c.inp(2) is not None else []), attrs)
+
+
+def _pool3d(c: _Ctx, op: str) -> list[Value]:
+    x = c.need(0)
+    kernel = tuple(int(k) for k in c.attrs["kernel_shape"])
+    if len(kernel) != 3:
+        raise c.fail(f"kernel_shape {list(kernel)} must have 3 entries for the 5-D input of shape "
+                     f"{list(x.shape)}")
+    attrs = _spatial_nd(c, x, kernel)
+    attrs["kernel"] = kernel
+    attrs["ceil_mode"] = bool(c.attrs.get("ceil_mode", 0))
+    if op == "avg_pool3d":
+        attrs["count_include_pad"] = bool(c.attrs.get("count_include_pad", 0))
+    return c.emit(op, [x], attrs)
 
 
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.

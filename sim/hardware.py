@@ -226,6 +226,12 @@ class SupportConfig(_Section):
     def _check(self) -> None:
         if not self.target:
             _fail("support.target", "a non-empty name", self.target)
+        from .workload import OFFLOADABLE_OPS
+        bad = [o for o in self.ops if o not in OFFLOADABLE_OPS]
+        if bad:
+            raise HardwareError(f"hardware.support.ops lists {', '.join(map(repr, bad))}, which the accelerator "
+                                f"model cannot cost (unknown or host-only ops); offloadable ops: "
+                                f"{', '.join(sorted(OFFLOADABLE_OPS))}")
 
 
 _SECTIONS: dict[str, type] = {

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .workload import (ELEMENTWISE_FLOPS, ELEMENTWISE_OPS, MOVE_OPS, REDUCE_OPS, SPECIAL_OPS,
+from .workload import (ELEMENTWISE_FLOPS, ELEMENTWISE_OPS, MOVE_OPS, REDUCE_OPS, SOFTMAX_OPS, SPECIAL_OPS,
                        VIEW_OPS, WorkloadError)
 
 
@@ -90,7 +90,7 @@ def workload_of_node(cls, node: Any, epi: tuple[str, ...]):
     if op in REDUCE_OPS:
         inn = int(prod(_shape(node, 0)))
         return cls.vector("reduce", inn, out, inn, 0, db, op)
-    if op == "softmax":
+    if op in SOFTMAX_OPS:
         inn = int(prod(_shape(node, 0)))
         # max, subtract, exp, sum, divide: 4 simple passes and one exp per element.
         return cls.vector("softmax", inn, out, 4 * inn, inn, db, op)

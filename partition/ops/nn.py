@@ -1,4 +1,4 @@
-"""Neural-network ops: convolution (and transposed convolution), matrix products, einsum,
+"""Neural-network ops: convolution (2-D, 3-D and transposed 2-D), matrix products, einsum,
 normalisation (lrn included), pooling, resize, softmax, hardmax, reductions, cumsum, argmax/argmin,
 top-k and non-max suppression.
 
@@ -12,11 +12,12 @@ per-channel scale/shift folded, as inference runtimes do); softmax 5 per element
 sum, div); layer_norm 8 per element (mean, sub, square, sum, mul by rstd, mul gamma, add beta,
 plus the per-row rsqrt amortised as 1), instance_norm likewise 8; conv_transpose2d
 N*C*H*W*(K/groups)*R*S MACs (every input pixel times every tap); resize 0 (nearest) or 7 (linear)
-per output element; pools kh*kw per output element (compares or adds, +1 for
-the average's divide); reductions 1 per input element; einsum of n >= 2 operands n-1 MACs per point of
-its whole index space (every label, and the '...' dimensions), of one operand 1 FLOP per input
-element; cumsum 1 per element; lrn size + 8 per element (the window's squares summed, scale and
-bias, a power of 5, the divide); hardmax 1 per element.
+per output element; pools kh*kw (3-D: kd*kh*kw) per output element (compares or adds, +1 for
+the average's divide); conv3d N*K*OD*OH*OW*(C/groups)*KD*KH*KW MACs; reductions 1 per input
+element; einsum of n >= 2 operands n-1 MACs per point of its whole index space (every label, and
+the '...' dimensions), of one operand 1 FLOP per input element; cumsum 1 per element; lrn size + 8
+per element (the window's squares summed, scale and bias, a power of 5, the divide); hardmax 1 per
+element.
 """
 from __future__ import annotations
 
@@ -546,6 +547,163 @@ def _gap(args, attrs):
     return [x.mean(axis=(2, 3), keepdims=True, dtype=np.float64).astype(x.dtype)]
 
 
+# ============================================================================ 3-D conv / pools
+# Video and volumetric models (C3D, R(2+1)D, 3-D U-Net). These run on the host only: no simulator
+# kernel or preset knows them (sim.workload_ir keys on the op name, so conv3d never reaches the
+# conv2d workload even though its category is "conv").
+def _params3d(name: str, attrs: dict, key: str, n: int, default: int) -> tuple[int, ...]:
+    return int_tuple(attrs.get(key, (default,) * n), name, key, n)
+
+
+def _conv3d_params(attrs: dict):
+    name = "conv3d"
+    strides, dil = _params3d(name, attrs, "strides", 3, 1), _params3d(name, attrs, "dilations", 3, 1)
+    pads = _params3d(name, attrs, "pads", 6, 0)
+    groups = int(attrs.get("groups", 1))
+    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
+    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
+    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
+    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
+    return strides, pads, dil, groups
+
+
+def _out3d(spatial, kernel, strides, pads, dil, ceil: bool = False) -> tuple[int, ...]:
+    """Output (OD, OH, OW); pads in ONNX order (d0, h0, w0, d1, h1, w1)."""
+    return tuple(_out_len(spatial[i], kernel[i], strides[i], pads[i], pads[i + 3], dil[i], ceil)
+                 for i in range(3))
+
+
+def _infer_conv3d(ins, attrs, ctx):
+    x, w = ins[0], ins[1]
+    name = "conv3d"
+    check(len(x.shape) == 5, f"{name}: input must be 5-D NCDHW, got shape {list(x.shape)}")
+    check(len(w.shape) == 5, f"{name}: weight must be 5-D (K, C/groups, KD, KH, KW), got shape {list(w.shape)}")
+    _float(name, x, "input")
+    check(x.dtype == w.dtype, f"{name}: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    strides, pads, dil, g = _conv3d_params(attrs)
+    n, c = x.shape[:2]
+    k, cg = w.shape[:2]
+    check(c == cg * g, f"{name}: input has {c} channels but weight expects {cg * g} (groups={g})")
+    check(k % g == 0, f"{name}: {k} output channels are not divisible by groups={g}")
+    if len(ins) == 3:
+        check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
+    out = _out3d(x.shape[2:], w.shape[2:], strides, pads, dil)
+    check(min(out) >= 1, f"{name}: kernel {'x'.join(map(str, w.shape[2:]))} (dilations {list(dil)}) does not "
+                         f"fit the padded {'x'.join(map(str, x.shape[2:]))} input")
+    return [TensorType((n, k) + out, x.dtype)]
+
+
+def _tap(xp: np.ndarray, start, strides, out) -> np.ndarray:
+    """The padded input sampled at one kernel tap for every output position: (N, C, OD, OH, OW)."""
+    return xp[(slice(None), slice(None)) + tuple(slice(b, b + s * (o - 1) + 1, s)
+                                                 for b, s, o in zip(start, strides, out))]
+
+
+def _conv3d(args, attrs):
+    """One GEMM per kernel tap, (K/g, C/g) @ (C/g, OD*OH*OW) per group, accumulated: memory stays at
+    the output's size (an im2col of a video clip would be KD*KH*KW times the input)."""
+    x, w = np.asarray(args[0]), np.asarray(args[1])
+    strides, pads, dil, g = _conv3d_params(attrs)
+    n = x.shape[0]
+    k, cg = w.shape[:2]
+    out = _out3d(x.shape[2:], w.shape[2:], strides, pads, dil)
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    xp = np.pad(x.astype(acc, copy=False), ((0, 0), (0, 0)) + tuple(zip(pads[:3], pads[3:])))
+    wg = w.astype(acc, copy=False).reshape((g, k // g, cg) + w.shape[2:])
+    y = np.zeros((n, g, k // g, int(np.prod(out))), acc)
+    for tap in np.ndindex(*w.shape[2:]):
+        cols = _tap(xp, [t * d for t, d in zip(tap, dil)], strides, out).reshape(n, g, cg, -1)
+        y += np.matmul(wg[(None, slice(None), slice(None), slice(None)) + tap], cols)
+    y = y.reshape((n, k) + out)
+    if len(args) > 2:
+        y += np.asarray(args[2]).astype(acc).reshape(1, k, 1, 1, 1)
+    return [np.ascontiguousarray(y, dtype=x.dtype)]
+
+
+def _cost_conv3d(ins, outs, attrs):
+    _, cg, kd, kh, kw = ins[1].shape
+    macs = outs[0].size * cg * kd * kh * kw  # N*K*OD*OH*OW * (C/g)*KD*KH*KW
+    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
+    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+
+
+def _pool3d_params(name: str, attrs: dict):
+    check("kernel" in attrs, f"{name}: missing attribute 'kernel'")
+    kernel = int_tuple(attrs["kernel"], name, "kernel", 3)
+    strides, dil = _params3d(name, attrs, "strides", 3, 1), _params3d(name, attrs, "dilations", 3, 1)
+    pads = _params3d(name, attrs, "pads", 6, 0)
+    check(all(v >= 1 for v in kernel + strides + dil), f"{name}: kernel, strides and dilations must be >= 1")
+    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
+    # onnxruntime's rule; it also keeps every window touching at least one real voxel.
+    check(all(pads[i] < kernel[i] and pads[i + 3] < kernel[i] for i in range(3)),
+          f"{name}: pads {list(pads)} must be smaller than the kernel {list(kernel)}")
+    return kernel, strides, pads, dil, bool(attrs.get("ceil_mode", False))
+
+
+def _infer_pool3d(name):
+    def infer(ins, attrs, ctx):
+        x = ins[0]
+        check(len(x.shape) == 5, f"{name}: input must be 5-D NCDHW, got shape {list(x.shape)}")
+        if name == "avg_pool3d":
+            _float(name, x, "input")
+        kernel, strides, pads, dil, ceil = _pool3d_params(name, attrs)
+        out = _out3d(x.shape[2:], kernel, strides, pads, dil, ceil)
+        check(min(out) >= 1, f"{name}: kernel {'x'.join(map(str, kernel))} does not fit the padded "
+                             f"{'x'.join(map(str, x.shape[2:]))} input")
+        return [TensorType(x.shape[:2] + out, x.dtype)]
+    return infer
+
+
+def _pool3d_pad(x: np.ndarray, attrs, name: str, fill):
+    """The input padded with ``fill``, the output size and the per-axis (begin, end) pad widths; the
+    end widths include the ceil-mode overhang so that every window exists."""
+    kernel, strides, pads, dil, ceil = _pool3d_params(name, attrs)
+    out = _out3d(x.shape[2:], kernel, strides, pads, dil, ceil)
+    need = [(o - 1) * s + d * (k - 1) + 1 for o, s, d, k in zip(out, strides, dil, kernel)]
+    widths = [(pads[i], max(pads[i + 3], need[i] - x.shape[2 + i] - pads[i])) for i in range(3)]
+    return np.pad(x, [(0, 0), (0, 0)] + widths, constant_values=fill), out, widths
+
+
+def _pool3d_taps(xp: np.ndarray, attrs, name: str, out):
+    """Each kernel tap's (N, C, OD, OH, OW) sample of the padded input; reducing over taps one at a
+    time never builds the KD*KH*KW-times larger window array."""
+    kernel, strides, _, dil, _ = _pool3d_params(name, attrs)
+    return (_tap(xp, [t * d for t, d in zip(tap, dil)], strides, out) for tap in np.ndindex(*kernel))
+
+
+def _max_pool3d(args, attrs):
+    x = np.asarray(args[0])
+    fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    xp, out, _ = _pool3d_pad(x, attrs, "max_pool3d", fill)
+    taps = _pool3d_taps(xp, attrs, "max_pool3d", out)
+    y = next(taps).copy()
+    for t in taps:
+        np.maximum(y, t, out=y)
+    return [np.ascontiguousarray(y)]
+
+
+def _avg_pool3d(args, attrs):
+    x = np.asarray(args[0])
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    xp, out, widths = _pool3d_pad(x.astype(acc, copy=False), attrs, "avg_pool3d", 0)
+    total = sum(_pool3d_taps(xp, attrs, "avg_pool3d", out))
+    # Divisor: real voxels only, or real + explicit padding (never the ceil-mode overhang), as ORT.
+    incl = bool(attrs.get("count_include_pad", False))
+    pads = _pool3d_params("avg_pool3d", attrs)[2]
+    axes = [np.r_[np.full(b, incl), np.ones(size, bool), np.full(pads[i + 3], incl),
+                  np.zeros(e - pads[i + 3], bool)] for i, (size, (b, e)) in enumerate(zip(x.shape[2:], widths))]
+    mask = np.einsum("i,j,k->ijk", *(a.astype(acc) for a in axes))[None, None]
+    count = sum(_pool3d_taps(mask, attrs, "avg_pool3d", out))
+    return [np.ascontiguousarray(total / np.maximum(count, 1), dtype=x.dtype)]
+
+
+def _cost_pool3d(extra: int):
+    def cost(ins, outs, attrs):
+        kd, kh, kw = int_tuple(attrs["kernel"], "pool", "kernel", 3)
+        return OpCost(0, outs[0].size * (kd * kh * kw + extra), _nbytes(ins), _nbytes(outs))
+    return cost
+
+
 # ============================================================================ resize
 # ONNX Resize on the two spatial axes of NCHW. Coordinates are computed in float32 the way
 # onnxruntime does, so nearest-neighbour picks the same pixels at exact .5 ties.
@@ -1069,6 +1227,9 @@ DEFS = [
     OpDef("avg_pool2d", _infer_pool("avg_pool2d"), _avg_pool, _cost_pool(1), "pool", (1, 1)),
     OpDef("global_avg_pool2d", _infer_gap, _gap,
           lambda i, o, a: OpCost(0, i[0].size + o[0].size, _nbytes(i), _nbytes(o)), "pool", (1, 1)),
+    OpDef("conv3d", _infer_conv3d, _conv3d, _cost_conv3d, "conv", (2, 3)),
+    OpDef("max_pool3d", _infer_pool3d("max_pool3d"), _max_pool3d, _cost_pool3d(0), "pool", (1, 1)),
+    OpDef("avg_pool3d", _infer_pool3d("avg_pool3d"), _avg_pool3d, _cost_pool3d(1), "pool", (1, 1)),
     OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 1)),
     OpDef("softmax", _infer_softmax, _softmax, elementwise_cost(5), "softmax", (1, 1)),
     OpDef("layer_norm", _infer_layer_norm, _layer_norm, elementwise_cost(8), "norm", (2, 3)),

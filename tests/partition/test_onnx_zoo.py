@@ -1,5 +1,5 @@
 """PyTorch-exported models (both of torch's exporters, tests/data/zoo): each imports, lints and
-computes PyTorch's own outputs; the one with an unsupported op says so in one line."""
+computes PyTorch's own outputs."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,11 +8,9 @@ import numpy as np
 import pytest
 
 from partition import interpret, load_onnx
-from partition.onnx_import import OnnxImportError
 
 ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
 FILES = sorted(p.name for p in ZOO.glob("*.onnx"))
-UNSUPPORTED = {"c3d_clip": "only 1-D and 2-D convolutions are supported"}
 
 
 def reference(fname: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -33,12 +31,6 @@ def test_zoo_has_both_exporters_of_every_model():
 
 @pytest.mark.parametrize("fname", FILES)
 def test_imports_and_matches_pytorch(fname):
-    stem = fname.split(".")[0]
-    if stem in UNSUPPORTED:
-        with pytest.raises(OnnxImportError, match=UNSUPPORTED[stem]) as ei:
-            load_onnx(ZOO / fname)
-        assert "\n" not in str(ei.value)
-        return
     g = load_onnx(ZOO / fname)
     g.lint()
     ins, want = reference(fname)

@@ -797,7 +797,7 @@ def test_every_canonical_op_is_registered():
         reduce_min reduce_prod reduce_l1 reduce_l2 reduce_sum_square reduce_log_sum_exp
         conv_transpose2d resize instance_norm depth_to_space space_to_depth lstm gru
         trilu einsum cumsum argmin xor isnan isinf lrn quantize_linear dequantize_linear scatter_nd
-        scatter_elements one_hot thresholded_relu shrink hardmax""".split()
+        scatter_elements one_hot thresholded_relu shrink hardmax conv3d max_pool3d avg_pool3d""".split()
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):

@@ -410,14 +410,16 @@ def test_global_avg_pool1d(rng):
     assert ops_of(g) == ["unsqueeze", "global_avg_pool2d", "squeeze"]
 
 
-def test_3d_conv_and_pool_fail_clearly(rng):
-    msg = import_error("Conv", [f32(rng, 1, 3, 4, 4, 4), Const(f32(rng, 2, 3, 3, 3, 3))])
-    assert msg == "node 'n0' (Conv): only 1-D and 2-D convolutions are supported, weight shape [2, 3, 3, 3, 3]"
-    msg = import_error("MaxPool", [f32(rng, 1, 3, 4, 4, 4)], {"kernel_shape": [2, 2, 2]})
-    assert msg == ("node 'n0' (MaxPool): only 1-D and 2-D pooling is supported, input shape [1, 3, 4, 4, 4], "
-                   "kernel_shape [2, 2, 2]")
-    msg = import_error("AveragePool", [f32(rng, 1, 3, 4, 4, 4)], {"kernel_shape": [2, 2, 2]})
-    assert "only 1-D and 2-D pooling is supported" in msg
+def test_4d_conv_and_pool_fail_clearly(rng):
+    """3-D is supported (tests/partition/test_ops_3d.py); four spatial axes are not."""
+    msg = import_error("Conv", [f32(rng, 1, 3, 3, 3, 3, 3), Const(f32(rng, 2, 3, 2, 2, 2, 2))])
+    assert msg == ("node 'n0' (Conv): only 1-D, 2-D and 3-D convolutions are supported, "
+                   "weight shape [2, 3, 2, 2, 2, 2]")
+    msg = import_error("MaxPool", [f32(rng, 1, 3, 3, 3, 3, 3)], {"kernel_shape": [2, 2, 2, 2]})
+    assert msg == ("node 'n0' (MaxPool): only 1-D, 2-D and 3-D pooling is supported, input shape "
+                   "[1, 3, 3, 3, 3, 3], kernel_shape [2, 2, 2, 2]")
+    msg = import_error("AveragePool", [f32(rng, 1, 3, 3, 3, 3, 3)], {"kernel_shape": [2, 2, 2, 2]})
+    assert "only 1-D, 2-D and 3-D pooling is supported" in msg
 
 
 # ============================================================================ host costing

@@ -28,6 +28,9 @@ def test_tpu_preset_numbers():
     ("array.mac_dtype", "int3", "hardware.array.mac_dtype must be one of"),
     ("array.fold_overlap", 1, "hardware.array.fold_overlap must be true or false, got 1"),
     ("array.dataflows", ["ws", "rs"], "hardware.array.dataflows must be a list drawn from ws, os, is"),
+    ("support.ops", ["conv2d", "conv3d", "lstm"], "hardware.support.ops lists 'conv3d', 'lstm', which the "
+                                                  "accelerator model cannot cost"),
+    ("support.ops", ["dense", "nosuchop"], "hardware.support.ops lists 'nosuchop'"),
 ])
 def test_bad_values_give_one_line_naming_field_and_rule(path, value, msg):
     with pytest.raises(HardwareError) as e:

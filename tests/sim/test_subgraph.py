@@ -100,3 +100,30 @@ def test_cli_hw_list_show_and_errors(capsys, tmp_path):
     assert main(["simulate", "--model", "resnet18", "--hw", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "accel-tune: error: hardware.dram.bytes_per_cycle must be > 0, got -1"
+
+
+def test_vector_ops_from_onnx_exports_offload_and_cost():
+    """Activations, log-softmax, reductions and layout ops that exporters emit can be listed in a
+    config's support.ops: they are offloaded and costed on the vector unit (transcendentals at
+    special_op_cycles each), and the partitioned graph still computes the source model's numbers."""
+    from partition import interpret
+    hw = load_hw("edge-npu").with_overrides(
+        {"support.ops": ["dense", "mish", "log_softmax", "reduce_l2", "depth_to_space", "min", "prelu"],
+         "support.patterns": []})
+    g = Graph("vec")
+    x = g.add_input("x", (1, 16, 8, 8))
+    y = g.add_node("mish", [x]).output
+    y = g.add_node("prelu", [y, g.add_const(np.full((16, 1, 1), 0.1, np.float32), "slope")]).output
+    y = g.add_node("depth_to_space", [y], {"blocksize": 2, "mode": "DCR"}).output
+    y = g.add_node("min", [y, g.add_const(np.float32(2.0), "cap")]).output
+    y = g.add_node("reduce_l2", [y], {"axes": (2, 3), "keepdims": False}).output
+    g.set_outputs([g.add_node("log_softmax", [y], {"axis": -1}).output])
+    part = partition_for(g, hw.partition_target())
+    c = cost_graph(part, hw)
+    assert len(c.calls) == 1 and not c.host_ops
+    xin = np.random.default_rng(0).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(interpret(part, [xin])[0], interpret(g, [xin])[0], rtol=1e-6)
+    w = Workload.from_node(next(n for n in g.nodes if n.op == "mish"))
+    assert w.kind == "elementwise" and dict(w.dims)["special_ops"] == 16 * 8 * 8
+    assert Workload.from_node(g.nodes[-1]).kind == "softmax"
+    assert Workload.from_node(next(n for n in g.nodes if n.op == "reduce_l2")).kind == "reduce"

@@ -14,7 +14,7 @@ import tuner
 from partition import interpret, load_onnx
 
 ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
-FILES = sorted(p.name for p in ZOO.glob("*.onnx") if not p.name.startswith("c3d_clip"))
+FILES = sorted(p.name for p in ZOO.glob("*.onnx"))
 
 
 @pytest.fixture(scope="module")
