@@ -64,12 +64,18 @@ def _out_len(size: int, k: int, stride: int, pad0: int, pad1: int, dil: int, cei
     return out
 
 
-def _infer_conv2d(ins, attrs, ctx):
+def _conv_operands(name: str, ins, rank: int, layout: str, weight_layout: str):
+    """The input and weight of a convolution-like op, with their ranks and dtypes checked."""
     x, w = ins[0], ins[1]
-    check(len(x.shape) == 4, f"conv2d: input must be 4-D NCHW, got shape {list(x.shape)}")
-    check(len(w.shape) == 4, f"conv2d: weight must be 4-D (K, C/groups, R, S), got shape {list(w.shape)}")
-    _float("conv2d", x, "input")
-    check(x.dtype == w.dtype, f"conv2d: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    check(len(x.shape) == rank, f"{name}: input must be {rank}-D {layout}, got shape {list(x.shape)}")
+    check(len(w.shape) == rank, f"{name}: weight must be {rank}-D {weight_layout}, got shape {list(w.shape)}")
+    _float(name, x, "input")
+    check(x.dtype == w.dtype, f"{name}: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    return x, w
+
+
+def _infer_conv2d(ins, attrs, ctx):
+    x, w = _conv_operands("conv2d", ins, 4, "NCHW", "(K, C/groups, R, S)")
     (sh, sw), (pt, pl, pb, pr), (dh, dw), g = _conv_params(attrs)
     n, c, h, wd = x.shape
     k, cg, r, s = w.shape
@@ -141,12 +147,16 @@ def _depthwise(xp, w, oh, ow, strides, dil, g):
     return acc.reshape(n, k, oh, ow).astype(xp.dtype, copy=False)
 
 
+def _conv_cost(macs: int, ins, outs) -> OpCost:
+    """A convolution's cost: 2 FLOPs per MAC, plus one per output element for a bias input."""
+    return OpCost(macs, 2 * macs + (outs[0].size if len(ins) == 3 else 0), _nbytes(ins), _nbytes(outs))
+
+
 def _cost_conv2d(ins, outs, attrs):
     k, cg, r, s = ins[1].shape
     n, _, oh, ow = outs[0].shape
     macs = n * k * oh * ow * cg * r * s
-    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
-    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+    return _conv_cost(macs, ins, outs)
 
 
 # ============================================================================ conv_transpose2d
@@ -174,12 +184,8 @@ def _convt_full(size: int, k: int, stride: int, dil: int, opad: int) -> int:
 
 
 def _infer_convt(ins, attrs, ctx):
-    x, w = ins[0], ins[1]
     name = "conv_transpose2d"
-    check(len(x.shape) == 4, f"{name}: input must be 4-D NCHW, got shape {list(x.shape)}")
-    check(len(w.shape) == 4, f"{name}: weight must be 4-D (C, K/groups, R, S), got shape {list(w.shape)}")
-    _float(name, x, "input")
-    check(x.dtype == w.dtype, f"{name}: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    x, w = _conv_operands(name, ins, 4, "NCHW", "(C, K/groups, R, S)")
     (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
     n, c, h, wd = x.shape
     check(w.shape[0] == c,
@@ -222,8 +228,7 @@ def _cost_convt(ins, outs, attrs):
     n, c, h, w = ins[0].shape
     _, kg, r, s = ins[1].shape
     macs = n * c * h * w * kg * r * s
-    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
-    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+    return _conv_cost(macs, ins, outs)
 
 
 # ============================================================================ matmul family
@@ -574,12 +579,8 @@ def _out3d(spatial, kernel, strides, pads, dil, ceil: bool = False) -> tuple[int
 
 
 def _infer_conv3d(ins, attrs, ctx):
-    x, w = ins[0], ins[1]
     name = "conv3d"
-    check(len(x.shape) == 5, f"{name}: input must be 5-D NCDHW, got shape {list(x.shape)}")
-    check(len(w.shape) == 5, f"{name}: weight must be 5-D (K, C/groups, KD, KH, KW), got shape {list(w.shape)}")
-    _float(name, x, "input")
-    check(x.dtype == w.dtype, f"{name}: input dtype {x.dtype} differs from weight dtype {w.dtype}")
+    x, w = _conv_operands(name, ins, 5, "NCDHW", "(K, C/groups, KD, KH, KW)")
     strides, pads, dil, g = _conv3d_params(attrs)
     n, c = x.shape[:2]
     k, cg = w.shape[:2]
@@ -623,8 +624,7 @@ def _conv3d(args, attrs):
 def _cost_conv3d(ins, outs, attrs):
     _, cg, kd, kh, kw = ins[1].shape
     macs = outs[0].size * cg * kd * kh * kw  # N*K*OD*OH*OW * (C/g)*KD*KH*KW
-    flops = 2 * macs + (outs[0].size if len(ins) == 3 else 0)
-    return OpCost(macs, flops, _nbytes(ins), _nbytes(outs))
+    return _conv_cost(macs, ins, outs)
 
 
 def _pool3d_params(name: str, attrs: dict):

@@ -79,6 +79,20 @@ def assert_host_cost(node) -> None:
     assert c.bytes_in > 0 and c.bytes_out == sum(o.type.nbytes for o in node.outputs)
 
 
+def import_error(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, opset: int = OPSET,
+                 n_out: int = 1) -> str:
+    """The one-line OnnxImportError that importing a one-node model raises (checked: one line,
+    naming the node)."""
+    from partition import load_onnx
+    from partition.onnx_import import OnnxImportError
+    model, _ = one_node_model(op_type, inputs, attrs, n_out, opset)
+    with pytest.raises(OnnxImportError) as e:
+        load_onnx(model.SerializeToString())
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"node 'n0' ({op_type}): ")
+    return msg
+
+
 def run_op(op: str, args: Sequence[np.ndarray], attrs: dict | None = None) -> list[np.ndarray]:
     """Our op: infer types, compute, and check the arrays agree with the inferred types."""
     attrs = attrs or {}

@@ -8,13 +8,12 @@ import itertools
 import numpy as np
 import pytest
 
-from test_ops import Const, assert_host_cost, assert_same, one_node_model, ort_node, run_op
+from test_ops import Const, assert_host_cost, assert_same, import_error, one_node_model, ort_node, run_op
 
 import sim
 from partition import interpret, load_onnx, partition_for
 from partition.ir import TensorType
 from partition.ops import OPS, OpError, infer_types
-from partition.onnx_import import OnnxImportError
 
 OPSET = 21
 ZOO_C3D = "c3d_clip.ts.onnx"
@@ -35,15 +34,6 @@ def import_vs_ort(op_type: str, inputs, attrs: dict | None = None, opset: int = 
     ours = interpret(g, feeds)
     assert_same(ours, ort_node(op_type, inputs, attrs, opset=opset), exact)
     return [n.op for n in g.nodes]
-
-
-def import_error(op_type: str, inputs, attrs: dict | None = None, n_out: int = 1) -> str:
-    model, _ = one_node_model(op_type, inputs, attrs, n_out, OPSET)
-    with pytest.raises(OnnxImportError) as e:
-        load_onnx(model.SerializeToString())
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"node 'n0' ({op_type}): ")
-    return msg
 
 
 def op_error(op: str, shapes, attrs: dict, match: str) -> None:

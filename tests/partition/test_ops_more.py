@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from test_ops import Const, assert_host_cost, assert_same, one_node_model, ort_node, run_op
+from test_ops import Const, assert_host_cost, assert_same, import_error, one_node_model, ort_node, run_op
 
 from partition import graph_from_json, graph_to_json, interpret, load_onnx
 from partition.ir import TensorType
@@ -31,15 +31,6 @@ def import_vs_ort(op_type: str, inputs, attrs: dict | None = None, opset: int = 
     g = load_onnx(model.SerializeToString())
     assert_same(interpret(g, feeds), ort_node(op_type, inputs, attrs, n_out, opset), exact)
     return g
-
-
-def import_error(op_type: str, inputs, attrs: dict | None = None, opset: int = OPSET) -> str:
-    model, _ = one_node_model(op_type, inputs, attrs, 1, opset)
-    with pytest.raises(OnnxImportError) as e:
-        load_onnx(model.SerializeToString())
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"node 'n0' ({op_type}): ")
-    return msg
 
 
 def op_error(op: str, args, attrs: dict, match: str) -> None:

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from test_ops import Const, assert_host_cost, assert_same, one_node_model, ort_node, run_op
+from test_ops import Const, assert_host_cost, assert_same, import_error, one_node_model, ort_node, run_op
 
 from partition import interpret, load_onnx
 from partition.ops import OpError, op_cost
@@ -32,15 +32,6 @@ def import_vs_ort(op_type: str, inputs, attrs: dict | None = None, opset: int = 
     ours = interpret(g, feeds)
     assert_same(ours, ort_node(op_type, inputs, attrs, opset=opset), exact)
     return g, ours
-
-
-def import_error(op_type: str, inputs, attrs: dict | None = None, opset: int = OPSET) -> str:
-    model, _ = _model(op_type, inputs, attrs, opset)
-    with pytest.raises(OnnxImportError) as e:
-        load_onnx(model.SerializeToString())
-    msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"node 'n0' ({op_type}): ")
-    return msg
 
 
 def ops_of(g) -> list[str]:
