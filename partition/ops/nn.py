@@ -40,15 +40,17 @@ def _float(name: str, t: TensorType, what: str) -> None:
 
 
 # ============================================================================ conv2d
-def _conv_params(attrs: dict) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
-    strides = int_tuple(attrs.get("strides", (1, 1)), "conv2d", "strides", 2)
-    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), "conv2d", "pads", 4)
-    dil = int_tuple(attrs.get("dilations", (1, 1)), "conv2d", "dilations", 2)
+def _conv_params(attrs: dict, name: str = "conv2d", dims: int = 2) -> tuple[tuple[int, ...], ...]:
+    """(strides, pads, dilations, groups) of a ``dims``-D convolution, validated; pads in ONNX order
+    (all begins, then all ends)."""
+    strides = int_tuple(attrs.get("strides", (1,) * dims), name, "strides", dims)
+    pads = int_tuple(attrs.get("pads", (0,) * (2 * dims)), name, "pads", 2 * dims)
+    dil = int_tuple(attrs.get("dilations", (1,) * dims), name, "dilations", dims)
     groups = int(attrs.get("groups", 1))
-    check(all(s >= 1 for s in strides), f"conv2d: strides must be >= 1, got {list(strides)}")
-    check(all(d >= 1 for d in dil), f"conv2d: dilations must be >= 1, got {list(dil)}")
-    check(all(p >= 0 for p in pads), f"conv2d: pads must be >= 0, got {list(pads)}")
-    check(groups >= 1, f"conv2d: groups must be >= 1, got {groups}")
+    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
+    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
+    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
+    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
     return strides, pads, dil, groups
 
 
@@ -561,15 +563,7 @@ def _params3d(name: str, attrs: dict, key: str, n: int, default: int) -> tuple[i
 
 
 def _conv3d_params(attrs: dict):
-    name = "conv3d"
-    strides, dil = _params3d(name, attrs, "strides", 3, 1), _params3d(name, attrs, "dilations", 3, 1)
-    pads = _params3d(name, attrs, "pads", 6, 0)
-    groups = int(attrs.get("groups", 1))
-    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
-    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
-    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
-    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
-    return strides, pads, dil, groups
+    return _conv_params(attrs, "conv3d", 3)
 
 
 def _out3d(spatial, kernel, strides, pads, dil, ceil: bool = False) -> tuple[int, ...]:
