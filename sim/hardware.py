@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
+
+from .configfile import read_config
 
 DATAFLOWS = ("ws", "os", "is")
 MAC_DTYPES = ("int4", "int8", "int16", "fp8", "fp16", "bf16", "fp32")
@@ -29,50 +33,101 @@ class HardwareError(ValueError):
 
 
 def _fail(path: str, rule: str, value: Any) -> None:
-    raise HardwareError(f"hardware.{path} must be {rule}, got {value!r}")
+    raise HardwareError(f"hardware.{path} must be {rule}, got {_show(value)}")
 
 
-def _num(path: str, v: Any, *, gt: float | None = None, ge: float | None = None,
-         integer: bool = False) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        _fail(path, "a number", v)
-    if integer and not float(v).is_integer():
-        _fail(path, "an integer", v)
-    if gt is not None and not v > gt:
-        _fail(path, f"> {gt:g}", v)
-    if ge is not None and not v >= ge:
-        _fail(path, f">= {ge:g}", v)
+def _show(value: Any) -> str:
+    """A value as a message quotes it, cut short: an error is one line, however long the input."""
+    s = repr(list(value) if isinstance(value, tuple) else value)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _key(k: Any) -> str:
+    """A key from a file as a message names it: plain when it is a short printable string."""
+    return k if isinstance(k, str) and k.isprintable() and 0 < len(k) <= 60 else _show(k)
+
+
+def _fmt(x: float) -> str:
+    if isinstance(x, int):
+        return f"2**{x.bit_length() - 1}" if x >= 2**20 and x & (x - 1) == 0 else f"{x:,}"
+    return f"{x:g}"
+
+
+_NAME_CHARS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one field accepts. ``kind``: 'int' or 'num' (finite, in [lo, hi], ``unit`` for
+    messages and docs), 'bool', 'str' (at most ``hi`` printable characters), 'symbol' (a name
+    that becomes part of external function symbols), 'names' (a list of distinct non-empty
+    names, at most ``hi`` of them) or 'choice' (one of ``choices``). Sections added later reuse
+    these kinds; a field's rule is in its dataclass metadata, so docs and checks never drift."""
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """The rule as ``hw show`` and the docs print it, e.g. 'integer 1..4,096'."""
+        u = f" {self.unit}" if self.unit else ""
+        if self.kind == "int":
+            return f"integer {_fmt(self.lo)}..{_fmt(self.hi)}{u}"
+        if self.kind == "num":
+            return f"number {_fmt(self.lo)}..{_fmt(self.hi)}{u}"
+        if self.kind == "bool":
+            return "true or false"
+        if self.kind == "str":
+            return f"text, at most {self.hi:g} characters"
+        if self.kind == "symbol":
+            return f"name of letters, digits, '_', '.', '-' (at most {self.hi:g})"
+        if self.kind == "names":
+            return f"list of distinct names (at most {self.hi:g})"
+        return "one of " + ", ".join(self.choices)
+
+    def check(self, path: str, v: Any) -> None:
+        k = self.kind
+        if k in ("int", "num"):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                _fail(path, "a number", v)
+            if isinstance(v, float) and not math.isfinite(v):
+                _fail(path, f"a finite number ({self.describe()})", v)
+            if k == "int" and isinstance(v, float) and not v.is_integer():
+                _fail(path, "an integer", v)
+            if not self.lo <= v <= self.hi:  # int vs float compares exactly, even for 10**400
+                _fail(path, f"{'an integer' if k == 'int' else 'a number'} from {_fmt(self.lo)} to "
+                            f"{_fmt(self.hi)}{f' {self.unit}' if self.unit else ''}", v)
+        elif k == "bool":
+            if not isinstance(v, bool):
+                _fail(path, "true or false", v)
+        elif k == "str":
+            if not isinstance(v, str):
+                _fail(path, "a string", v)
+            if len(v) > self.hi or not v.isprintable():
+                _fail(path, f"printable text of at most {self.hi:g} characters", v)
+        elif k == "symbol":
+            if not isinstance(v, str) or not _NAME_CHARS.match(v) or ".." in v or len(v) > self.hi:
+                _fail(path, f"a name of letters, digits, '_', '.', '-' (no '..', at most {self.hi:g} "
+                            f"characters)", v)
+        elif k == "names":
+            if not isinstance(v, tuple) or not all(isinstance(x, str) and x and len(x) <= 100 for x in v):
+                _fail(path, "a list of non-empty names", v)
+            if len(v) > self.hi:
+                _fail(path, f"a list of at most {self.hi:g} names", v)
+            if len(set(v)) != len(v):
+                _fail(path, "a list without duplicates", v)
+        elif k == "choice":
+            if not isinstance(v, str) or v not in self.choices:
+                _fail(path, f"one of {', '.join(self.choices)}", v)
+        else:
+            raise AssertionError(f"unknown rule kind {k!r} for {path}")
 
 
 def _validate(obj: Any, prefix: str) -> None:
-    """Check every field of a section against the rule in its metadata (``rule``: 'pos', 'nonneg',
-    'pos_int', 'nonneg_int', 'bool', 'str', 'ops' or a tuple of allowed strings)."""
+    """Check every field of a section against the Rule in its metadata."""
     for f in fields(obj):
-        rule = f.metadata.get("rule")
-        v = getattr(obj, f.name)
-        path = f"{prefix}.{f.name}"
-        if rule == "pos":
-            _num(path, v, gt=0)
-        elif rule == "nonneg":
-            _num(path, v, ge=0)
-        elif rule == "pos_int":
-            _num(path, v, gt=0, integer=True)
-        elif rule == "nonneg_int":
-            _num(path, v, ge=0, integer=True)
-        elif rule == "bool":
-            if not isinstance(v, bool):
-                _fail(path, "true or false", v)
-        elif rule == "str":
-            if not isinstance(v, str):
-                _fail(path, "a string", v)
-        elif rule == "ops":
-            if not isinstance(v, tuple) or not all(isinstance(x, str) and x for x in v):
-                _fail(path, "a list of non-empty names", v)
-            if len(set(v)) != len(v):
-                _fail(path, "a list without duplicates", list(v))
-        elif isinstance(rule, tuple):
-            if v not in rule:
-                _fail(path, f"one of {', '.join(rule)}", v)
+        f.metadata["rule"].check(f"{prefix}.{f.name}", getattr(obj, f.name))
 
 
 def _tupled(obj: Any, numbers: bool) -> None:
@@ -81,19 +136,35 @@ def _tupled(obj: Any, numbers: bool) -> None:
     how a file spelled a number."""
     for f in fields(obj):
         v = getattr(obj, f.name)
+        kind = f.metadata["rule"].kind
         if isinstance(v, list):
             object.__setattr__(obj, f.name, tuple(v))
         elif not numbers:
             continue
-        elif isinstance(v, int) and not isinstance(v, bool) and f.metadata.get("rule") in ("pos", "nonneg"):
+        elif isinstance(v, int) and not isinstance(v, bool) and kind == "num":
             object.__setattr__(obj, f.name, float(v))
-        elif (isinstance(v, float) and v.is_integer()
-              and f.metadata.get("rule") in ("pos_int", "nonneg_int")):
+        elif isinstance(v, float) and kind == "int":
             object.__setattr__(obj, f.name, int(v))
 
 
-def _R(rule: Any, default: Any, doc: str = "") -> Any:
-    return field(default=default, metadata={"rule": rule, "doc": doc})
+def _R(kind: str, default: Any, doc: str = "", lo: float | None = None, hi: float | None = None,
+       unit: str = "", choices: tuple[str, ...] = ()) -> Any:
+    return field(default=default, metadata={"rule": Rule(kind, lo, hi, unit, choices), "doc": doc})
+
+
+def _int(default: int, lo: int, hi: int, unit: str, doc: str) -> Any:
+    return _R("int", default, doc, lo, hi, unit)
+
+
+def _num(default: float, lo: float, hi: float, unit: str, doc: str) -> Any:
+    return _R("num", default, doc, lo, hi, unit)
+
+
+# Physical bounds shared by several fields; wide enough for any real design space, narrow enough
+# that every derived figure (PEs, area, cycles, seconds, joules) stays finite.
+TIB = 2**40
+_PJ = (0.0, 1e4, "pJ")          # per-access and per-op energies
+_MM2 = (0.0, 10.0, "mm2")       # per-unit area coefficients
 
 
 class _Section:
@@ -113,11 +184,11 @@ class _Section:
 @dataclass(frozen=True)
 class ArrayConfig(_Section):
     _name = "array"
-    rows: int = _R("pos_int", 32, "PE rows (the dimension fed from the left edge)")
-    cols: int = _R("pos_int", 32, "PE columns")
-    dataflows: tuple[str, ...] = _R("ops", ("ws", "os", "is"), "dataflows the array supports")
-    mac_dtype: str = _R(MAC_DTYPES, "int8", "MAC operand type")
-    word_bytes: int = _R("pos_int", 1, "bytes per stored word (inputs, weights, outputs)")
+    rows: int = _int(32, 1, 4096, "PEs", "PE rows (the dimension fed from the left edge)")
+    cols: int = _int(32, 1, 4096, "PEs", "PE columns")
+    dataflows: tuple[str, ...] = _R("names", ("ws", "os", "is"), "dataflows the array supports", hi=3)
+    mac_dtype: str = _R("choice", "int8", "MAC operand type", choices=MAC_DTYPES)
+    word_bytes: int = _int(1, 1, 8, "bytes", "bytes per stored word (inputs, weights, outputs)")
     fold_overlap: bool = _R("bool", True, "consecutive folds overlap fill/drain (SCALE-Sim: false)")
 
     def _check(self) -> None:
@@ -131,11 +202,12 @@ class ArrayConfig(_Section):
 @dataclass(frozen=True)
 class BufferConfig(_Section):
     _name = "buffers"
-    ifmap_bytes: int = _R("nonneg_int", 64 * 1024, "input-activation SRAM (0 with a unified buffer)")
-    weight_bytes: int = _R("nonneg_int", 64 * 1024, "weight SRAM (0 with a unified buffer)")
-    output_bytes: int = _R("nonneg_int", 64 * 1024, "output/accumulator SRAM (0 with a unified buffer)")
-    unified_bytes: int = _R("nonneg_int", 0, "one buffer shared by all operands; 0 = per-operand buffers")
-    sram_bytes_per_cycle: float = _R("pos", 1e12, "SRAM bandwidth to the array and vector unit")
+    ifmap_bytes: int = _int(64 * 1024, 0, TIB, "bytes", "input-activation SRAM (0 with a unified buffer)")
+    weight_bytes: int = _int(64 * 1024, 0, TIB, "bytes", "weight SRAM (0 with a unified buffer)")
+    output_bytes: int = _int(64 * 1024, 0, TIB, "bytes", "output/accumulator SRAM (0 with a unified buffer)")
+    unified_bytes: int = _int(0, 0, TIB, "bytes", "one buffer shared by all operands; 0 = per-operand buffers")
+    sram_bytes_per_cycle: float = _num(1e12, 1e-3, 1e12, "bytes/cycle",
+                                       "SRAM bandwidth to the array and vector unit (1e12: no limit)")
 
     def _check(self) -> None:
         if self.unified_bytes == 0:
@@ -155,82 +227,83 @@ class BufferConfig(_Section):
 @dataclass(frozen=True)
 class DramConfig(_Section):
     _name = "dram"
-    bytes_per_cycle: float = _R("pos", 30.0, "DRAM bandwidth shared by reads and writes (accelerator cycles)")
-    latency_cycles: int = _R("nonneg_int", 1, "latency of one DMA transfer")
+    bytes_per_cycle: float = _num(30.0, 1e-3, 1e6, "bytes/cycle",
+                                  "DRAM bandwidth shared by reads and writes (accelerator cycles)")
+    latency_cycles: int = _int(1, 0, 10**7, "cycles", "latency of one DMA transfer")
 
 
 @dataclass(frozen=True)
 class VectorConfig(_Section):
     _name = "vector"
-    lanes: int = _R("pos_int", 32, "element operations per cycle")
-    ops: tuple[str, ...] = _R("ops", ("relu", "add", "bias_add", "max_pool2d", "avg_pool2d",
-                                      "global_avg_pool2d", "softmax", "layer_norm", "batch_norm"),
-                              "ops the vector unit runs")
-    special_op_cycles: float = _R("pos", 4.0, "cycles per element-lane for exp/erf/sqrt/div class ops")
+    lanes: int = _int(32, 1, 65536, "lanes", "element operations per cycle")
+    ops: tuple[str, ...] = _R("names", ("relu", "add", "bias_add", "max_pool2d", "avg_pool2d",
+                                        "global_avg_pool2d", "softmax", "layer_norm", "batch_norm"),
+                              "ops the vector unit runs", hi=1000)
+    special_op_cycles: float = _num(4.0, 1e-2, 1e4, "cycles",
+                                    "cycles per element-lane for exp/erf/sqrt/div class ops")
 
 
 @dataclass(frozen=True)
 class ClockConfig(_Section):
     _name = "clock"
-    freq_mhz: float = _R("pos", 1000.0, "accelerator clock")
+    freq_mhz: float = _num(1000.0, 1.0, 1e5, "MHz", "accelerator clock (1 MHz to 100 GHz)")
 
 
 @dataclass(frozen=True)
 class HostConfig(_Section):
     _name = "host"
-    peak_flops: float = _R("pos", 50e9, "host sustained FLOP/s")
-    mem_bytes_per_s: float = _R("pos", 20e9, "host memory bandwidth")
-    op_overhead_s: float = _R("nonneg", 2e-6, "fixed cost per host op (dispatch)")
+    peak_flops: float = _num(50e9, 1e6, 1e18, "FLOP/s", "host sustained FLOP/s")
+    mem_bytes_per_s: float = _num(20e9, 1e6, 1e15, "bytes/s", "host memory bandwidth")
+    op_overhead_s: float = _num(2e-6, 0.0, 1.0, "s", "fixed cost per host op (dispatch)")
 
 
 @dataclass(frozen=True)
 class LinkConfig(_Section):
     _name = "link"
-    bytes_per_s: float = _R("pos", 12e9, "host<->accelerator bandwidth")
-    launch_latency_s: float = _R("nonneg", 10e-6, "fixed cost per external-function call")
+    bytes_per_s: float = _num(12e9, 1e3, 1e15, "bytes/s", "host<->accelerator bandwidth")
+    launch_latency_s: float = _num(10e-6, 0.0, 1.0, "s", "fixed cost per external-function call")
 
 
 @dataclass(frozen=True)
 class EnergyConfig(_Section):
     _name = "energy"
-    mac_pj: float = _R("nonneg", 0.23, "one multiply-accumulate")
-    reg_pj_per_byte: float = _R("nonneg", 0.03, "PE register access")
-    sram_pj_per_byte: float = _R("nonneg", 1.25, "on-chip buffer access")
-    dram_pj_per_byte: float = _R("nonneg", 80.0, "DRAM access")
-    host_pj_per_flop: float = _R("nonneg", 20.0, "host CPU arithmetic, per FLOP (mobile-class fp32 "
-                                 "core with SIMD: ~10-30 pJ; its memory traffic is dram_pj_per_byte)")
-    link_pj_per_byte: float = _R("nonneg", 60.0, "host link transfer")
-    vector_op_pj: float = _R("nonneg", 0.5, "one vector-unit element operation")
-    leakage_mw_per_mm2: float = _R("nonneg", 0.1, "static power density")
+    mac_pj: float = _num(0.23, *_PJ, "one multiply-accumulate")
+    reg_pj_per_byte: float = _num(0.03, *_PJ, "PE register access, per byte")
+    sram_pj_per_byte: float = _num(1.25, *_PJ, "on-chip buffer access, per byte")
+    dram_pj_per_byte: float = _num(80.0, *_PJ, "DRAM access, per byte")
+    host_pj_per_flop: float = _num(20.0, *_PJ, "host CPU arithmetic, per FLOP (mobile-class fp32 "
+                                   "core with SIMD: ~10-30 pJ; its memory traffic is dram_pj_per_byte)")
+    link_pj_per_byte: float = _num(60.0, *_PJ, "host link transfer, per byte")
+    vector_op_pj: float = _num(0.5, *_PJ, "one vector-unit element operation")
+    leakage_mw_per_mm2: float = _num(0.1, 0.0, 1e4, "mW/mm2", "static power density")
 
 
 @dataclass(frozen=True)
 class AreaConfig(_Section):
     _name = "area"
-    pe_mm2: float = _R("nonneg", 0.0012, "one PE (MAC + registers)")
-    sram_mm2_per_kib: float = _R("nonneg", 0.004, "SRAM density")
-    vector_lane_mm2: float = _R("nonneg", 0.002, "one vector lane")
-    fixed_mm2: float = _R("nonneg", 5.0, "control, DMA, interconnect, I/O")
+    pe_mm2: float = _num(0.0012, *_MM2, "one PE (MAC + registers)")
+    sram_mm2_per_kib: float = _num(0.004, *_MM2, "SRAM density, per KiB")
+    vector_lane_mm2: float = _num(0.002, *_MM2, "one vector lane")
+    fixed_mm2: float = _num(5.0, 0.0, 1e5, "mm2", "control, DMA, interconnect, I/O")
 
 
 @dataclass(frozen=True)
 class SupportConfig(_Section):
     _name = "support"
-    target: str = _R("str", "npu", "partition target name (compiler name of external functions)")
-    ops: tuple[str, ...] = _R("ops", ("conv2d", "dense", "matmul", "batch_matmul", "gemm"),
-                              "canonical ops offloaded one by one")
-    patterns: tuple[str, ...] = _R("ops", ("conv2d_bias_relu", "conv2d_bias", "conv2d_relu",
-                                           "dense_bias_relu", "dense_bias"),
-                                   "composite patterns offloaded as one kernel")
+    target: str = _R("symbol", "npu", "partition target name (compiler name and prefix of external "
+                     "function symbols)", hi=64)
+    ops: tuple[str, ...] = _R("names", ("conv2d", "dense", "matmul", "batch_matmul", "gemm"),
+                              "canonical ops offloaded one by one", hi=1000)
+    patterns: tuple[str, ...] = _R("names", ("conv2d_bias_relu", "conv2d_bias", "conv2d_relu",
+                                             "dense_bias_relu", "dense_bias"),
+                                   "composite patterns offloaded as one kernel", hi=1000)
 
     def _check(self) -> None:
-        if not self.target:
-            _fail("support.target", "a non-empty name", self.target)
         from .workload import OFFLOADABLE_OPS
         bad = [o for o in self.ops if o not in OFFLOADABLE_OPS]
         if bad:
-            raise HardwareError(f"hardware.support.ops lists {', '.join(map(repr, bad))}, which the accelerator "
-                                f"model cannot cost (unknown or host-only ops); offloadable ops: "
+            raise HardwareError(f"hardware.support.ops lists {', '.join(map(repr, bad[:5]))}, which the "
+                                f"accelerator model cannot cost (unknown or host-only ops); offloadable ops: "
                                 f"{', '.join(sorted(OFFLOADABLE_OPS))}")
 
 
@@ -259,6 +332,8 @@ class HardwareConfig:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             _fail("name", "a non-empty string", self.name)
+        _NAME_RULE.check("name", self.name)
+        _DESCRIPTION_RULE.check("description", self.description)
         for sec, cls in _SECTIONS.items():
             if not isinstance(getattr(self, sec), cls):
                 _fail(sec, f"a {cls.__name__}", getattr(self, sec))
@@ -289,32 +364,42 @@ class HardwareConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], base: "HardwareConfig | None" = None) -> "HardwareConfig":
+    def from_dict(cls, d: Mapping[str, Any], base: "HardwareConfig | None" = None, *,
+                  complete: bool = False) -> "HardwareConfig":
         """Build from nested mappings; sections and fields left out keep ``base``'s values (or the
-        defaults). Unknown sections or fields are errors (a typo must not be silently ignored)."""
+        defaults). Unknown sections or fields are errors (a typo must not be silently ignored).
+        ``base`` in ``d`` names a preset (or a file, relative to the working folder). With
+        ``complete``, every section and field must be given (a packed plan's hardware: an empty
+        or partial object must not silently become the defaults)."""
         if not isinstance(d, Mapping):
             raise HardwareError(f"hardware config must be a table of sections, got {type(d).__name__}")
         d = dict(d)
         for derived in _DERIVED_KEYS:  # printed by `hw show --json`; recomputed, never trusted
             d.pop(derived, None)
-        preset = d.pop("base", None)
-        if preset is not None:
-            base = load_hw(preset)
+        if "base" in d:
+            base = _load(_base_ref(d.pop("base"), "hardware.base"), None, ())
+        if complete:
+            missing = [k for k in ("name", *_SECTIONS) if k not in d]
+            missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if isinstance(d.get(sec), Mapping)
+                        for f in fields(scls) if f.name not in d[sec]]
+            if missing:
+                raise HardwareError(f"hardware config is incomplete: {', '.join(missing[:6])}"
+                                    f"{', ...' if len(missing) > 6 else ''} missing")
         start = (base or cls()).to_dict()
         for key, val in d.items():
             if key in ("name", "description"):
                 start[key] = val
             elif key in _SECTIONS:
                 if not isinstance(val, Mapping):
-                    raise HardwareError(f"hardware.{key} must be a table, got {val!r}")
+                    raise HardwareError(f"hardware.{key} must be a table, got {_show(val)}")
                 known = {f.name for f in fields(_SECTIONS[key])}
                 for k, v in val.items():
                     if k not in known:
-                        raise HardwareError(f"hardware.{key}.{k} is not a known field "
+                        raise HardwareError(f"hardware.{key}.{_key(k)} is not a known field "
                                             f"(known: {', '.join(sorted(known))})")
                     start[key][k] = v
             else:
-                raise HardwareError(f"hardware.{key} is not a known section "
+                raise HardwareError(f"hardware.{_key(key)} is not a known section "
                                     f"(known: name, description, base, {', '.join(_SECTIONS)})")
         kwargs: dict[str, Any] = {"name": start["name"], "description": start["description"]}
         for sec, scls in _SECTIONS.items():
@@ -391,44 +476,77 @@ class HardwareConfig:
 
 _DERIVED_KEYS = ("fingerprint", "area_mm2")
 FLOAT_DTYPES = ("float32", "float16", "float64")
+_NAME_RULE = Rule("str", hi=200)
+_DESCRIPTION_RULE = Rule("str", hi=2000)
+MAX_BASE_DEPTH = 16  # files chained by `base`; a longer chain is a mistake, not a design
 
 
-def _read_file(p: Path) -> dict[str, Any]:
-    suffix = p.suffix.lower()
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise HardwareError(f"cannot read hardware config {p}: {e.strerror}") from None
-    try:
-        if suffix == ".toml":
-            import tomllib
-            return tomllib.loads(text)
-        if suffix in (".yaml", ".yml"):
-            import yaml
-            return yaml.safe_load(text) or {}
-        if suffix == ".json":
-            return json.loads(text)
-    except Exception as e:  # parse errors of three libraries, reported as one line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise HardwareError(f"cannot parse hardware config {p}: {first}") from None
-    raise HardwareError(f"hardware config {p} must end in .toml, .yaml, .yml or .json")
+def field_rules() -> list[tuple[str, Rule, str]]:
+    """(dotted field, rule, doc) for every field of every section: what ``hw show`` and the docs
+    print beside each value."""
+    return [(f"{sec}.{f.name}", f.metadata["rule"], f.metadata["doc"])
+            for sec, scls in _SECTIONS.items() for f in fields(scls)]
 
 
 def load_hw(path_or_name: "str | Path | HardwareConfig") -> HardwareConfig:
-    """A preset by name (see ``sim.presets.names()``) or a TOML/YAML/JSON file."""
-    from . import presets
+    """A preset by name (see ``sim.presets.names()``) or a TOML/YAML/JSON file. A file may start
+    from ``base = "<preset or file>"`` (a file relative to the one naming it), chained up to
+    ``MAX_BASE_DEPTH`` files; a file reached twice is a cycle, refused with one line naming it."""
     if isinstance(path_or_name, HardwareConfig):
         return path_or_name
-    s = str(path_or_name)
-    if s in presets.names():
-        return HardwareConfig.from_dict(_read_file(presets.path(s)))
-    p = Path(s)
-    if not p.exists():
-        raise HardwareError(f"no hardware preset or file named '{s}' "
-                            f"(presets: {', '.join(presets.names())})")
-    data = _read_file(p)
+    return _load(str(path_or_name), None, ())
+
+
+def _base_ref(ref: Any, where: str) -> str:
+    if not isinstance(ref, str) or not ref:
+        raise HardwareError(f"{where} must name a preset or a hardware file, got {_show(ref)}")
+    return ref
+
+
+def _load(ref: str, root: Path | None, chain: tuple[Path, ...]) -> HardwareConfig:
+    """``ref`` (a preset name or a path, relative to ``root`` when given) as a config; ``chain``
+    holds the files whose ``base`` led here."""
+    from . import presets
+    via = f" (base of {chain[-1]})" if chain else ""
+    if not ref.isprintable():  # NUL and control characters: no file has such a name worth opening
+        raise HardwareError(f"no hardware preset or file named {_show(ref)}{via}")
+    if ref in presets.names():
+        p = presets.path(ref)
+    else:
+        p = Path(ref)
+        if root is not None and not p.is_absolute():
+            p = root / p
+        if not p.exists():
+            raise HardwareError(f"no hardware preset or file named '{ref}'{via} "
+                                f"(presets: {', '.join(presets.names())})")
+    key = p.resolve()
+    if key in chain:
+        cycle = [*chain[chain.index(key):], key]
+        raise HardwareError(f"hardware config base cycle: {' -> '.join(_short_path(c) for c in cycle)}")
+    if len(chain) >= MAX_BASE_DEPTH:
+        raise HardwareError(f"hardware config {p}: more than {MAX_BASE_DEPTH} files chained by 'base'")
+    data = read_config(p, "hardware config", HardwareError)
     if not data:
         # An empty file would silently become the built-in defaults: a wrong answer, not a config.
         raise HardwareError(f"hardware config {p} is empty: give its sections, or base = \"<preset>\" "
                             f"and the fields that differ")
-    return HardwareConfig.from_dict(data)
+    if not isinstance(data, Mapping):
+        raise HardwareError(f"hardware config {p} must be a table of sections, got {type(data).__name__}")
+    data = dict(data)
+    base = None
+    if "base" in data:
+        base = _load(_base_ref(data.pop("base"), f"hardware config {p}: base"), key.parent, (*chain, key))
+    try:
+        return HardwareConfig.from_dict(data, base=base)
+    except HardwareError as e:
+        if chain or ref not in presets.names():
+            raise HardwareError(f"hardware config {p}: {e}") from None
+        raise
+
+
+def _short_path(p: Path) -> str:
+    """``p`` relative to the working folder when it lies below it (messages stay short)."""
+    try:
+        return str(p.relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)

@@ -21,8 +21,8 @@ def test_tpu_preset_numbers():
 
 
 @pytest.mark.parametrize("path,value,msg", [
-    ("buffers.ifmap_bytes", -4, "hardware.buffers.ifmap_bytes must be >= 0, got -4"),
-    ("array.rows", 0, "hardware.array.rows must be > 0, got 0"),
+    ("buffers.ifmap_bytes", -4, "hardware.buffers.ifmap_bytes must be an integer from 0 to 2**40 bytes, got -4"),
+    ("array.rows", 0, "hardware.array.rows must be an integer from 1 to 4,096 PEs, got 0"),
     ("array.rows", 2.5, "hardware.array.rows must be an integer, got 2.5"),
     ("dram.bytes_per_cycle", "fast", "hardware.dram.bytes_per_cycle must be a number, got 'fast'"),
     ("array.mac_dtype", "int3", "hardware.array.mac_dtype must be one of"),

@@ -99,7 +99,8 @@ def test_cli_hw_list_show_and_errors(capsys, tmp_path):
     bad.write_text('base = "edge-npu"\n[dram]\nbytes_per_cycle = -1\n')
     assert main(["simulate", "--model", "resnet18", "--hw", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "accel-tune: error: hardware.dram.bytes_per_cycle must be > 0, got -1"
+    assert err == (f"accel-tune: error: hardware config {bad}: hardware.dram.bytes_per_cycle must be a number "
+                   f"from 0.001 to 1e+06 bytes/cycle, got -1")
 
 
 def test_vector_ops_from_onnx_exports_offload_and_cost():

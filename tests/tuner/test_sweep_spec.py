@@ -84,7 +84,7 @@ def test_base_may_be_a_file_next_to_the_spec(tmp_path):
 @pytest.mark.parametrize("over, needle", [
     ({"axis": {}}, "axis is not a known key"),
     ({"axes": {"array.rowz": [8]}}, 'axes."array.rowz"[0]: hardware.array.rowz is not a known field'),
-    ({"axes": {"array.rows": [8, 0]}}, 'axes."array.rows"[1]: hardware.array.rows must be > 0'),
+    ({"axes": {"array.rows": [8, 0]}}, 'axes."array.rows"[1]: hardware.array.rows must be an integer from 1 to 4,096'),
     ({"axes": {"rows": [8]}}, "must look like section.field"),
     ({"axes": {"array.rows": []}}, 'axes."array.rows" is empty'),
     ({"axes": {"array.rows": 8}}, 'axes."array.rows" must be a list'),
@@ -105,7 +105,7 @@ def test_base_may_be_a_file_next_to_the_spec(tmp_path):
     ({"models": [{"name": "resnet19"}]}, "models[0].name: unknown model 'resnet19'"),
     ({"models": [{"name": "resnet18", "onnx": "x.onnx"}]}, "exactly one of 'name'"),
     ({"models": [{"onnx": "missing.onnx"}]}, "models[0].onnx: no file"),
-    ({"models": [{"name": "resnet18", "trials": -1}]}, "models[0].trials must be an integer >= 0"),
+    ({"models": [{"name": "resnet18", "trials": -1}]}, "models[0].trials must be an integer from 0 to 100,000"),
     ({"models": ["resnet18", "resnet18"]}, "label 'resnet18' appears twice"),
     ({"trials": 2.5}, "trials must be an integer"),
 ])

@@ -48,9 +48,10 @@ def run(args) -> int:
     d = hw.to_dict()
     print(f"{hw.name}: {hw.description}")
     print(f"fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s")
+    rules = {path: rule.describe() for path, rule, _ in sim.hardware.field_rules()}
     for sec, vals in d.items():
         if isinstance(vals, dict):
             print(f"[{sec}]")
             for k, v in vals.items():
-                print(f"  {k} = {v}")
+                print(f"  {k} = {v}  # {rules[f'{sec}.{k}']}")
     return 0

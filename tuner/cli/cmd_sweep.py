@@ -21,7 +21,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--scheduler", metavar="ADDRESS", help="use an existing Dask cluster (tcp://host:8786)")
     g.add_argument("--processes", type=int, default=1, metavar="N",
                    help="local worker processes without Dask (default 1: in this process)")
-    p.add_argument("--limit", type=int, metavar="N", help="evaluate at most N new points this run")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="evaluate at most N new points this run (0: only rewrite the tables); a large grid is "
+                        "then enumerated only as far as needed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary (counts, files, Pareto rows)")
     return p
@@ -31,6 +33,10 @@ def run(args) -> int:
     from tuner.sweep import load_spec, run_sweep
     if args.processes is not None and args.processes < 1:
         raise CLIError(f"--processes must be >= 1, got {args.processes}")
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit must be >= 0, got {args.limit}")
+    if args.workers is not None and args.workers < 1:
+        raise CLIError(f"--workers must be >= 1, got {args.workers}")
     spec = load_spec(args.spec)
     res = run_sweep(spec, args.out, processes=args.processes or 1, workers=args.workers,
                     scheduler=args.scheduler, progress=not args.no_progress and not args.json,
@@ -40,7 +46,10 @@ def run(args) -> int:
         "out_dir": res.out_dir, "spec": spec.name, "points": len(res.space.points),
         "grid_size": res.space.grid_size, "rejected_by_constraints": res.space.rejected,
         "evaluated": res.new, "skipped_finished": res.skipped, "failed": list(res.failed),
-        "errors": sum(1 for r in res.rows if r.get("error")), "remaining": len(res.space.points) - len(res.rows),
+        "errors": sum(1 for r in res.rows if r.get("error")),
+        # Unknown (null) when a limit stopped the enumeration of a large space early.
+        "remaining": len(res.space.points) - len(res.rows) if res.space.complete else None,
+        "examined": res.space.examined,
         "wall_s": res.wall_s,
         "files": {k: f"{res.out_dir}/{k}" for k in ("results.jsonl", "results.csv", "pareto.json",
                                                      "spec.json", "version.json")},
@@ -50,9 +59,14 @@ def run(args) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(f"{spec.name}: {summary['points']} points ({summary['rejected_by_constraints']} rejected by "
-              f"constraints), {res.new} evaluated now, {res.skipped} already done, "
-              f"{summary['remaining']} remaining, {res.wall_s:.1f} s -> {res.out_dir}")
+        if res.space.complete:
+            points = f"{summary['points']} points ({summary['rejected_by_constraints']} rejected by constraints)"
+            remaining = f"{summary['remaining']} remaining"
+        else:
+            points = f"{res.space.grid_size:,}-point grid, {res.space.examined:,} examined"
+            remaining = "more remaining (rerun to carry on)"
+        print(f"{spec.name}: {points}, {res.new} evaluated now, {res.skipped} already done, "
+              f"{remaining}, {res.wall_s:.1f} s -> {res.out_dir}")
         print(f"Pareto front (latency, energy, area): {len(front)} points")
         print(f"{'#':>5}  {'area mm2':>9}  {'latency ms':>11}  {'energy mJ':>10}  parameters")
         for r in sorted(front, key=lambda r: r["latency_s"]):

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .evaluate import EvalSettings, evaluate_point
 from .pareto import pareto_front
-from .space import Point, Space, enumerate_space, eval_key
+from .space import Point, Space, enumerate_space, eval_key, point_at
 from .spec import SpecError, SweepSpec
 
 RESULTS = "results.jsonl"
@@ -241,6 +241,23 @@ def dask_client(workers: int | None, scheduler: str | None):
     return Client(cluster)
 
 
+def _rows_beyond(spec: SweepSpec, done: dict[str, dict], seen: set[str], blob: str) -> list[dict[str, Any]]:
+    """Finished rows of points past where a lazy enumeration stopped that are still points of
+    this spec (same point at the same grid index, within the constraints): the tables keep them."""
+    out = []
+    for k, r in done.items():
+        i = r.get("index")
+        if k in seen or not isinstance(i, int) or not 0 <= i < spec.grid_size:
+            continue
+        try:
+            p = point_at(spec, i)
+        except SpecError:
+            continue
+        if eval_key(p.key, blob) == k and all(c.ok(p.hw) for c in spec.constraints):
+            out.append(r)
+    return out
+
+
 # ---------------------------------------------------------------------------------------- run
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, workers: int | None = None,
               scheduler: str | None = None, client=None, progress: bool = True, limit: int | None = None,
@@ -253,24 +270,27 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, worke
         raise SweepError(f"--workers must be >= 1, got {workers}")
     if workers is not None and scheduler:
         raise SweepError("give --workers (a local Dask cluster) or --scheduler (an existing one), not both")
+    if limit is not None and limit < 0:
+        raise SweepError(f"--limit must be >= 0, got {limit}")
     t0 = time.perf_counter()
     out = Path(out_dir).resolve()
     settings = EvalSettings(spec.models, spec.objective, spec.seed, str(out), spec.share_cost_model,
                             spec.warm_start)
-    space = enumerate_space(spec)
+    res_path = out / RESULTS
+    blob = settings.blob()
+    done = {r["key"]: r for r in read_rows(res_path)}  # a truncated last line is skipped here
+    # Lazy: with a limit, a huge grid is enumerated only as far as the points this run evaluates.
+    space = enumerate_space(spec, limit=limit, done=lambda p: eval_key(p.key, blob) in done)
     if not space.points:
         raise SpecError(f"no design point of {spec.name} meets the constraints "
                         f"({space.rejected} of {space.examined} rejected)")
     _prepare_dir(spec, settings, out)
-    res_path = out / RESULTS
     _repair_tail(res_path)
-    blob = settings.blob()
-    done = {r["key"]: r for r in read_rows(res_path)}
     wanted = [(p, eval_key(p.key, blob)) for p in space.points]
     todo = [p for p, k in wanted if k not in done]
     skipped = len(wanted) - len(todo)
     if limit is not None:
-        todo = todo[:max(0, limit)]
+        todo = todo[:limit]
     failed: list[str] = []
     new = 0
     from tqdm import tqdm
@@ -310,6 +330,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, worke
                 cluster.close()
         # Tables are derived from results.jsonl; rewrite them even when interrupted.
         rows = [done[k] for _, k in wanted if k in done]
+        if not space.complete:
+            rows += _rows_beyond(spec, done, {k for _, k in wanted}, blob)
         write_csv(rows, out / "results.csv")
         front = write_pareto(rows, [m.label for m in spec.models], out / "pareto.json")
     return SweepResult(str(out), tuple(rows), new, skipped, tuple(failed), space,

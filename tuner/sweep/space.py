@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from sim import HardwareConfig, HardwareError
 
-from .spec import SpecError, SweepSpec
+from .spec import MAX_POINTS, SpecError, SweepSpec
+
+EAGER_POINTS = 2_000      # a space this small is enumerated whole even with a limit (exact counts)
+MAX_EXAMINED = 200_000    # random sampling gives up looking for points that meet the constraints
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,9 @@ class Space:
     examined: int   # grid points looked at (random sampling may stop early)
     rejected: int   # of those, how many broke a constraint
     duplicates: int  # of those, how many described the same machine as an earlier point
+    # Every point the spec wants is in ``points``. False when enumeration stopped once ``limit``
+    # new points were found in a large space: more points follow, their number unknown.
+    complete: bool = True
 
 
 def _digits(index: int, radices: list[int]) -> list[int]:
@@ -86,14 +93,36 @@ def _order(spec: SweepSpec) -> Iterator[int]:
         yield i
 
 
-def enumerate_space(spec: SweepSpec) -> Space:
-    """The points to evaluate, in evaluation order. Same spec and seed, same points."""
+def enumerate_space(spec: SweepSpec, *, limit: int | None = None,
+                    done: Callable[[Point], bool] | None = None) -> Space:
+    """The points to evaluate, in evaluation order. Same spec and seed, same points.
+
+    Points are made one at a time, so a huge grid is never enumerated whole: with ``limit``,
+    enumeration stops once ``limit`` points that are not ``done`` (already evaluated) have been
+    found and at least ``EAGER_POINTS`` were examined (small spaces are always enumerated whole, so
+    their counts are exact). Without ``limit`` a grid may hold at most ``MAX_POINTS`` points, and
+    random sampling examines at most ``MAX_EXAMINED`` points looking for ``count`` that meet the
+    constraints."""
+    if limit is not None and limit < 0:
+        raise SpecError(f"limit must be >= 0, got {limit}")
+    if limit is None and spec.sampling == "grid" and spec.grid_size > MAX_POINTS:
+        raise SpecError(f"the grid has {spec.grid_size:,} points, more than the {MAX_POINTS:,} a sweep evaluates; "
+                        f"evaluate it in batches (--limit N), sample it (sampling.method = \"random\", "
+                        f"count = N) or narrow an axis")
     want = spec.count if spec.sampling == "random" else math.inf
     pts: list[Point] = []
     keys: set[str] = set()
-    examined = rejected = dups = 0
+    examined = rejected = dups = new = 0
+    complete = True
     for i in _order(spec):
         if len(pts) >= want:
+            break
+        if limit is not None and new >= limit and examined >= EAGER_POINTS:
+            complete = False
+            break
+        if examined >= MAX_EXAMINED:
+            warnings.warn(f"{spec.name}: stopped after examining {examined:,} of {spec.grid_size:,} grid points "
+                          f"({rejected:,} broke the constraints); {len(pts)} points found", stacklevel=2)
             break
         examined += 1
         p = point_at(spec, i)
@@ -105,7 +134,9 @@ def enumerate_space(spec: SweepSpec) -> Space:
             continue
         keys.add(p.key)
         pts.append(p)
-    return Space(tuple(pts), spec.grid_size, examined, rejected, dups)
+        if done is None or not done(p):
+            new += 1
+    return Space(tuple(pts), spec.grid_size, examined, rejected, dups, complete)
 
 
 def eval_key(point_key: str, settings_blob: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sim import HardwareConfig, HardwareError, load_hw
+from sim.configfile import read_config
 
 OBJECTIVES = ("latency", "energy", "edp")
 SAMPLINGS = ("grid", "random")
@@ -27,7 +28,11 @@ METRICS = {
 }
 _TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "share_cost_model",
              "warm_start", "sampling", "axes", "constraints", "models")
-_MAX_GRID = 10_000_000  # a grid larger than this is a typo, not a sweep anyone can run
+MAX_AXIS_VALUES = 10_000   # values of one axis; each is checked against the base when the spec loads
+MAX_GRID = 10**9           # grid points (a larger grid is a typo); only random sampling or --limit
+                           # visit a grid above MAX_POINTS, and never all of it
+MAX_POINTS = 100_000       # points one sweep may want evaluated: a grid or a random count
+MAX_TRIALS = 100_000       # measurements per model per point
 
 
 class SpecError(ValueError):
@@ -109,27 +114,50 @@ class SweepSpec:
 
 
 # ---------------------------------------------------------------------------------------- helpers
-def _int(where: str, v: Any, lo: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise SpecError(f"{where} must be an integer >= {lo}, got {v!r}")
+def _int(where: str, v: Any, lo: int, hi: int = 2**63 - 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise SpecError(f"{where} must be an integer from {lo:,} to {hi:,}, got {_show(v)}")
     return v
 
 
 def _num(where: str, v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise SpecError(f"{where} must be a finite number, got {v!r}")
+    # abs(int) first: math.isfinite(10**400) would raise OverflowError instead of saying no
+    if (isinstance(v, bool) or not isinstance(v, (int, float))
+            or (isinstance(v, int) and abs(v) > 2**63) or not math.isfinite(v)):
+        raise SpecError(f"{where} must be a finite number, got {_show(v)}")
     return v
+
+
+def _show(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 80 else s[:77] + "..."
 
 
 def _str(where: str, v: Any) -> str:
     if not isinstance(v, str) or not v:
-        raise SpecError(f"{where} must be a non-empty string, got {v!r}")
+        raise SpecError(f"{where} must be a non-empty string, got {_show(v)}")
+    return v
+
+
+def _text(where: str, v: Any, max_len: int = 100) -> str:
+    """A name that is printed in tables and becomes part of hardware names: printable, short."""
+    v = _str(where, v)
+    if not v.isprintable() or len(v) > max_len:
+        raise SpecError(f"{where} must be printable text of at most {max_len} characters, got {_show(v)}")
+    return v
+
+
+def _label(where: str, v: Any) -> str:
+    """A model label names files (records/<point>.<label>.jsonl): no path separators, no leading dot."""
+    v = _text(where, v)
+    if "/" in v or "\\" in v or v.startswith("."):
+        raise SpecError(f"{where} must not contain '/' or '\\' or start with '.', got {_show(v)}")
     return v
 
 
 def _table(where: str, v: Any) -> Mapping[str, Any]:
     if not isinstance(v, Mapping):
-        raise SpecError(f"{where} must be a table, got {v!r}")
+        raise SpecError(f"{where} must be a table, got {_show(v)}")
     return v
 
 
@@ -141,7 +169,8 @@ def _unknown(where: str, d: Mapping[str, Any], known: tuple[str, ...]) -> None:
 
 def _expand_range(where: str, r: Mapping[str, Any]) -> list[Any]:
     """``{start, stop, step}`` (arithmetic) or ``{start, stop, factor}`` (geometric); stop is
-    included when it lands on the sequence."""
+    included when it lands on the sequence. The count is computed before any value is made, so a
+    range of a billion values is refused in one line, not built."""
     _unknown(f"{where}.", r, ("start", "stop", "step", "factor"))
     for k in ("start", "stop"):
         if k not in r:
@@ -155,19 +184,25 @@ def _expand_range(where: str, r: Mapping[str, Any]) -> list[Any]:
         step = _num(f"{where}.step", r["step"])
         if step <= 0 or stop < start:
             raise SpecError(f"{where} needs step > 0 and stop >= start")
-        n = int(math.floor((stop - start) / step + 1e-9)) + 1
-        out = [start + i * step for i in range(n)]
+        span = (stop - start) / step  # inf when the difference overflows
+        if not span < MAX_AXIS_VALUES:
+            _too_many(where)
+        out = [start + i * step for i in range(math.floor(span + 1e-9) + 1)]
     else:
         factor = _num(f"{where}.factor", r["factor"])
         if factor <= 1 or start <= 0 or stop < start:
             raise SpecError(f"{where} needs factor > 1, start > 0 and stop >= start")
         v = start
-        while v <= stop * (1 + 1e-9):
+        while v <= stop * (1 + 1e-9) and math.isfinite(v):  # repeated products, as specs have always been expanded
+            if len(out) >= MAX_AXIS_VALUES:
+                _too_many(where)
             out.append(v)
             v = v * factor
-    if len(out) > 100_000:
-        raise SpecError(f"{where} expands to {len(out)} values; use a coarser step")
     return [int(round(x)) if integral else float(x) for x in out]
+
+
+def _too_many(where: str) -> None:
+    raise SpecError(f"{where} expands to more than {MAX_AXIS_VALUES:,} values; use a coarser step or factor")
 
 
 def _parse_axis(key: str, raw: Any, base: HardwareConfig) -> Axis:
@@ -184,14 +219,14 @@ def _parse_axis(key: str, raw: Any, base: HardwareConfig) -> Axis:
         vals = list(raw)
     else:
         raise SpecError(f"{where} must be a list of values or a range table {{start, stop, step|factor}}, "
-                        f"got {raw!r}")
+                        f"got {_show(raw)}")
     if not vals:
         raise SpecError(f"{where} is empty")
     tuples: list[tuple[Any, ...]] = []
     for i, v in enumerate(vals):
         if len(paths) > 1 and isinstance(v, list):
             if len(v) != len(paths):
-                raise SpecError(f"{where}[{i}] must have {len(paths)} entries, one per field, got {v!r}")
+                raise SpecError(f"{where}[{i}] must have {len(paths)} entries, one per field, got {_show(v)}")
             t = tuple(v)
         else:
             t = (v,) * len(paths)
@@ -215,7 +250,7 @@ def _input_shapes(where: str, raw: Any) -> tuple[tuple[str, tuple[int, ...]], ..
     for name, dims in _table(where, raw).items():
         if (not isinstance(dims, list) or not dims
                 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)):
-            raise SpecError(f"{where}.{name} must be a list of positive integers, got {dims!r}")
+            raise SpecError(f"{where}.{name} must be a list of positive integers, got {_show(dims)}")
         out.append((str(name), tuple(dims)))
     return tuple(out)
 
@@ -247,14 +282,14 @@ def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec,
         _unknown(f"{where}.", m, ("name", "onnx", "trials", "label", "input_shapes"))
         if ("name" in m) == ("onnx" in m):
             raise SpecError(f"{where} needs exactly one of 'name' (a built-in model) or 'onnx' (a file)")
-        trials = _int(f"{where}.trials", m.get("trials", default_trials), 0)
+        trials = _int(f"{where}.trials", m.get("trials", default_trials), 0, MAX_TRIALS)
         if "name" in m:
             name = _str(f"{where}.name", m["name"])
             try:
                 builtin.info(name)
             except ValueError as e:
                 raise SpecError(f"{where}.name: {e}") from None
-            out.append(ModelSpec(_str(f"{where}.label", m.get("label", name)), name, None, trials))
+            out.append(ModelSpec(_label(f"{where}.label", m.get("label", name)), name, None, trials))
         else:
             p = Path(_str(f"{where}.onnx", m["onnx"]))
             p = p if p.is_absolute() else (root / p)
@@ -262,7 +297,7 @@ def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec,
                 raise SpecError(f"{where}.onnx: no file {p}")
             shapes = _input_shapes(f"{where}.input_shapes", m.get("input_shapes", {}))
             _check_onnx(where, p, shapes)
-            out.append(ModelSpec(_str(f"{where}.label", m.get("label", p.stem)), None, str(p.resolve()), trials,
+            out.append(ModelSpec(_label(f"{where}.label", m.get("label", p.stem)), None, str(p.resolve()), trials,
                                  shapes))
         if "name" in m and "input_shapes" in m:
             raise SpecError(f"{where}.input_shapes applies to 'onnx' models; built-in models have fixed shapes")
@@ -303,11 +338,13 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
     root = Path(root)
     d = _table("the spec", d)
     _unknown("", d, _TOP_KEYS)
-    name = _str("name", d.get("name", "sweep"))
+    name = _text("name", d.get("name", "sweep"))
     description = d.get("description", "")
     if not isinstance(description, str):
-        raise SpecError(f"description must be a string, got {description!r}")
+        raise SpecError(f"description must be a string, got {_show(description)}")
     base = _str("base", d.get("base", ""))
+    if not base.isprintable():
+        raise SpecError(f"base must name a hardware preset or file, got {_show(base)}")
     base_path = root / base
     try:
         base_hw = load_hw(str(base_path) if base_path.is_file() else base)
@@ -315,15 +352,15 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
         raise SpecError(f"base: {e}") from None
     objective = d.get("objective", "latency")
     if objective not in OBJECTIVES:
-        raise SpecError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        raise SpecError(f"objective must be one of {', '.join(OBJECTIVES)}, got {_show(objective)}")
     seed = _int("seed", d.get("seed", 0), 0)
-    trials = _int("trials", d.get("trials", 64), 0)
+    trials = _int("trials", d.get("trials", 64), 0, MAX_TRIALS)
     share = d.get("share_cost_model", True)
     if not isinstance(share, bool):
-        raise SpecError(f"share_cost_model must be true or false, got {share!r}")
+        raise SpecError(f"share_cost_model must be true or false, got {_show(share)}")
     warm_start = d.get("warm_start", True)
     if not isinstance(warm_start, bool):
-        raise SpecError(f"warm_start must be true or false, got {warm_start!r}")
+        raise SpecError(f"warm_start must be true or false, got {_show(warm_start)}")
 
     samp = d.get("sampling", {"method": "grid"})
     if isinstance(samp, str):
@@ -332,10 +369,10 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
     _unknown("sampling.", samp, ("method", "count"))
     method = samp.get("method", "grid")
     if method not in SAMPLINGS:
-        raise SpecError(f"sampling.method must be one of {', '.join(SAMPLINGS)}, got {method!r}")
+        raise SpecError(f"sampling.method must be one of {', '.join(SAMPLINGS)}, got {_show(method)}")
     count = samp.get("count")
     if count is not None:
-        count = _int("sampling.count", count, 1)
+        count = _int("sampling.count", count, 1, MAX_POINTS)
     if method == "random" and count is None:
         raise SpecError("sampling.count is required with sampling.method = \"random\"")
 
@@ -348,8 +385,8 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
                 raise SpecError(f'axes."{a.key}" sets {p}, which axes."{seen[p]}" already sets')
             seen[p] = a.key
     size = math.prod(len(a.values) for a in axes)
-    if size > _MAX_GRID:
-        raise SpecError(f"axes span {size:,} points (more than {_MAX_GRID:,}); narrow an axis")
+    if size > MAX_GRID:
+        raise SpecError(f"axes span {size:,} points (more than {MAX_GRID:,}); narrow an axis")
     if method == "grid" and count is not None and count < size:
         raise SpecError(f"sampling.count = {count} is below the grid's {size} points; "
                         f"use method = \"random\" to draw a subset")
@@ -360,29 +397,11 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a TOML (.toml) or YAML (.yaml/.yml) spec; JSON (.json) works too."""
+    """Read and validate a TOML (.toml) or YAML (.yaml/.yml) spec; JSON (.json) works too. The file
+    is read as untrusted input (``sim.configfile.read_config``: size cap, text only, no YAML
+    aliases)."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise SpecError(f"cannot read sweep spec {p}: {e.strerror}") from None
-    suffix = p.suffix.lower()
-    try:
-        if suffix == ".toml":
-            import tomllib
-            d = tomllib.loads(text)
-        elif suffix in (".yaml", ".yml"):
-            import yaml
-            d = yaml.safe_load(text)
-        elif suffix == ".json":
-            d = json.loads(text)
-        else:
-            raise SpecError(f"sweep spec {p} must end in .toml, .yaml, .yml or .json")
-    except SpecError:
-        raise
-    except Exception as e:  # three parsers' errors, each turned into one line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SpecError(f"cannot parse sweep spec {p}: {first}") from None
+    d = read_config(p, "sweep spec", SpecError)
     try:
         return parse_spec(d, root=p.resolve().parent)
     except SpecError as e:

@@ -1,0 +1,82 @@
+"""Reading a configuration file (a hardware config, a sweep spec) as untrusted input.
+
+A config file is small text. ``read_config`` refuses, each time with one line naming the file,
+anything else: a path that is not a regular file (a directory, ``/dev/zero``, a FIFO that would
+block), more than ``MAX_CONFIG_BYTES``, bytes that are not UTF-8 or hold NUL (a binary file), a
+parse error, nesting deeper than the parser's recursion allows, and YAML anchors and aliases (an
+alias bomb expands a few hundred bytes into billions of nodes; no config needs them).
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_CONFIG_BYTES = 1 << 20   # 1 MiB: the largest shipped config is a few KiB
+SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+
+
+def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> Any:
+    """The parsed document of a TOML, YAML or JSON file; ``what`` names the file's role in
+    messages ("hardware config", "sweep spec"); faults raise ``error`` with one line."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise error(f"{what} {p} must end in .toml, .yaml, .yml or .json")
+    try:
+        st = os.stat(p)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{what} {p} is not a regular file (a directory, device or pipe)")
+        with open(p, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise error(f"cannot read {what} {p}: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise error(f"{what} {p} is larger than {MAX_CONFIG_BYTES >> 20} MiB; config files are small text")
+    if b"\x00" in data:
+        raise error(f"{what} {p} is not a text file (it holds NUL bytes)")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {p} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                    f"is it a binary file?") from None
+    try:
+        return _parse(text, suffix)
+    except _AliasError as e:
+        raise error(f"cannot parse {what} {p}: {e}") from None
+    except RecursionError:
+        raise error(f"cannot parse {what} {p}: nested too deeply") from None
+    except Exception as e:  # parse errors of three libraries, reported as one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise error(f"cannot parse {what} {p}: {first}") from None
+
+
+def _parse(text: str, suffix: str) -> Any:
+    if suffix == ".toml":
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            import tomli as tomllib
+        return tomllib.loads(text)
+    if suffix == ".json":
+        return json.loads(text)
+    return yaml.load(text, Loader=_NoAliasSafeLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+class _AliasError(ValueError):
+    pass
+
+
+class _NoAliasSafeLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses anchors and aliases before composing them."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _AliasError(f"line {event.start_mark.line + 1}: YAML anchors and aliases (&name, *name) "
+                              f"are not allowed in config files; write the values out")
+        return super().compose_node(parent, index)
