@@ -83,7 +83,7 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
     fields = _check_manifest_fields(manifest_fields, externals)
 
     given = {s: e["function"] for s, e in externals.items() if isinstance(e.get("function"), Function)}
-    _check_calls(host_graph, frozenset(externals), given)
+    _check_calls(host_graph, frozenset(externals), given, {s: external_member(s) for s in externals})
 
     host_doc, host_params = graph_to_json(_without_functions(host_graph, externals))
     _merge_params(params, host_params, GRAPH)
@@ -122,11 +122,23 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
                             for name, data in members.items()}}
     manifest_bytes = _json_bytes(manifest, MANIFEST)
 
-    path = os.fspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=".packed-", suffix=".zip", dir=os.path.dirname(os.path.abspath(path)))
+    _write_atomically(os.fspath(path), [(MANIFEST, manifest_bytes), *members.items()])
+    return manifest
+
+
+def _write_atomically(path: str, members: list[tuple[str, bytes]]) -> None:
+    """Write the zip beside ``path`` and rename it into place: a reader never sees half an archive.
+    A fault names ``path`` (never the temporary file); the archive is readable by all (0644, as
+    its members say), not mkstemp's owner-only 0600 (the umask cannot be read without changing it,
+    which is not thread-safe)."""
     try:
+        fd, tmp = tempfile.mkstemp(prefix=".packed-", suffix=".zip", dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as e:
+        raise PackedFormatError(f"{path}: cannot write the archive: {e.strerror or e}") from None
+    try:
+        os.fchmod(fd, 0o644)
         with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
-            for name, data in [(MANIFEST, manifest_bytes), *members.items()]:
+            for name, data in members:
                 info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
                 # Weights barely deflate (about 7% on float32) and stored arrays can be memory-mapped
                 # straight from the archive, so params.npz is stored; the JSON members compress well.
@@ -134,11 +146,14 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
                 info.external_attr = 0o644 << 16
                 zf.writestr(info, data)
         os.replace(tmp, path)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise PackedFormatError(f"{path}: cannot write the archive: {e.strerror or e}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return manifest
 
 
 def external_member(symbol: str) -> str:
@@ -148,22 +163,27 @@ def external_member(symbol: str) -> str:
     return f"{EXTERNAL_DIR}{symbol}.json"
 
 
-def _check_calls(host: Graph, externals: frozenset, given: Mapping[str, Function]) -> None:
+def _check_calls(host: Graph, externals: frozenset, given: Mapping[str, Function],
+                 members: Mapping[str, str]) -> None:
     """Every call must resolve in its scope (the graph's own functions, its enclosing graphs', or
-    an external symbol), as the interpreter resolves it; a dangling callee is a broken plan."""
-    def walk(g: Graph, scope: frozenset, where: str) -> None:
+    an external symbol), as the interpreter resolves it; a dangling callee is a broken plan.
+    Used when writing (``externals``: symbols given separately) and when reading (externals
+    attached to ``host.functions``); ``members`` maps external symbols to their members."""
+    def walk(g: Graph, scope: frozenset, member: str, where: str) -> None:
         scope = scope | frozenset(g.functions)
         for n in g.nodes:
-            if n.op == "call" and n.attrs.get("callee") not in scope:
-                raise PackedFormatError(f"{GRAPH}: {where} node {n.name!r} calls @{n.attrs.get('callee')}, "
-                                        f"which is neither a function in scope nor an external")
+            callee = n.attrs.get("callee")
+            if n.op == "call" and callee not in scope:
+                hint = f" (no {external_member(callee)})" if isinstance(callee, str) and _SYMBOL.match(callee) else ""
+                raise PackedFormatError(f"{member}: {where} node {n.name!r} calls @{callee}, which is neither "
+                                        f"a function in scope nor an external{hint}")
             for sg in n.subgraphs():
-                walk(sg, scope, f"{where} > {n.name}")
+                walk(sg, scope, member, f"{where} > {n.name}")
         for sym, fn in g.functions.items():
-            walk(fn.graph, scope, f"@{sym}")
-    walk(host, externals, f"graph {host.name!r}")
+            walk(fn.graph, scope, members.get(sym, member) if g is host else member, f"@{sym}")
+    walk(host, externals, GRAPH, f"graph {host.name!r}")
     for sym, fn in given.items():
-        walk(fn.graph, externals | frozenset(host.functions), f"@{sym}")
+        walk(fn.graph, externals | frozenset(host.functions), members[sym], f"@{sym}")
 
 
 def _without_functions(g: Graph, drop: Mapping[str, Any]) -> Graph:
@@ -335,8 +355,11 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         host_doc = _parse_json(raw[GRAPH], GRAPH)
         ext_docs = {sym: _parse_json(raw[m], m) for sym, m in manifest["externals"].items()}
 
+    # Fields this reader does not know are minor-version additions only in an archive of a newer
+    # minor version; in any other archive they are faults (a typo, a corruption, a forgery).
+    strict = parse_version(manifest["format_version"])[1] <= parse_version(FORMAT_VERSION)[1]
     try:
-        return _assemble(manifest, host_doc, ext_docs, params)
+        return _assemble(manifest, host_doc, ext_docs, params, strict)
     except PackedFormatError:
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as e:
@@ -463,20 +486,51 @@ def _load_npz(data: bytes, max_member: int, max_total: int) -> dict[str, np.ndar
             key = info.filename[:-4]
             try:
                 with inner.open(info) as f:
-                    arr = np.lib.format.read_array(f, allow_pickle=False)
-            except ValueError as e:
-                if "pickle" in str(e).lower() or "object" in str(e).lower():
-                    raise PackedFormatError(f"{PARAMS}: array {key!r} is an object array stored with pickle; "
-                                            f"refusing to load it") from None
-                raise PackedFormatError(f"{PARAMS}: array {key!r} is not a valid .npy: {e}") from None
+                    params[key] = _read_npy(f, key, info.file_size)
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
                 raise PackedFormatError(f"{PARAMS}: array {key!r} cannot be read: {e}") from None
-            params[key] = arr
+            except (NotImplementedError, RuntimeError) as e:  # compression method, encryption
+                raise PackedFormatError(f"{PARAMS}: array {key!r} cannot be read: {e}") from None
     return params
 
 
+def _read_npy(f, key: str, entry_bytes: int) -> np.ndarray:
+    """One ``.npy`` entry, its header checked against the entry's real size before any data is
+    allocated: a header claiming (2**31, 4) over 64 bytes is refused here, not attempted."""
+    where = f"{PARAMS}: array {key!r}"
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+        # 3.0 differs from 2.0 only by a UTF-8 header, which only structured dtypes need (refused below).
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        shape, fortran, dtype = read_header(f)
+    except ValueError as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else "bad header"
+        if "pickle" in msg.lower() or "object" in msg.lower():
+            raise PackedFormatError(f"{where} is an object array stored with pickle; refusing to load it") from None
+        raise PackedFormatError(f"{where} is not a valid .npy: {msg}") from None
+    if dtype.hasobject:
+        raise PackedFormatError(f"{where} is an object array stored with pickle; refusing to load it")
+    if dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None:
+        raise PackedFormatError(f"{where} has dtype {dtype.str!r}; arrays are bool, integer, float or complex")
+    header_bytes = f.tell()
+    want = math.prod(shape) * dtype.itemsize  # exact integers: no overflow for any declared shape
+    have = entry_bytes - header_bytes
+    if want != have:
+        raise PackedFormatError(f"{where}: header declares {dtype.name}[{','.join(map(str, shape))}] "
+                                f"({want:,} bytes) but the entry holds {max(have, 0):,} bytes of data")
+    buf = bytearray(want)
+    if f.readinto(memoryview(buf)) != want:
+        raise PackedFormatError(f"{where}: data is shorter than its header declares")
+    arr = np.frombuffer(buf, dtype=dtype).reshape(shape, order="F" if fortran else "C")
+    return little_endian(arr)
+
+
+EXTERNAL_FIELDS = ("symbol", "function", "schedules", "buffer_plan", "codegen", "predicted")
+
+
 def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
-              params: dict[str, np.ndarray]) -> PackedModule:
+              params: dict[str, np.ndarray], strict: bool) -> PackedModule:
     _r(isinstance(host_doc, dict), f"{GRAPH}: expected a JSON object")
     _r(isinstance(host_doc.get("functions"), list)
        and all(isinstance(f, dict) and isinstance(f.get("symbol"), str) for f in host_doc["functions"]),
@@ -485,6 +539,8 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
     for f in host_doc.get("functions", []):
         if isinstance(f, dict) and "external" in f:
             sym = f.get("symbol")
+            extra = sorted(set(f) - {"symbol", "external"}) if strict else []
+            _r(not extra, f"{GRAPH}: function @{sym} reference has unknown field(s) {', '.join(extra[:5])}")
             _r(sym in ext_docs, f"{GRAPH}: function @{sym} refers to {f['external']!r}, "
                                 f"which manifest.json does not list as an external")
             _r(f["external"] == manifest["externals"][sym],
@@ -495,7 +551,7 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
     missing = sorted(set(ext_docs) - set(external_refs))
     _r(not missing, f"{GRAPH}: external(s) {', '.join(missing)} listed in manifest.json are not referenced")
     try:
-        host = graph_from_json({**host_doc, "functions": local}, params)
+        host = graph_from_json({**host_doc, "functions": local}, params, strict=strict)
     except SerializeError as e:
         raise PackedFormatError(f"{GRAPH}: {e}") from None
 
@@ -504,8 +560,10 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
         member = manifest["externals"][sym]
         _r(isinstance(doc, dict) and "function" in doc, f"{member}: missing field 'function'")
         _r(doc.get("symbol") == sym, f"{member}: symbol field {doc.get('symbol')!r} does not match @{sym}")
+        extra = sorted(set(doc) - set(EXTERNAL_FIELDS)) if strict else []
+        _r(not extra, f"{member}: unknown field(s) {', '.join(extra[:5])} (known: {', '.join(EXTERNAL_FIELDS)})")
         try:
-            fns[sym] = function_from_json(doc["function"], params, f"@{sym}")
+            fns[sym] = function_from_json(doc["function"], params, f"@{sym}", strict=strict)
         except SerializeError as e:
             raise PackedFormatError(f"{member}: {e}") from None
         _check_external_doc(doc, sym, member, {n.name for n in fns[sym].graph.nodes})
@@ -515,6 +573,8 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
     for f in host_doc.get("functions", []):
         sym = f.get("symbol")
         host.functions[sym] = fns[sym] if "external" in f else merged[sym]
+    _check_calls(host, frozenset(), {}, manifest["externals"])
+    _check_param_refs(params, host_doc, ext_docs)
     return PackedModule(manifest=manifest, host_graph=host, externals=ext_docs, params=params)
 
 

@@ -65,21 +65,24 @@ def encode_value(v: Any, where: str, *, graph_key: str | None = None,
     raise SerializeError(f"{where}: cannot serialise a value of type {type(v).__name__}")
 
 
-def decode_value(j: Any, where: str, *, params: Mapping[str, np.ndarray] | None = None) -> Any:
+def decode_value(j: Any, where: str, *, params: Mapping[str, np.ndarray] | None = None,
+                 strict: bool = True) -> Any:
+    """``strict``: a nested ``$graph`` with fields this reader does not know is an error (see
+    ``graph_from_json``)."""
     if j is None or isinstance(j, (bool, str, int, float)):
         return j
     if isinstance(j, list):
-        return tuple(decode_value(x, f"{where}[{i}]", params=params) for i, x in enumerate(j))
+        return tuple(decode_value(x, f"{where}[{i}]", params=params, strict=strict) for i, x in enumerate(j))
     if not isinstance(j, dict) or len(j) != 1 or next(iter(j)) not in _TAGS:
         raise SerializeError(f"{where}: expected a JSON value or a one-key object tagged with one of "
                              f"{', '.join(_TAGS)}, got {_short(j)}")
     tag, body = next(iter(j.items()))
     if tag == "$list":
         _expect(isinstance(body, list), f"{where}: $list needs an array")
-        return [decode_value(x, f"{where}[{i}]", params=params) for i, x in enumerate(body)]
+        return [decode_value(x, f"{where}[{i}]", params=params, strict=strict) for i, x in enumerate(body)]
     if tag == "$dict":
         _expect(isinstance(body, dict), f"{where}: $dict needs an object")
-        return {k: decode_value(x, f"{where}.{k}", params=params) for k, x in body.items()}
+        return {k: decode_value(x, f"{where}.{k}", params=params, strict=strict) for k, x in body.items()}
     if tag == "$float":
         _expect(body in ("nan", "inf", "-inf"), f"{where}: $float must be nan, inf or -inf, got {_short(body)}")
         return float(body)
@@ -91,7 +94,7 @@ def decode_value(j: Any, where: str, *, params: Mapping[str, np.ndarray] | None 
         return dt.type(decode_value(body["value"], where))
     if params is None:
         raise SerializeError(f"{where}: a $graph is allowed only as a node attribute")
-    return _graph_from_json(body, where, params)
+    return _graph_from_json(body, where, params, strict)
 
 
 # --------------------------------------------------------------------------- graph -> JSON
@@ -201,23 +204,26 @@ def _encode_meta(meta: dict, where: str) -> dict:
 
 
 # --------------------------------------------------------------------------- JSON -> graph
-def graph_from_json(doc: Mapping, params: Mapping[str, np.ndarray]) -> Graph:
-    """Rebuild a graph from ``graph_to_json``'s output. Raises SerializeError naming the first fault."""
-    return _graph_from_json(doc, "graph", params)
+def graph_from_json(doc: Mapping, params: Mapping[str, np.ndarray], *, strict: bool = True) -> Graph:
+    """Rebuild a graph from ``graph_to_json``'s output. Raises SerializeError naming the first fault.
+    ``strict``: an object with a field this reader does not know is a fault (a reader of an older
+    format version than the document's passes False and ignores such fields)."""
+    return _graph_from_json(doc, "graph", params, strict)
 
 
-def function_from_json(doc: Mapping, params: Mapping[str, np.ndarray], where: str = "function") -> Function:
+def function_from_json(doc: Mapping, params: Mapping[str, np.ndarray], where: str = "function", *,
+                       strict: bool = True) -> Function:
     _expect(isinstance(doc, Mapping), f"{where}: expected an object")
-    _keys(doc, {"attrs", "graph"}, where)
+    _keys(doc, {"attrs", "graph"}, where, strict)
     attrs = doc["attrs"]
     _expect(isinstance(attrs, Mapping), f"{where}: attrs must be an object")
-    return Function(_graph_from_json(doc["graph"], f"{where} body", params),
+    return Function(_graph_from_json(doc["graph"], f"{where} body", params, strict),
                     {k: decode_value(v, f"{where} attr {k}") for k, v in attrs.items()})
 
 
-def _graph_from_json(doc: Any, where: str, params: Mapping[str, np.ndarray]) -> Graph:
+def _graph_from_json(doc: Any, where: str, params: Mapping[str, np.ndarray], strict: bool) -> Graph:
     _expect(isinstance(doc, Mapping), f"{where}: expected an object, got {_short(doc)}")
-    _keys(doc, {"name", "inputs", "constants", "functions", "nodes", "outputs", "meta"}, where)
+    _keys(doc, {"name", "inputs", "constants", "functions", "nodes", "outputs", "meta"}, where, strict)
     _expect(isinstance(doc["name"], str), f"{where}: name must be a string")
     where = f"graph {doc['name']!r}" if where == "graph" else f"{where} {doc['name']!r}"
     g = Graph(doc["name"])
@@ -231,11 +237,11 @@ def _graph_from_json(doc: Any, where: str, params: Mapping[str, np.ndarray]) -> 
         env[name] = v
 
     for i, rec in enumerate(_list(doc["inputs"], f"{where} inputs")):
-        name, t = _typed(rec, f"{where} input {i}")
+        name, t = _typed(rec, f"{where} input {i}", strict=strict)
         define(g.add_input(name, t.shape, t.dtype), name)
 
     for i, rec in enumerate(_list(doc["constants"], f"{where} constants")):
-        name, t = _typed(rec, f"{where} constant {i}", extra={"param"})
+        name, t = _typed(rec, f"{where} constant {i}", extra={"param"}, strict=strict)
         pkey = rec["param"]
         _expect(isinstance(pkey, str), f"{where}: constant {name!r} param key must be a string")
         if pkey not in params:
@@ -254,11 +260,11 @@ def _graph_from_json(doc: Any, where: str, params: Mapping[str, np.ndarray]) -> 
         sym = rec["symbol"]
         _expect(sym not in g.functions, f"{where}: function @{sym} is defined twice")
         g.functions[sym] = function_from_json({k: v for k, v in rec.items() if k != "symbol"}, params,
-                                              f"{where} function @{sym}")
+                                              f"{where} function @{sym}", strict=strict)
 
     for i, rec in enumerate(_list(doc["nodes"], f"{where} nodes")):
         _expect(isinstance(rec, Mapping), f"{where}: node {i} must be an object")
-        _keys(rec, {"name", "op", "inputs", "outputs", "attrs", "meta"}, f"{where} node {i}")
+        _keys(rec, {"name", "op", "inputs", "outputs", "attrs", "meta"}, f"{where} node {i}", strict)
         nname, op = rec["name"], rec["op"]
         _expect(isinstance(nname, str) and isinstance(op, str), f"{where}: node {i} name and op must be strings")
         nwhere = f"{where} node {nname!r}"
@@ -267,10 +273,11 @@ def _graph_from_json(doc: Any, where: str, params: Mapping[str, np.ndarray]) -> 
             if not isinstance(a, str) or a not in env:
                 raise SerializeError(f"{nwhere}: input {_short(a)} is not defined before this node")
             ins.append(env[a])
-        outs = [_typed(o, f"{nwhere} output {j}") for j, o in enumerate(_list(rec["outputs"], f"{nwhere} outputs"))]
+        outs = [_typed(o, f"{nwhere} output {j}", strict=strict)
+                for j, o in enumerate(_list(rec["outputs"], f"{nwhere} outputs"))]
         attrs = rec["attrs"]
         _expect(isinstance(attrs, Mapping), f"{nwhere}: attrs must be an object")
-        attrs = {k: decode_value(v, f"{nwhere} attr {k}", params=params) for k, v in attrs.items()}
+        attrs = {k: decode_value(v, f"{nwhere} attr {k}", params=params, strict=strict) for k, v in attrs.items()}
         node = g.add_node(op, ins, attrs, name=nname, out_types=[t for _, t in outs],
                           out_names=[n for n, _ in outs])
         node.name = nname
@@ -295,9 +302,9 @@ def _decode_meta(j: Any, where: str) -> dict:
     return {k: decode_value(v, f"{where}.{k}") for k, v in j.items()}
 
 
-def _typed(rec: Any, where: str, extra: set[str] = frozenset()) -> tuple[str, TensorType]:
+def _typed(rec: Any, where: str, extra: set[str] = frozenset(), strict: bool = True) -> tuple[str, TensorType]:
     _expect(isinstance(rec, Mapping), f"{where}: expected an object")
-    _keys(rec, {"name", "shape", "dtype", *extra}, where)
+    _keys(rec, {"name", "shape", "dtype", *extra}, where, strict)
     name, shape, dtype = rec["name"], rec["shape"], rec["dtype"]
     _expect(isinstance(name, str), f"{where}: name must be a string")
     _expect(isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
@@ -316,10 +323,13 @@ def _dtype(name: Any, where: str) -> np.dtype:
     return dt
 
 
-def _keys(rec: Mapping, want: set[str], where: str) -> None:
+def _keys(rec: Mapping, want: set[str], where: str, strict: bool = True) -> None:
     missing = sorted(want - set(rec))
     if missing:
         raise SerializeError(f"{where}: missing field(s) {', '.join(missing)}")
+    extra = sorted(map(str, set(rec) - want)) if strict else []
+    if extra:
+        raise SerializeError(f"{where}: unknown field(s) {', '.join(_short(k) for k in extra[:5])}")
 
 
 def _list(j: Any, where: str) -> list:

@@ -18,6 +18,7 @@ link's of every call.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -180,8 +181,10 @@ class LoadedModule:
 
     def check_inputs(self, inputs: Mapping[str, Any] | Sequence[Any]) -> dict[str, np.ndarray]:
         """The inputs by name as arrays of the declared dtypes; RunInputError names the first
-        problem (unknown or missing name, wrong shape, a dtype that would not convert losslessly
-        in kind, e.g. float data for an integer input)."""
+        problem (unknown or missing name, wrong shape, a dtype that does not convert exactly).
+        An input of another dtype is cast only when every value survives the cast unchanged
+        (int64 token ids to int32, 3.0 to 3, float64 that holds float32 values), with a one-line
+        warning; otherwise it is refused, never rounded silently."""
         specs = self.inputs
         if not isinstance(inputs, Mapping):
             inputs = list(inputs)
@@ -203,10 +206,7 @@ class LoadedModule:
             a = np.asarray(inputs[s.name])
             if tuple(a.shape) != s.shape:
                 raise RunInputError(f"input {s.name!r}: expected shape {list(s.shape)}, got {list(a.shape)}")
-            want = np.dtype(s.dtype)
-            if a.dtype != want and not np.can_cast(a.dtype, want, casting="same_kind"):
-                raise RunInputError(f"input {s.name!r}: expected dtype {want.name}, got {a.dtype.name}")
-            out[s.name] = a.astype(want, copy=False)
+            out[s.name] = _as_dtype(a, np.dtype(s.dtype), s.name)
         return out
 
     def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> RunResult:
@@ -224,6 +224,25 @@ class LoadedModule:
         return RunResult(outputs, LatencyBreakdown(trace.host_s, trace.host_ops, fns, trace.host_j))
 
 
+def _as_dtype(a: np.ndarray, want: np.dtype, name: str) -> np.ndarray:
+    if a.dtype == want:
+        return a
+    if a.dtype.kind not in "biufc" or (a.dtype.kind == "c" and want.kind != "c"):
+        raise RunInputError(f"input {name!r}: expected dtype {want.name}, got {a.dtype.name}")
+    with np.errstate(all="ignore"):
+        b = a.astype(want)
+        back = b.astype(a.dtype)
+    changed = int(np.count_nonzero(~((back == a) | (np.isnan(back) & np.isnan(a))))) if a.dtype.kind in "fc" \
+        else int(np.count_nonzero(back != a))
+    if changed:
+        raise RunInputError(f"input {name!r}: expected dtype {want.name}, got {a.dtype.name}, and {changed:,} of "
+                            f"{a.size:,} values would change in the cast; convert them yourself "
+                            f"(e.g. .astype(np.{want.name}))")
+    warnings.warn(f"input {name!r}: cast from {a.dtype.name} to {want.name} (every value is exact)",
+                  stacklevel=4)
+    return b
+
+
 def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
     """Read and verify a packed module (``partition.read_packed``: any fault is one
     PackedFormatError line), rebuild its hardware config and schedules, and simulate one call of
@@ -232,14 +251,7 @@ def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
     if fidelity not in FIDELITIES:
         raise RuntimeLoadError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     packed = read_packed(path)
-    hw_doc = packed.manifest["hardware"]
-    if "base" in hw_doc:
-        # 'base' names a preset or a file to start from; an archive must not make us read local files.
-        raise RuntimeLoadError("manifest.json: hardware must be a complete config, without 'base'")
-    try:
-        hw = HardwareConfig.from_dict(hw_doc)
-    except (HardwareError, TypeError, ValueError) as e:
-        raise RuntimeLoadError(f"manifest.json: hardware is not a valid hardware config: {e}") from None
+    hw = hardware_of(packed.manifest)
     schedules: dict[str, dict[str, Schedule]] = {}
     reports: dict[str, SubgraphReport] = {}
     for sym, doc in packed.externals.items():
@@ -250,16 +262,53 @@ def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
     return LoadedModule(os.fspath(path), packed, hw, schedules, reports, fidelity)
 
 
+def hardware_of(manifest: Mapping[str, Any]) -> HardwareConfig:
+    """The manifest's hardware as a valid, complete HardwareConfig (``run`` and ``inspect`` refuse
+    an archive without one): every section and field present, each within its range. An empty
+    or partial object would otherwise become the built-in defaults: a different machine, silently."""
+    hw_doc = manifest.get("hardware")
+    if not isinstance(hw_doc, Mapping):
+        raise RuntimeLoadError("manifest.json: hardware must be an object")
+    if "base" in hw_doc:
+        # 'base' names a preset or a file to start from; an archive must not make us read local files.
+        raise RuntimeLoadError("manifest.json: hardware must be a complete config, without 'base'")
+    try:
+        return HardwareConfig.from_dict(hw_doc, complete=True)
+    except (HardwareError, TypeError, ValueError) as e:
+        raise RuntimeLoadError(f"manifest.json: hardware is not a valid hardware config: {e}") from None
+
+
+_SCHEDULE_TYPES = {"dataflow": str, "spatial": list, "tile_m": int, "tile_n": int, "tile_k": int,
+                   "loop_order": str, "double_buffer": bool, "epilogue": list}
+
+
 def _schedules(docs: Mapping[str, Any], member: str) -> dict[str, Schedule]:
+    """Every schedule complete and of the JSON types ``Schedule.to_dict`` writes: a missing field
+    must not become a default, nor a string "relu" an epilogue of four one-letter ops."""
     out = {}
     for kernel, d in docs.items():
+        where = f"{member}: schedule of kernel {kernel!r}"
         if not isinstance(d, Mapping):
-            raise RuntimeLoadError(f"{member}: schedule of kernel {kernel!r} must be an object")
+            raise RuntimeLoadError(f"{where} must be an object")
+        missing = [k for k in _SCHEDULE_TYPES if k not in d]
+        if missing:
+            raise RuntimeLoadError(f"{where} lacks {', '.join(missing)}")
+        for k, t in _SCHEDULE_TYPES.items():
+            v = d[k]
+            if not isinstance(v, t) or (t is int and isinstance(v, bool)) or (
+                    t is list and not all(isinstance(x, str) for x in v)):
+                raise RuntimeLoadError(f"{where}: {k} must be {'a list of strings' if t is list else t.__name__}, "
+                                       f"got {_short(v)}")
         try:
             out[kernel] = Schedule.from_dict(dict(d))
         except (ScheduleError, TypeError) as e:
-            raise RuntimeLoadError(f"{member}: schedule of kernel {kernel!r}: {e}") from None
+            raise RuntimeLoadError(f"{where}: {e}") from None
     return out
+
+
+def _short(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
 
 
 def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str, Schedule],
@@ -388,5 +437,5 @@ def _index_bound(v: Value, g: Graph, depth: int = 0) -> int | None:
     return min(bounds) if bounds else None
 
 
-__all__ = ["load", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
+__all__ = ["load", "hardware_of", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
            "RuntimeLoadError", "RunInputError", "example_inputs", "FIDELITIES"]

@@ -315,17 +315,24 @@ def embed_model() -> Graph:
     return g
 
 
-def test_float_data_for_integer_input_is_refused(tmp_path):
+def test_inputs_of_another_dtype_are_cast_only_when_exact(tmp_path):
     g = embed_model()
     export_default(g, tmp_path / "b.zip")
     mod = load(tmp_path / "b.zip")
     x = example_inputs(mod)
     assert x["ids"].max() < 50
-    x["ids"] = x["ids"].astype(np.float32)
-    with pytest.raises(RunInputError, match="input 'ids': expected dtype int64, got float32"):
-        mod.run(x)
-    x["ids"] = x["ids"].astype(np.int32)  # same kind, converts losslessly
-    np.testing.assert_allclose(next(iter(mod.run(x).outputs.values())), interpret(g, x)[0], rtol=1e-5)
+    want = interpret(g, x)[0]
+    for exact in (x["ids"].astype(np.int32), x["ids"].astype(np.float32), x["ids"].astype(np.uint8)):
+        with pytest.warns(UserWarning, match=f"input 'ids': cast from {exact.dtype.name} to int64 "
+                                             r"\(every value is exact\)"):
+            got = mod.run({"ids": exact}).outputs
+        np.testing.assert_allclose(next(iter(got.values())), want, rtol=1e-5)
+    frac = x["ids"].astype(np.float32) + 0.5
+    with pytest.raises(RunInputError, match="input 'ids': expected dtype int64, got float32, and 6 of 6 values "
+                                            "would change in the cast"):
+        mod.run({"ids": frac})
+    with pytest.raises(RunInputError, match="got float64, and 1 of 6 values"):
+        mod.run({"ids": np.where(np.arange(6) == 2, np.nan, x["ids"]).reshape(1, 6)})
     # A list in input order works too and gives the same outputs.
     y = example_inputs(mod)
     by_name = mod.run(y).outputs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import warnings
 
@@ -18,6 +19,7 @@ class CLIError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="accel-tune", description="Partition, cost, tune and export models for a new accelerator.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in SUBCOMMANDS:
@@ -47,12 +49,39 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     print(f"accel-tune: warning: {str(message).strip().splitlines()[0]}", file=file or sys.stderr)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return f"accel-tune {version('accel-tune')}"
+    except PackageNotFoundError:  # running from a checkout that was never installed
+        return "accel-tune (not installed: no package metadata)"
+
+
 def entry() -> int:
     """The console script: ``main`` with the library's user-facing warnings (a truncated log line
-    skipped, ...) printed as one line instead of Python's file:line and source."""
+    skipped, an input cast, ...) printed as one line instead of Python's file:line and source; and
+    a reader that stops early (``accel-tune ... | head``) ends it quietly, as it ends any Unix
+    tool, instead of a BrokenPipeError traceback."""
     if "--debug" not in sys.argv[1:]:
         warnings.showwarning = _one_line_warning
-    return main()
+    try:
+        rc = main()
+        sys.stdout.flush()  # inside the try: a pipe closed early fails here, not at exit
+        return rc
+    except BrokenPipeError:
+        _silence_stdio()
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the closed pipe
+
+
+def _silence_stdio() -> None:
+    """Point stdout and stderr at /dev/null, so that the interpreter's final flush of the
+    buffered, now unwritable pipe prints no 'Exception ignored' message."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError):
+            pass
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("accel-tune: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        raise  # the reader went away: entry() ends quietly; there is no one to report to
     except (CLIError, ValueError, OSError) as e:
         # The library reports bad input as ValueError subclasses and the OS as OSError; anything
         # else is a bug and keeps its traceback.

@@ -34,8 +34,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from partition import read_packed
+    from sim.runtime import hardware_of
 
     mod = read_packed(args.plan)
+    hardware_of(mod.manifest)  # a plan is for one valid machine; an empty or partial one is refused
     summary = describe(mod, args.plan)
     if args.dot:
         print(to_dot(mod, summary), end="")

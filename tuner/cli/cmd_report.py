@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuner.cli import print_json
+from tuner.cli import CLIError, print_json
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -18,6 +18,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    try:
+        import matplotlib  # noqa: F401 - the figures need it; say so before reading anything
+    except ImportError:
+        raise CLIError("accel-tune report needs matplotlib: pip install 'accel-tune[plot]'") from None
     from tuner.sweep.report import report_dir
     path, rep = report_dir(args.dir, args.out)
     if args.json:

@@ -10,6 +10,7 @@ import zipfile
 import numpy as np
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.common import check_writable
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -55,9 +56,8 @@ def read_inputs(path: str) -> dict[str, np.ndarray]:
 def run(args) -> int:
     from sim.runtime import RunInputError, example_inputs, load
 
-    if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
-        raise CLIError(f"cannot write outputs: directory {os.path.dirname(os.path.abspath(args.output))} "
-                       f"does not exist")
+    if args.output:
+        check_writable(args.output, "the outputs")
     mod = load(args.plan, fidelity=args.fidelity)
     if args.inputs:
         inputs, source = read_inputs(args.inputs), args.inputs

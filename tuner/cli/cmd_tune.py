@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from tuner.cli import CLIError, print_json
-from tuner.cli.common import add_input_shape_arg, input_shapes
+from tuner.cli.common import add_input_shape_arg, check_writable, input_shapes
 from tuner.plan import json_safe
 
 
@@ -52,12 +52,10 @@ def run(args) -> int:
 
     if args.trials is not None and args.trials < 0:
         raise CLIError(f"--trials must be >= 0, got {args.trials}")
+    if args.output:
+        check_writable(args.output, "the plan")
     hw = sim.load_hw(args.hw)
     graph, name = _load_graph(args)
-    if args.output:
-        out_dir = Path(args.output).resolve().parent
-        if not out_dir.is_dir():
-            raise CLIError(f"cannot write the plan: directory {out_dir} does not exist")
     if args.log:
         # Say so before any tuning time is spent, not after the first measurement.
         log_dir = os.path.dirname(os.path.abspath(args.log))

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -55,3 +57,20 @@ def load_graph(args: argparse.Namespace):
 
 def model_label(args: argparse.Namespace) -> str:
     return args.model or args.onnx
+
+
+def check_writable(path: str, what: str) -> None:
+    """Fail now, naming ``path``, if a file cannot be created there: before minutes of tuning,
+    not after them with the name of a temporary file. Probes by creating (and removing) a file
+    beside it, which also catches read-only file systems that permission bits do not show."""
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target)
+    if os.path.isdir(target):
+        raise ValueError(f"cannot write {what} {path}: it is a folder")
+    if not os.path.isdir(folder):
+        raise ValueError(f"cannot write {what} {path}: folder {folder} does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise ValueError(f"cannot write {what} {path}: {e.strerror or e}") from None
