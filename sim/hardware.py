@@ -378,13 +378,6 @@ class HardwareConfig:
             d.pop(derived, None)
         if "base" in d:
             base = _load(_base_ref(d.pop("base"), "hardware.base"), None, ())
-        if complete:
-            missing = [k for k in ("name", *_SECTIONS) if k not in d]
-            missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if isinstance(d.get(sec), Mapping)
-                        for f in fields(scls) if f.name not in d[sec]]
-            if missing:
-                raise HardwareError(f"hardware config is incomplete: {', '.join(missing[:6])}"
-                                    f"{', ...' if len(missing) > 6 else ''} missing")
         start = (base or cls()).to_dict()
         for key, val in d.items():
             if key in ("name", "description"):
@@ -401,6 +394,13 @@ class HardwareConfig:
             else:
                 raise HardwareError(f"hardware.{_key(key)} is not a known section "
                                     f"(known: name, description, base, {', '.join(_SECTIONS)})")
+        if complete:  # after the unknown-key checks: a typo is the likelier fault, so it is named first
+            missing = [k for k in ("name", *_SECTIONS) if k not in d]
+            missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if sec in d
+                        for f in fields(scls) if f.name not in d[sec]]
+            if missing:
+                raise HardwareError(f"hardware config is incomplete: {', '.join(missing[:6])}"
+                                    f"{', ...' if len(missing) > 6 else ''} missing")
         kwargs: dict[str, Any] = {"name": start["name"], "description": start["description"]}
         for sec, scls in _SECTIONS.items():
             kwargs[sec] = scls(**start[sec])
