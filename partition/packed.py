@@ -513,6 +513,8 @@ def _read_npy(f, key: str, entry_bytes: int) -> np.ndarray:
         raise PackedFormatError(f"{where} is an object array stored with pickle; refusing to load it")
     if dtype.kind not in "biufc" or dtype.fields is not None or dtype.subdtype is not None:
         raise PackedFormatError(f"{where} has dtype {dtype.str!r}; arrays are bool, integer, float or complex")
+    if not all(isinstance(d, int) and d >= 0 for d in shape):
+        raise PackedFormatError(f"{where}: header declares shape {shape}; dimensions are non-negative integers")
     header_bytes = f.tell()
     want = math.prod(shape) * dtype.itemsize  # exact integers: no overflow for any declared shape
     have = entry_bytes - header_bytes

@@ -329,7 +329,7 @@ def _keys(rec: Mapping, want: set[str], where: str, strict: bool = True) -> None
         raise SerializeError(f"{where}: missing field(s) {', '.join(missing)}")
     extra = sorted(map(str, set(rec) - want)) if strict else []
     if extra:
-        raise SerializeError(f"{where}: unknown field(s) {', '.join(_short(k) for k in extra[:5])}")
+        raise SerializeError(f"{where}: unknown field(s) {', '.join(k if len(k) <= 40 else k[:37] + '...' for k in extra[:5])}")
 
 
 def _list(j: Any, where: str) -> list:

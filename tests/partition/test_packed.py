@@ -496,7 +496,7 @@ def test_standalone_reader_imports_nothing_of_ours():
     src = (ROOT / "experiments" / "read_packed.py").read_text()
     imports = {line.split()[1].split(".")[0] for line in src.splitlines()
                if line.startswith(("import ", "from "))}
-    assert imports <= {"argparse", "hashlib", "io", "json", "sys", "zipfile", "numpy"}
+    assert imports <= {"argparse", "hashlib", "io", "json", "math", "os", "sys", "zipfile", "numpy"}
 
 
 def test_standalone_reader_rejects_tampering(plan, tmp_path):
