@@ -24,6 +24,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .ir import Function, Graph
+from .ops import infer_types
 from .serialize import (SerializeError, function_from_json, function_to_json, graph_from_json,
                         graph_to_json, little_endian)
 
@@ -359,7 +360,7 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
     # minor version; in any other archive they are faults (a typo, a corruption, a forgery).
     strict = parse_version(manifest["format_version"])[1] <= parse_version(FORMAT_VERSION)[1]
     try:
-        return _assemble(manifest, host_doc, ext_docs, params, strict)
+        return _assemble(manifest, host_doc, ext_docs, params, strict, max_member_bytes)
     except PackedFormatError:
         raise
     except (TypeError, AttributeError, KeyError, IndexError, ValueError, RecursionError) as e:
@@ -531,8 +532,44 @@ def _read_npy(f, key: str, entry_bytes: int) -> np.ndarray:
 EXTERNAL_FIELDS = ("symbol", "function", "schedules", "buffer_plan", "codegen", "predicted")
 
 
+def _check_types(g: Graph, scope: Mapping[str, Function], member: str, members: Mapping[str, str],
+                 max_bytes: int, where: str = "") -> None:
+    """Every node's declared output types must be what its op infers from its inputs, and no
+    tensor may exceed ``max_bytes``. Types are stored so that loading needs no inference, but the
+    simulator costs the declared shapes: a declared shape that the op would not produce would
+    cost a different model than the one that runs, silently."""
+    where = where or f"graph {g.name!r}"
+    scope = {**scope, **g.functions}
+    for v in g.inputs:
+        _check_tensor(v, member, f"{where} input", max_bytes)
+    for n in g.nodes:
+        nwhere = f"{member}: {where} node {n.name!r} ({n.op})"
+        try:
+            want = infer_types(n.op, [v.type for v in n.inputs], n.attrs, scope, [v.data for v in n.inputs])
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, ZeroDivisionError,
+                OverflowError, RecursionError) as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise PackedFormatError(f"{nwhere}: {msg}") from None
+        got = [o.type for o in n.outputs]
+        _r(got == list(want), f"{nwhere} declares output(s) {', '.join(map(str, got))}, but its inputs give "
+                              f"{', '.join(map(str, want))}")
+        for o in n.outputs:
+            _check_tensor(o, member, f"{where} node {n.name!r} output", max_bytes)
+        for sg in n.subgraphs():
+            _check_types(sg, scope, member, members, max_bytes, f"{where} > {n.name}")
+    for sym, fn in g.functions.items():
+        _check_types(fn.graph, scope, members.get(sym, member), members, max_bytes, f"@{sym}")
+
+
+def _check_tensor(v, member: str, where: str, max_bytes: int) -> None:
+    t = v.type
+    nbytes = math.prod(t.shape) * np.dtype(t.dtype).itemsize
+    _r(nbytes <= max_bytes, f"{member}: {where} {v.name!r} is {t} ({nbytes:,} bytes), over the "
+                            f"{max_bytes:,}-byte cap on one tensor")
+
+
 def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
-              params: dict[str, np.ndarray], strict: bool) -> PackedModule:
+              params: dict[str, np.ndarray], strict: bool, max_tensor_bytes: int) -> PackedModule:
     _r(isinstance(host_doc, dict), f"{GRAPH}: expected a JSON object")
     _r(isinstance(host_doc.get("functions"), list)
        and all(isinstance(f, dict) and isinstance(f.get("symbol"), str) for f in host_doc["functions"]),
@@ -576,6 +613,7 @@ def _assemble(manifest: dict, host_doc: Any, ext_docs: dict[str, Any],
         sym = f.get("symbol")
         host.functions[sym] = fns[sym] if "external" in f else merged[sym]
     _check_calls(host, frozenset(), {}, manifest["externals"])
+    _check_types(host, {}, GRAPH, manifest["externals"], max_tensor_bytes)
     _check_param_refs(params, host_doc, ext_docs)
     return PackedModule(manifest=manifest, host_graph=host, externals=ext_docs, params=params)
 
