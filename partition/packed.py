@@ -540,6 +540,8 @@ def _check_types(g: Graph, scope: Mapping[str, Function], member: str, members: 
     cost a different model than the one that runs, silently."""
     where = where or f"graph {g.name!r}"
     scope = {**scope, **g.functions}
+    for sym, fn in g.functions.items():  # callees first: a fault is named where it is, not at a call
+        _check_types(fn.graph, scope, members.get(sym, member), members, max_bytes, f"@{sym}")
     for v in g.inputs:
         _check_tensor(v, member, f"{where} input", max_bytes)
     for n in g.nodes:
@@ -557,8 +559,6 @@ def _check_types(g: Graph, scope: Mapping[str, Function], member: str, members: 
             _check_tensor(o, member, f"{where} node {n.name!r} output", max_bytes)
         for sg in n.subgraphs():
             _check_types(sg, scope, member, members, max_bytes, f"{where} > {n.name}")
-    for sym, fn in g.functions.items():
-        _check_types(fn.graph, scope, members.get(sym, member), members, max_bytes, f"@{sym}")
 
 
 def _check_tensor(v, member: str, where: str, max_bytes: int) -> None:

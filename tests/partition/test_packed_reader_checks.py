@@ -9,7 +9,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from partition.packed import read_packed
+from partition.packed import PackedFormatError, read_packed
 from test_packed import X, _error, _rewrite, plan, source_model  # noqa: F401 - plan is a fixture
 from partition import interpret
 
@@ -143,3 +143,40 @@ def test_unreferenced_arrays_are_refused(plan, tmp_path):
     np.lib.format.write_array(buf, np.zeros(3, np.float32))
     p = _rewrite(plan, tmp_path, edit=_with_entry("stowaway", buf.getvalue()))
     assert _error(p) == "params.npz: array(s) not referenced by any graph: stowaway"
+
+
+@pytest.mark.parametrize("member, edit, msg", [
+    ("graph.json", lambda g: g["nodes"][1]["outputs"][0].update(shape=[1, 65]),
+     "graph.json: graph 'tinynet' node 'flatten' (flatten) declares output(s) float32[1,65], but its inputs give "
+     "float32[1,64]"),
+    ("graph.json", lambda g: g["nodes"][1]["outputs"][0].update(dtype="float16"), "declares output(s) float16[1,64]"),
+    ("graph.json", lambda g: g["nodes"][1].update(op="no_such_op"), "node 'flatten' (no_such_op): "),
+    (EXT, lambda e: e["function"]["graph"]["nodes"][1]["outputs"][0].update(shape=[1, 4, 4, 5]),
+     f"{EXT}: @npu_main_0 node 'k1' (max_pool2d) declares output(s) float32[1,4,4,5]"),
+    (EXT, lambda e: e["function"]["graph"]["nodes"][1]["attrs"].update(kernel=[0, 0]), f"{EXT}: @npu_main_0 node 'k1'"),
+])
+def test_declared_types_must_be_what_the_ops_infer(plan, tmp_path, member, edit, msg):
+    """The simulator costs declared shapes: one the op would not produce would be a different
+    model from the one that runs, so the reader refuses it."""
+    p = _rewrite(plan, tmp_path, edit=_edit_json(member, edit))
+    err = _error(p)
+    assert err.startswith(member) and msg in err, err
+
+
+def test_one_tensor_over_the_cap(tmp_path):
+    """A few hundred bytes of JSON may declare a tensor of any size; `run` would make random inputs
+    of that size, so no tensor may exceed the per-member cap (1 GiB by default)."""
+    from partition import Graph, graph_hash, write_packed
+    from test_packed import manifest_fields
+    for n, ok in ((2**28, True), (2**28 + 1, False)):
+        g = Graph("wide")
+        g.set_outputs([g.add_node("relu", [g.add_input("x", (1, n))]).output])
+        fields = manifest_fields(model={"name": "wide", "source_graph_hash": graph_hash(g)},
+                                 predicted={"latency_s": 0.0, "energy_j": 0.0, "functions": {}})
+        p = tmp_path / f"w{n}.zip"
+        write_packed(p, manifest_fields=fields, host_graph=g, externals={})
+        if ok:
+            assert read_packed(p).host_graph.inputs[0].shape == (1, n)
+        else:
+            assert _error(p) == ("graph.json: graph 'wide' input 'x' is float32[1,268435457] (1,073,741,828 bytes), "
+                                 "over the 1,073,741,824-byte cap on one tensor")
