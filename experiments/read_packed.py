@@ -1,6 +1,6 @@
 """A standalone reader for accel-tune packed modules, written only against docs/FORMAT.md.
 
-It imports nothing of accel-tune: zipfile, json, hashlib and numpy (plus argparse, io, math, os
+It imports nothing of accel-tune: zipfile, zlib, json, hashlib and numpy (plus argparse, io, math, os
 and sys for the command line), to show that a vendor's runtime can consume the archive on its own.
 
     python experiments/read_packed.py PLAN.zip [--json]
@@ -22,6 +22,7 @@ import math
 import os
 import sys
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def read_members(path):
             try:
                 with zf.open(info) as f:
                     data[info.filename] = f.read(info.file_size + 1)
-            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as e:
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as e:
                 raise ArchiveError(f"{info.filename}: cannot read ({e})")
             if len(data[info.filename]) != info.file_size:
                 raise ArchiveError(f"{info.filename}: size differs from the zip header")
@@ -96,7 +97,9 @@ def verify(data):
     manifest = parse_json(data["manifest.json"], "manifest.json")
     expect(isinstance(manifest, dict), "manifest.json: not an object")
     v = str(manifest.get("format_version", ""))
-    expect(v.count(".") == 1 and all(p.isdigit() for p in v.split(".")), f"manifest.json: bad format_version {v!r}")
+    expect(v.count(".") == 1 and all(p.isdigit() and p.isascii() and (p == "0" or not p.startswith("0"))
+                                     and len(p) <= 6 for p in v.split(".")),
+           f"manifest.json: bad format_version {v!r}")
     version = tuple(int(p) for p in v.split("."))
     expect(version[0] == READER_VERSION[0], f"manifest.json: format version {v} is not readable by this reader "
                                             f"({READER_VERSION[0]}.x)")
@@ -110,7 +113,35 @@ def verify(data):
         expect(hashlib.sha256(data[name]).hexdigest() == rec.get("sha256"), f"{name}: sha256 mismatch")
     for name in ("graph.json", "params.npz"):
         expect(name in listed, f"{name}: missing")
-    return manifest, version[1] <= READER_VERSION[1]
+    check_manifest_content(manifest)
+    strict = version[1] <= READER_VERSION[1]
+    known = {"graph.json", "params.npz", *manifest["externals"].values()}
+    unknown = sorted(set(listed) - known)
+    expect(not (strict and unknown), f"{unknown[0] if unknown else ''}: member unknown to format {v}")
+    return manifest, strict
+
+
+def is_number(x):
+    """A finite number >= 0 (latencies and energies)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def check_manifest_content(m):
+    """The provenance and cost fields this reader prints (FORMAT.md section 2)."""
+    for k in ("producer", "producer_version", "objective"):
+        expect(isinstance(m.get(k), str), f"manifest.json: {k} must be a string")
+    model = m.get("model")
+    expect(isinstance(model, dict) and isinstance(model.get("name"), str)
+           and isinstance(model.get("source_graph_hash"), str), "manifest.json: model must be {name, source_graph_hash}")
+    pred = m.get("predicted")
+    expect(isinstance(pred, dict) and is_number(pred.get("latency_s")) and is_number(pred.get("energy_j")),
+           "manifest.json: predicted.latency_s and energy_j must be finite numbers")
+    fns, ext = pred.get("functions"), m.get("externals")
+    expect(isinstance(fns, dict) and isinstance(ext, dict) and set(fns) == set(ext),
+           "manifest.json: predicted.functions must have one entry per external")
+    for sym, c in fns.items():
+        expect(isinstance(c, dict) and is_number(c.get("latency_s")) and is_number(c.get("energy_j")),
+               f"manifest.json: predicted.functions.{sym} needs finite latency_s and energy_j")
 
 
 def read_npy(blob, key):
@@ -148,7 +179,7 @@ def load_params(blob):
             expect(info.file_size <= MAX_MEMBER_BYTES, f"params.npz: {key}: too large")
             try:
                 entry = inner.read(info)
-            except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, RuntimeError) as e:
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError, RuntimeError) as e:
                 raise ArchiveError(f"params.npz: {key}: cannot read ({e})")
             out[key] = read_npy(entry, key)
     return out

@@ -223,15 +223,15 @@ def _check_manifest_content(fields: Mapping[str, Any], externals: Mapping) -> No
     pred = fields["predicted"]
     _w(isinstance(pred, Mapping), f"{where}: predicted must be an object")
     for k in ("latency_s", "energy_j"):
-        _w(_finite(pred.get(k)), f"{where}: predicted.{k} must be a finite number")
+        _w(_finite(pred.get(k)) and pred[k] >= 0, f"{where}: predicted.{k} must be a finite number >= 0")
     per_fn = pred.get("functions")
     _w(isinstance(per_fn, Mapping), f"{where}: predicted.functions must be an object (symbol -> costs)")
     missing, extra = sorted(set(externals) - set(per_fn)), sorted(set(per_fn) - set(externals))
     _w(not missing, f"{where}: predicted.functions lacks external(s) {', '.join(missing)}")
     _w(not extra, f"{where}: predicted.functions names unknown external(s) {', '.join(extra)}")
     for sym, c in per_fn.items():
-        _w(isinstance(c, Mapping) and _finite(c.get("latency_s")) and _finite(c.get("energy_j")),
-           f"{where}: predicted.functions.{sym} needs finite latency_s and energy_j")
+        _w(isinstance(c, Mapping) and all(_finite(c.get(k)) and c[k] >= 0 for k in ("latency_s", "energy_j")),
+           f"{where}: predicted.functions.{sym} needs finite latency_s and energy_j >= 0")
 
 
 def _check_external_doc(doc: dict, sym: str, member: str, kernels: set[str] | None = None) -> None:
@@ -341,9 +341,20 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         listed = manifest["members"]
         unlisted = sorted(set(infos) - set(listed) - {MANIFEST})
         _r(not unlisted, f"{unlisted[0] if unlisted else ''}: member is not listed in manifest.json")
+        # Fields and members this reader does not know are minor-version additions only in an
+        # archive of a newer minor version; in any other archive they are faults (a typo, a
+        # corruption, a forgery), refused before they are read.
+        strict = parse_version(manifest["format_version"])[1] <= parse_version(FORMAT_VERSION)[1]
+        unknown = sorted(set(listed) - {GRAPH, PARAMS, *manifest["externals"].values()})
+        _r(not (strict and unknown), f"{unknown[0] if unknown else ''}: member unknown to format "
+                                     f"{manifest['format_version']} (not graph.json, params.npz or an external)")
         raw: dict[str, bytes] = {}
         for name, rec in listed.items():
             _r(name in infos, f"{name}: member listed in manifest.json is missing from the archive")
+            # Before inflating anything: a member whose zip header disagrees with the manifest is
+            # refused unread (a deflate bomb listed as 4 KiB is never expanded).
+            _r(infos[name].file_size == rec["size"],
+               f"{name}: size {infos[name].file_size} does not match manifest ({rec['size']})")
             data = _read_member(zf, infos[name], label, max_member_bytes)
             _r(len(data) == rec["size"], f"{name}: size {len(data)} does not match manifest ({rec['size']})")
             digest = hashlib.sha256(data).hexdigest()
@@ -356,9 +367,6 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         host_doc = _parse_json(raw[GRAPH], GRAPH)
         ext_docs = {sym: _parse_json(raw[m], m) for sym, m in manifest["externals"].items()}
 
-    # Fields this reader does not know are minor-version additions only in an archive of a newer
-    # minor version; in any other archive they are faults (a typo, a corruption, a forgery).
-    strict = parse_version(manifest["format_version"])[1] <= parse_version(FORMAT_VERSION)[1]
     try:
         return _assemble(manifest, host_doc, ext_docs, params, strict, max_member_bytes)
     except PackedFormatError:
@@ -431,7 +439,7 @@ def _parse_json(data: bytes, member: str) -> Any:
 
 
 def parse_version(v: Any) -> tuple[int, int]:
-    if not isinstance(v, str) or not re.fullmatch(r"\d+\.\d+", v):
+    if not isinstance(v, str) or not re.fullmatch(r"(0|[1-9][0-9]{0,5})\.(0|[1-9][0-9]{0,5})", v):
         raise PackedFormatError(f"{MANIFEST}: format_version must be 'MAJOR.MINOR', got {v!r}")
     major, minor = v.split(".")
     return int(major), int(minor)
@@ -445,6 +453,8 @@ def _check_manifest(m: Any) -> None:
     _r(major <= ours, f"{MANIFEST}: format version {m['format_version']} is newer than this reader "
                       f"supports ({ours}.x); upgrade accel-tune")
     _r(major == ours, f"{MANIFEST}: format version {m['format_version']} is older than this reader supports ({ours}.x)")
+    for k in ("producer", "producer_version"):
+        _r(isinstance(m.get(k), str), f"{MANIFEST}: {k} must be a string")
     members = m.get("members")
     _r(isinstance(members, dict), f"{MANIFEST}: members must be an object")
     for name, rec in members.items():

@@ -257,7 +257,7 @@ def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
     for sym, doc in packed.externals.items():
         fn = packed.function(sym)
         member = packed.manifest["externals"][sym]
-        schedules[sym] = _schedules(doc.get("schedules", {}), member)
+        schedules[sym] = schedules_of(doc.get("schedules", {}), member)
         reports[sym] = _simulate(sym, fn, hw, schedules[sym], fidelity, member)
     return LoadedModule(os.fspath(path), packed, hw, schedules, reports, fidelity)
 
@@ -282,7 +282,7 @@ _SCHEDULE_TYPES = {"dataflow": str, "spatial": list, "tile_m": int, "tile_n": in
                    "loop_order": str, "double_buffer": bool, "epilogue": list}
 
 
-def _schedules(docs: Mapping[str, Any], member: str) -> dict[str, Schedule]:
+def schedules_of(docs: Mapping[str, Any], member: str) -> dict[str, Schedule]:
     """Every schedule complete and of the JSON types ``Schedule.to_dict`` writes: a missing field
     must not become a default, nor a string "relu" an epilogue of four one-letter ops."""
     out = {}
@@ -437,5 +437,5 @@ def _index_bound(v: Value, g: Graph, depth: int = 0) -> int | None:
     return min(bounds) if bounds else None
 
 
-__all__ = ["load", "hardware_of", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
+__all__ = ["load", "hardware_of", "schedules_of", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
            "RuntimeLoadError", "RunInputError", "example_inputs", "FIDELITIES"]

@@ -34,10 +34,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from partition import read_packed
-    from sim.runtime import hardware_of
+    from sim.runtime import hardware_of, schedules_of
 
     mod = read_packed(args.plan)
-    hardware_of(mod.manifest)  # a plan is for one valid machine; an empty or partial one is refused
+    # What run refuses, inspect refuses too: a plan is for one valid machine (an empty or partial
+    # hardware object is not one), and its schedules are complete.
+    hardware_of(mod.manifest)
+    for sym, doc in mod.externals.items():
+        schedules_of(doc.get("schedules", {}), mod.manifest["externals"][sym])
     summary = describe(mod, args.plan)
     if args.dot:
         print(to_dot(mod, summary), end="")
@@ -85,8 +89,8 @@ def describe(mod: Any, path: str) -> dict[str, Any]:
     }
     if "target" in m:
         out["target"] = m["target"]
-    if "baselines" in m:
-        out["baselines"] = m["baselines"]
+    if isinstance(m.get("baselines"), Mapping):
+        out["baselines"] = {k: v for k, v in m["baselines"].items() if isinstance(v, Mapping)}
     return out
 
 
@@ -116,7 +120,10 @@ def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: in
     from sim.subgraph import kernel_workload
 
     body = fn.graph
-    kpred = doc.get("predicted", {}).get("kernels", {}) if isinstance(doc.get("predicted"), Mapping) else {}
+    # `predicted` and `buffer_plan` are accel-tune's optional, producer-defined fields (FORMAT.md 4):
+    # shown when they have the documented shape, skipped when they do not.
+    kp = doc.get("predicted")
+    kpred = kp.get("kernels") if isinstance(kp, Mapping) and isinstance(kp.get("kernels"), Mapping) else {}
     kernels = []
     n_ops = 0
     for node in body.nodes:
@@ -134,7 +141,8 @@ def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: in
             k["predicted"] = dict(kpred[node.name])
         kernels.append(k)
     bp = doc.get("buffer_plan", {})
-    where = Counter(v.get("where") for v in bp.values() if isinstance(v, Mapping) and v.get("kind") == "intermediate")
+    where = Counter(v["where"] for v in bp.values()
+                    if isinstance(v, Mapping) and v.get("kind") == "intermediate" and isinstance(v.get("where"), str))
     return {
         "compiler": fn.attrs.get("Compiler"),
         "call_sites": sites,
