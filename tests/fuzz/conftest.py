@@ -10,7 +10,8 @@ sane (finite, positive, within physical ranges) when its case was meant to be va
 
 ``--fuzz-cases`` (default 24 per family in the suite) and ``--fuzz-seed`` pick the cases;
 ``--fuzz-report PATH`` writes the outcome counts per family as JSON (one file per xdist worker,
-``PATH.<worker>``); ``experiments/bench/fuzz.py`` runs many more cases and prints the counts.
+``PATH.<worker>``, with each family's slowest case in seconds); ``experiments/bench/fuzz.py`` runs
+many more cases and prints the counts.
 """
 from __future__ import annotations
 
@@ -141,6 +142,7 @@ def cli(capfd):
 
 
 _COUNTS: dict[str, Counter] = defaultdict(Counter)
+_SLOWEST: dict[str, float] = defaultdict(float)  # family -> longest case, seconds (wall clock)
 
 
 @pytest.fixture
@@ -149,6 +151,7 @@ def fuzz_check():
     def check(family: str, label: str, outcome: Outcome) -> Outcome:
         _COUNTS[family][outcome.kind if not outcome.bad else "bad"] += 1
         _COUNTS[family]["cases"] += 1
+        _SLOWEST[family] = max(_SLOWEST[family], outcome.seconds)
         assert not outcome.bad, (f"{family} case {label!r}: {outcome.kind}; exit {outcome.rc}; "
                                  f"stderr: {outcome.err.strip()[-800:]}")
         return outcome
@@ -161,7 +164,8 @@ def pytest_sessionfinish(session):
         return
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(f"{path}.{worker}", "w") as f:
-        json.dump({fam: dict(c) for fam, c in _COUNTS.items()}, f, indent=1, sort_keys=True)
+        json.dump({fam: {**dict(c), "slowest_s": round(_SLOWEST[fam], 3)} for fam, c in _COUNTS.items()},
+                  f, indent=1, sort_keys=True)
 
 
 def pytest_terminal_summary(terminalreporter):
