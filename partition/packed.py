@@ -363,7 +363,7 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         for name in (GRAPH, PARAMS, *manifest["externals"].values()):
             _r(name in raw, f"{name}: required member is not listed in manifest.json")
 
-        params = _load_npz(raw[PARAMS], max_member_bytes, max_total_bytes)
+        params = load_npz(raw[PARAMS], PARAMS, max_member_bytes, max_total_bytes)
         host_doc = _parse_json(raw[GRAPH], GRAPH)
         ext_docs = {sym: _parse_json(raw[m], m) for sym, m in manifest["externals"].items()}
 
@@ -472,43 +472,46 @@ def _check_manifest(m: Any) -> None:
     _check_manifest_content(m, ext)
 
 
-def _load_npz(data: bytes, max_member: int, max_total: int) -> dict[str, np.ndarray]:
-    """params.npz is itself a zip: apply the same name and size rules to its entries, then load each
-    array with allow_pickle=False."""
+def load_npz(data: bytes, label: str = PARAMS, max_member: int = DEFAULT_MAX_MEMBER_BYTES,
+             max_total: int = DEFAULT_MAX_TOTAL_BYTES) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` (params.npz, or a file of run inputs, named ``label`` in messages),
+    read as untrusted input: the name and size rules of the archive apply to its entries, every
+    ``.npy`` header is checked against its entry's size before anything is allocated, and nothing
+    is unpickled."""
     try:
         inner = zipfile.ZipFile(io.BytesIO(data))
         infos = inner.infolist()
     except (zipfile.BadZipFile, EOFError, OSError) as e:
-        raise PackedFormatError(f"{PARAMS}: not a valid npz (zip) file: {e}") from None
+        raise PackedFormatError(f"{label}: not a valid npz (zip) file: {e}") from None
     seen, total = set(), 0
     for info in infos:
         n = info.filename
         _r(n.endswith(".npy") and not n.startswith(("/", "\\")) and "\x00" not in n,
-           f"{PARAMS}: entry {n!r} is not a .npy array")
-        _r(n not in seen, f"{PARAMS}: entry {n!r} appears twice")
+           f"{label}: entry {n!r} is not a .npy array")
+        _r(n not in seen, f"{label}: entry {n!r} appears twice")
         seen.add(n)
-        _r(info.file_size <= max_member, f"{PARAMS}: array {n[:-4]!r} is {info.file_size} bytes, "
+        _r(info.file_size <= max_member, f"{label}: array {n[:-4]!r} is {info.file_size} bytes, "
                                          f"over the {max_member}-byte cap")
         total += info.file_size
-        _r(total <= max_total, f"{PARAMS}: arrays exceed the {max_total}-byte cap on total size")
+        _r(total <= max_total, f"{label}: arrays exceed the {max_total}-byte cap on total size")
     params: dict[str, np.ndarray] = {}
     with inner:
         for info in infos:
             key = info.filename[:-4]
             try:
                 with inner.open(info) as f:
-                    params[key] = _read_npy(f, key, info.file_size)
+                    params[key] = _read_npy(f, key, info.file_size, label)
             except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as e:
-                raise PackedFormatError(f"{PARAMS}: array {key!r} cannot be read: {e}") from None
+                raise PackedFormatError(f"{label}: array {key!r} cannot be read: {e}") from None
             except (NotImplementedError, RuntimeError) as e:  # compression method, encryption
-                raise PackedFormatError(f"{PARAMS}: array {key!r} cannot be read: {e}") from None
+                raise PackedFormatError(f"{label}: array {key!r} cannot be read: {e}") from None
     return params
 
 
-def _read_npy(f, key: str, entry_bytes: int) -> np.ndarray:
+def _read_npy(f, key: str, entry_bytes: int, label: str) -> np.ndarray:
     """One ``.npy`` entry, its header checked against the entry's real size before any data is
     allocated: a header claiming (2**31, 4) over 64 bytes is refused here, not attempted."""
-    where = f"{PARAMS}: array {key!r}"
+    where = f"{label}: array {key!r}"
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)

@@ -106,4 +106,22 @@ def test_cli_run_float64_inputs(tmp_path, capsys):
     strings = tmp_path / "s.npz"
     np.savez(strings, x=np.full(X.shape, "1.5"))
     assert main(["run", str(p), "--inputs", str(strings)]) == 2
-    assert "input 'x': expected dtype float32, got str96" in capsys.readouterr().err
+    assert "s.npz: array 'x' has dtype '<U3'; arrays are bool, integer, float or complex" in capsys.readouterr().err
+
+
+def test_cli_run_inputs_with_a_lying_npy_header(tmp_path, capsys):
+    """An inputs .npz is untrusted too: its headers are checked before anything is allocated."""
+    import tracemalloc
+    import zipfile
+    p = write_tinynet(tmp_path / "t.zip")
+    hdr = repr({"descr": "<f4", "fortran_order": False, "shape": (2**31, 4)}).encode()
+    hdr += b" " * (117 - len(hdr)) + b"\n"
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w") as z:
+        z.writestr("x.npy", b"\x93NUMPY\x01\x00" + len(hdr).to_bytes(2, "little") + hdr + bytes(64))
+    tracemalloc.start()
+    assert main(["run", str(p), "--inputs", str(tmp_path / "lie.npz")]) == 2
+    assert tracemalloc.get_traced_memory()[1] < 64 * 2**20
+    tracemalloc.stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"accel-tune: error: {tmp_path / 'lie.npz'}: array 'x': header declares float32[2147483648,4] "
+                   f"(34,359,738,368 bytes) but the entry holds 64 bytes of data"]

@@ -122,7 +122,7 @@ def test_wrong_inputs_give_one_line(bert, tmp_path, capsys):
     np.save(tmp_path / "one.npy", ids)
     np.savez(tmp_path / "obj.npz", input_ids=np.array([{"a": 1}], dtype=object), attention_mask=ids)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
-    for fname, msg in (("one.npy", "not an .npz archive of named arrays"), ("obj.npz", "object array (pickle)"),
+    for fname, msg in (("one.npy", "not an .npz archive of named arrays"), ("obj.npz", "is an object array stored with pickle; refusing to load it"),
                        ("junk.npz", "not a readable .npz file"), ("absent.npz", "inputs file not found")):
         rc, out, err = cli(capsys, "run", path, "--inputs", tmp_path / fname)
         assert rc == 2 and err.count("\n") == 1 and msg in err, err

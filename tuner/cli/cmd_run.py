@@ -4,6 +4,7 @@ function), beside what the plan predicted."""
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import zipfile
 
@@ -32,25 +33,21 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def read_inputs(path: str) -> dict[str, np.ndarray]:
-    """Arrays of an .npz by key; never unpickles."""
+    """Arrays of an .npz by key, read as untrusted input (``partition.packed.load_npz``: size caps,
+    each .npy header checked against its size before allocation, never unpickled)."""
+    from partition.packed import DEFAULT_MAX_TOTAL_BYTES, load_npz
     if not os.path.isfile(path):
         raise CLIError(f"inputs file not found: {path}")
-    # np.load guesses the format and calls anything unrecognised "pickled data": decide first.
+    size = os.path.getsize(path)
+    if size > DEFAULT_MAX_TOTAL_BYTES:
+        raise CLIError(f"{path}: {size:,} bytes, over the {DEFAULT_MAX_TOTAL_BYTES:,}-byte cap on an inputs file")
     with open(path, "rb") as f:
-        magic = f.read(6)
-    if magic == b"\x93NUMPY":
+        data = f.read(size)  # read(n) allocates n bytes up front: ask for the file's size, not the cap
+    if data[:6] == b"\x93NUMPY":
         raise CLIError(f"{path}: not an .npz archive of named arrays (got a single .npy array)")
-    if not zipfile.is_zipfile(path):
+    if not zipfile.is_zipfile(io.BytesIO(data)):
         raise CLIError(f"{path}: not a readable .npz file (not a zip archive)")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except ValueError as e:
-        if "pickle" in str(e).lower():
-            raise CLIError(f"{path}: holds an object array (pickle); refusing to load it") from None
-        raise CLIError(f"{path}: not a readable .npz file: {e}") from None
-    except (OSError, EOFError, zipfile.BadZipFile) as e:
-        raise CLIError(f"{path}: not a readable .npz file: {e}") from None
+    return load_npz(data, path)
 
 
 def run(args) -> int:
