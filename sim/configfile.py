@@ -3,8 +3,9 @@
 A config file is small text. ``read_config`` refuses, each time with one line naming the file,
 anything else: a path that is not a regular file (a directory, ``/dev/zero``, a FIFO that would
 block), more than ``MAX_CONFIG_BYTES``, bytes that are not UTF-8 or hold NUL (a binary file), a
-parse error, nesting deeper than the parser's recursion allows, and YAML anchors and aliases (an
-alias bomb expands a few hundred bytes into billions of nodes; no config needs them).
+parse error, nesting deeper than the parser's recursion allows, a key given twice in one table (the second
+would silently win), and YAML anchors and aliases (an alias bomb expands a few hundred bytes into
+billions of nodes; no config needs them).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> 
                     f"is it a binary file?") from None
     try:
         return _parse(text, suffix)
-    except _AliasError as e:
+    except (_AliasError, _DuplicateKey) as e:
         raise error(f"cannot parse {what} {p}: {e}") from None
     except RecursionError:
         raise error(f"cannot parse {what} {p}: nested too deeply") from None
@@ -63,16 +64,32 @@ def _parse(text: str, suffix: str) -> Any:
             import tomli as tomllib
         return tomllib.loads(text)
     if suffix == ".json":
-        return json.loads(text)
-    return yaml.load(text, Loader=_NoAliasSafeLoader)  # noqa: S506 - a SafeLoader subclass
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    return yaml.load(text, Loader=_StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict:
+    """A mapping that names a key twice is refused (TOML does this itself): the second value
+    silently replacing the first is how a pasted section overrides a field without a word."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(f"key {k!r} appears twice in one table")
+        out[k] = v
+    return out
 
 
 class _AliasError(ValueError):
     pass
 
 
-class _NoAliasSafeLoader(yaml.SafeLoader):
-    """yaml.SafeLoader that refuses anchors and aliases before composing them."""
+class _DuplicateKey(ValueError):
+    pass
+
+
+class _StrictSafeLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses anchors and aliases before composing them, and a key given
+    twice in one mapping."""
 
     def compose_node(self, parent, index):
         event = self.peek_event()
@@ -80,3 +97,16 @@ class _NoAliasSafeLoader(yaml.SafeLoader):
             raise _AliasError(f"line {event.start_mark.line + 1}: YAML anchors and aliases (&name, *name) "
                               f"are not allowed in config files; write the values out")
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                dup = key in seen
+                seen.add(key)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if dup:
+                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice in one mapping")
+        return super().construct_mapping(node, deep=deep)

@@ -149,6 +149,13 @@ def test_yaml_alias_bomb_is_refused(tmp_path, capsys):
     assert "anchors and aliases" in _err(capsys)
 
 
+def test_a_key_given_twice_is_refused(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: s\nbase: edge-npu\ntrials: 1\ntrials: 100\nmodels: [byoc_demo]\n")
+    assert main(["sweep", str(p), "-o", str(tmp_path / "o")]) == 2
+    assert "line 4: key 'trials' appears twice in one mapping" in _err(capsys)
+
+
 def test_base_naming_the_spec_itself(tmp_path, capsys):
     p = tmp_path / "s.toml"
     p.write_text('base = "s.toml"\n[[models]]\nname = "byoc_demo"\n')
