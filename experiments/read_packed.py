@@ -82,9 +82,19 @@ def parse_json(data, member):
     def no_constants(c):
         raise ValueError(f"non-standard JSON constant {c}")
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constants)
+        return json.loads(data.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=unique_keys)
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ArchiveError(f"{member}: invalid JSON ({type(e).__name__})")
+
+
+def unique_keys(pairs):
+    """Refuse an object that names a key twice: parsers disagree on which value wins."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k!r} appears twice")
+        out[k] = v
+    return out
 
 
 def expect(cond, msg):

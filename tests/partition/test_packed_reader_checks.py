@@ -180,3 +180,10 @@ def test_one_tensor_over_the_cap(tmp_path):
         else:
             assert _error(p) == ("graph.json: graph 'wide' input 'x' is float32[1,268435457] (1,073,741,828 bytes), "
                                  "over the 1,073,741,824-byte cap on one tensor")
+
+
+def test_a_key_given_twice_is_refused(plan, tmp_path):
+    def edit(m):
+        m["graph.json"] = m["graph.json"].replace(b'{"name":"tinynet",', b'{"name":"tinynet","name":"other",', 1)
+    p = _rewrite(plan, tmp_path, edit=edit)
+    assert _error(p) == "graph.json: invalid JSON: key 'name' appears twice in one object"
