@@ -50,6 +50,8 @@ def _safe(name):
 def read_members(path):
     """Check names and sizes from the zip directory, then read and hash every member."""
     try:
+        # a regular file only: /dev/zero never ends, a FIFO blocks the open
+        expect(os.path.isfile(path), f"{path}: not a regular file")
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError, EOFError) as e:
         raise ArchiveError(f"{path}: not a readable zip archive ({e})")

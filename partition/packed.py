@@ -15,6 +15,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import zipfile
 import zlib
@@ -329,6 +330,9 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
     path = os.fspath(path)
     label = os.path.basename(path)
     try:
+        # Only a regular file: /dev/zero never ends and a FIFO blocks the open until a writer comes.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise PackedFormatError(f"{path}: not a regular file (a directory, device or pipe)")
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise PackedFormatError(f"{path}: no such file") from None

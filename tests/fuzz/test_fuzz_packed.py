@@ -393,6 +393,17 @@ def _check_run(out) -> None:
 
 def make_case(seed: int, tmp: Path) -> tuple[Path, str, str]:
     rng = np.random.default_rng(seed)
+    if rng.random() < 0.03:  # not a file at all: must be refused without blocking or reading forever
+        import os
+        p = tmp / "plan.zip"
+        kind = choose(rng, ["fifo", "/dev/zero", "folder", "missing"])
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "folder":
+            p.mkdir()
+        elif kind == "/dev/zero":
+            p.symlink_to("/dev/zero")
+        return p, f"plan path is a {kind}", "error"
     which = choose(rng, ["conv", "conv", "loop"])
     blob, label, expect = mutate(rng, base_plans()[which])
     p = tmp / "plan.zip"

@@ -187,3 +187,11 @@ def test_a_key_given_twice_is_refused(plan, tmp_path):
         m["graph.json"] = m["graph.json"].replace(b'{"name":"tinynet",', b'{"name":"tinynet","name":"other",', 1)
     p = _rewrite(plan, tmp_path, edit=edit)
     assert _error(p) == "graph.json: invalid JSON: key 'name' appears twice in one object"
+
+
+def test_devices_pipes_and_folders_are_refused_without_blocking(tmp_path):
+    import os
+    os.mkfifo(tmp_path / "fifo.zip")  # opening it would block until a writer comes
+    (tmp_path / "zero.zip").symlink_to("/dev/zero")  # reading it never ends
+    for p in (tmp_path / "fifo.zip", tmp_path / "zero.zip", tmp_path):
+        assert _error(p) == f"{p}: not a regular file (a directory, device or pipe)"
