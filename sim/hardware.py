@@ -242,6 +242,13 @@ class VectorConfig(_Section):
     special_op_cycles: float = _num(4.0, 1e-2, 1e4, "cycles",
                                     "cycles per element-lane for exp/erf/sqrt/div class ops")
 
+    def _check(self) -> None:
+        from partition.ops import OPS  # a misspelt op would silently never run on the vector unit
+        bad = [o for o in self.ops if o not in OPS]
+        if bad:
+            raise HardwareError(f"hardware.vector.ops lists {', '.join(map(repr, bad[:5]))}, which are not "
+                                f"canonical ops (docs/IR.md lists them)")
+
 
 @dataclass(frozen=True)
 class ClockConfig(_Section):
@@ -299,12 +306,20 @@ class SupportConfig(_Section):
                                    "composite patterns offloaded as one kernel", hi=1000)
 
     def _check(self) -> None:
+        from partition.patterns import pattern_names
+
         from .workload import OFFLOADABLE_OPS
         bad = [o for o in self.ops if o not in OFFLOADABLE_OPS]
         if bad:
             raise HardwareError(f"hardware.support.ops lists {', '.join(map(repr, bad[:5]))}, which the "
                                 f"accelerator model cannot cost (unknown or host-only ops); offloadable ops: "
                                 f"{', '.join(sorted(OFFLOADABLE_OPS))}")
+        known = set(pattern_names())
+        bad = [p for p in self.patterns if p.removeprefix(f"{self.target}.") not in known]
+        if bad:
+            raise HardwareError(f"hardware.support.patterns lists {', '.join(map(repr, bad[:5]))}, which are not "
+                                f"pattern names (<op>[_bias][_bn][_residual][_<activation>], e.g. conv2d_bias_relu; "
+                                f"partition.patterns.pattern_names() lists them)")
 
 
 _SECTIONS: dict[str, type] = {

@@ -80,7 +80,8 @@ TEXT = [
     ("support.target", "npu.v2-x", True), ("support.ops", ["conv2d", "conv2d"], False),
     ("support.ops", ["conv2d", "lstm"], False), ("support.ops", "conv2d", False), ("support.ops", [], True),
     ("support.patterns", [1, 2], False), ("vector.ops", [f"op{i}" for i in range(1001)], False),
-    ("vector.ops", ["relu", ""], False), ("array.dataflows", [], False), ("array.dataflows", ["rs"], False),
+    ("vector.ops", ["relu", ""], False), ("vector.ops", ["relu", "reluu"], False), ("vector.ops", ["gelu"], True),
+    ("support.patterns", ["conv2d_bias_relux"], False), ("support.patterns", ["dense_bias_gelu"], True), ("array.dataflows", [], False), ("array.dataflows", ["rs"], False),
     ("array.dataflows", ["os"], True), ("array.mac_dtype", "int3", False), ("array.mac_dtype", "bf16", True),
     ("array.fold_overlap", "yes", False), ("array.fold_overlap", False, True),
 ]

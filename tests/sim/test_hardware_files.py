@@ -258,6 +258,8 @@ def test_extreme_corner_simulates_to_finite_numbers():
     ("vector.ops", ["relu"] * 2, "hardware.vector.ops must be a list without duplicates"),
     ("vector.ops", [f"op{i}" for i in range(1001)], "hardware.vector.ops must be a list of at most 1000"),
     ("array.dataflows", [], "hardware.array.dataflows must be non-empty"),
+    ("vector.ops", ["relu", "reluu"], "hardware.vector.ops lists 'reluu', which are not canonical ops"),
+    ("support.patterns", ["conv2d_bias", "conv2d_bias_relux"], "hardware.support.patterns lists 'conv2d_bias_relux'"),
 ])
 def test_text_and_list_fields(field_, value, msg):
     with pytest.raises(HardwareError) as e:
