@@ -1,6 +1,7 @@
 """tune_kernels end to end: same seed same result, budgets respected, tuned no worse than the
 simulator's default heuristic, warm start, input errors."""
 
+import numpy as np
 import pytest
 
 import sim
@@ -45,12 +46,21 @@ def test_baseline_strategies_run_without_a_model(strategy):
 
 
 def test_model_is_trained_online_and_warm_starts(tmp_path):
-    r = tune_kernels(TASKS, HW, trials=24, seed=0, progress=False)
+    r = tune_kernels(TASKS, HW, trials=24, seed=0, progress=False, model_use="always")
     assert r.cost_model.trained and r.cost_model.n_rows == 24
+    assert r.timing.fits == r.learned_model["fits"] == 3  # one per round (3 rounds of 8)
     p = tmp_path / "m.npz"
     r.cost_model.save(p)
-    cloud = tune_kernels(TASKS[:1], "cloud-npu", trials=8, seed=0, progress=False, cost_model=CostModel.load(p))
+    cloud = tune_kernels(TASKS[:1], "cloud-npu", trials=8, seed=0, progress=False, cost_model=CostModel.load(p),
+                         model_use="always")
     assert cloud.cost_model.n_rows == 32          # knowledge from edge-npu carried over
+
+
+def test_rows_are_kept_for_later_even_when_the_model_does_not_train():
+    r = tune_kernels(TASKS, HW, trials=24, seed=0, progress=False, model_use="never")
+    assert r.timing.fits == 0 and not r.cost_model.trained
+    assert r.cost_model.n_rows == 24              # a warm-started run or a later fit has them
+    assert sorted(r.cost_model.log_cycles) == pytest.approx(sorted(np.log([c for t in r.tasks for c in t.trace])))
 
 
 def test_input_errors():
