@@ -6,7 +6,10 @@ they do, at a fraction of the cost (no features, no XGBoost). Training is worth 
 
 1. the prior misranks what was measured: its pairwise order agreement with the measurements, over
    pairs of schedules of one task that differ by more than ``tie`` (closer pairs are ties that do
-   not matter), is below ``trust_prior``; and
+   not matter), is below ``trust_prior``, or its favourite is not the best: the schedule it ranks
+   first among those measured of a task is, on average over the tasks, more than
+   ``max_prior_regret`` slower than the fastest measured (the order of the few best is what the
+   search lives on, and the pairs with a random sample far behind them can hide it); and
 2. training stays a small part of the run: the training seconds so far plus the expected cost of
    the next fit are at most ``model_share`` of the seconds spent measuring. With a measurer that
    takes milliseconds (the tile-level simulator) this allows a fit only every few hundred
@@ -43,6 +46,7 @@ class ModelPolicyError(ValueError):
 class ModelPolicy:
     use: str = "auto"
     trust_prior: float = 0.95    # prior order agreement at or above which the prior is trusted
+    max_prior_regret: float = 0.01  # ... and its pick among the measured at most this much slower
     min_pairs: int = 16          # evidence (non-tied pairs) needed to judge a ranking
     model_share: float = 0.25    # training may take at most this share of the measuring time
     tie: float = 0.01            # pairs whose measured cycles differ by less are ties
@@ -57,6 +61,8 @@ class ModelPolicy:
             raise ModelPolicyError(f"learned model use must be one of {', '.join(MODEL_USES)}, got {self.use!r}")
         if not 0.0 <= self.trust_prior <= 1.0:
             raise ModelPolicyError(f"trust_prior must be in [0, 1], got {self.trust_prior!r}")
+        if self.max_prior_regret < 0:
+            raise ModelPolicyError(f"max_prior_regret must be >= 0, got {self.max_prior_regret!r}")
         if min(self.model_share, self.tie, self.first_fit_guess_s, self.import_guess_s) < 0 or self.min_pairs < 1:
             raise ModelPolicyError("model_share, tie, first_fit_guess_s and import_guess_s must be >= 0, "
                                    "min_pairs >= 1")
@@ -130,6 +136,7 @@ class Evidence:
     rows_at_last_fit: int = 0
     rows: int = 0                   # measured rows the next fit would train on
     prior: Agreement = Agreement(None, 0)        # prior vs every measurement
+    prior_regret: float | None = None   # mean over tasks: measured(prior's pick) / best measured - 1
     model: Agreement = Agreement(None, 0)        # model (before measuring) vs later measurements
     prior_on_model_rows: Agreement = Agreement(None, 0)  # the prior on those same rows
     trained: bool = False           # a trained model exists
@@ -169,17 +176,27 @@ def decide(policy: ModelPolicy, ev: Evidence) -> Decision:
     p = ev.prior
     if p.pairs < policy.min_pairs or p.value is None:
         return Decision(False, use, f"prior not judged yet ({p.pairs} pairs)")
-    if p.value >= policy.trust_prior:
-        return Decision(False, use, f"prior ranks the measured schedules ({p.value:.3f} >= {policy.trust_prior})")
+    regret = ev.prior_regret or 0.0
+    if p.value >= policy.trust_prior and regret <= policy.max_prior_regret:
+        return Decision(False, use, f"prior ranks the measured schedules (agreement {p.value:.3f}, "
+                                    f"its pick {100 * regret:.2f} % off the best)")
     budget = policy.model_share * ev.measure_s
     need = ev.train_s + expected_fit_s(policy, ev)
     if need > budget:
-        return Decision(False, use, f"prior misranks ({p.value:.3f}) but training would take {need:.3g} s "
+        return Decision(False, use, f"prior misranks (agreement {p.value:.3f}, pick {100 * regret:.1f} % off) but training would take {need:.3g} s "
                                     f"> {policy.model_share:g} x {ev.measure_s:.3g} s measuring")
     return Decision(True, True if not ev.trained else use,
-                    f"prior misranks ({p.value:.3f}); training fits the budget ({need:.3g} <= {budget:.3g} s)")
+                    f"prior misranks (agreement {p.value:.3f}, pick {100 * regret:.1f} % off); training fits the budget ({need:.3g} <= {budget:.3g} s)")
 
 
-__all__ = ["MODEL_USES", "ModelPolicy", "ModelPolicyError", "Agreement", "PairCount", "count_pairs",
+def pick_regret(predicted: Sequence[float], log_measured: Sequence[float]) -> float | None:
+    """How much slower the row ``predicted`` ranks first is than the fastest row (one task)."""
+    if len(predicted) < 2:
+        return None
+    lm = np.asarray(log_measured, dtype=float)
+    return float(np.exp(lm[int(np.argmin(np.asarray(predicted, dtype=float)))] - lm.min()) - 1.0)
+
+
+__all__ = ["MODEL_USES", "pick_regret", "ModelPolicy", "ModelPolicyError", "Agreement", "PairCount", "count_pairs",
            "order_agreement", "Evidence",
            "Decision", "decide", "expected_fit_s"]

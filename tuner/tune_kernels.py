@@ -28,7 +28,7 @@ from sim import HardwareConfig, Schedule, Workload, load_hw
 from .cost_model import CostModel, CostModelConfig, group_id, load_xgboost
 from .features import analytical_log_cycles, featurize
 from .measure import Measurer, TileMeasurer
-from .model_policy import Evidence, ModelPolicy, PairCount, count_pairs, decide
+from .model_policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
 from .records import Record, append_record, load_records, select
 from .scoring import ModelScorer, PriorScorer, TimedScorer
 from .search import Trial, make_strategy
@@ -173,12 +173,17 @@ class _Learner:
             self.pairs["prior_on_model_rows"] += count_pairs(op, om, old, tie)
         self.pending[i] = self.pending.get(i, 0) + len(genes)
 
+    def prior_regret(self) -> float | None:
+        r = [x for x in (pick_regret(p, m) for p, m in zip(self.prior, self.logm)) if x is not None]
+        return float(np.mean(r)) if r else None
+
     def evidence(self) -> Evidence:
         tot = self.watch.total()
         return Evidence(measure_s=tot.measure_s, train_s=tot.train_s, last_fit_s=self.last_fit_s,
                         rows_at_last_fit=self.rows_at_last_fit,
                         rows=self.model.n_rows + sum(self.pending.values()),
-                        prior=self.pairs["prior"].agreement(), model=self.pairs["model"].agreement(),
+                        prior=self.pairs["prior"].agreement(), prior_regret=self.prior_regret(),
+                        model=self.pairs["model"].agreement(),
                         prior_on_model_rows=self.pairs["prior_on_model_rows"].agreement(),
                         trained=self.model.trained, backend_loaded="xgboost" in sys.modules)
 
@@ -211,7 +216,8 @@ class _Learner:
     def final_model(self) -> CostModel:
         """The model with every measured row (trained or not): a later run or fit starts from it."""
         if self.pending:
-            with self.watch.phase("train", next(iter(self.pending)), count=0):
+            # Featurising for later is scoring work, not training (nothing is fitted here).
+            with self.watch.phase("score", next(iter(self.pending)), count=0):
                 self.model = self.model.add_rows(*self._pending_rows())
         return self.model
 
@@ -219,7 +225,8 @@ class _Learner:
         ev = self.evidence()
         return {"policy": self.policy.use if uses_model else "unused", "fits": self.watch.total().fits,
                 "rounds": self.rounds, "rounds_ranked_by_model": self.model_rounds,
-                "prior_agreement": ev.prior.to_dict(), "model_agreement": ev.model.to_dict(),
+                "prior_agreement": ev.prior.to_dict(), "prior_pick_regret": ev.prior_regret,
+                "model_agreement": ev.model.to_dict(),
                 "prior_agreement_on_model_rows": ev.prior_on_model_rows.to_dict(), "last_decision": self.reason}
 
 
@@ -318,11 +325,11 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
             bar.set_postfix_str(f"task {i + 1}/{len(tasks)}", refresh=False)
     finally:
         bar.close()
+    model = learner.final_model() if uses_model else learner.model
     results = tuple(
         TaskResult(t, best[i].schedule if best[i] else None, best[i].cycles if best[i] else float("inf"),
                    counts[i], reused[i], tuple(traces[i]), spaces[i].size, tuple(times[i]), watch.account(i))
         for i, t in enumerate(tasks))
-    model = learner.final_model() if uses_model else learner.model
     return TuneResult(results, hw.name, fp, measurer.name, seed, model, watch.total(),
                       time.perf_counter() - start, learner.summary(uses_model))
 
