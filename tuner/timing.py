@@ -97,10 +97,10 @@ class Stopwatch:
                            n["measure"])
 
     def total(self) -> TimeAccount:
-        out = TimeAccount()
-        for i in range(len(self._s)):
-            out = out + self.account(i)
-        return out
+        s = {p: sum(t[p] for t in self._s) for p in PHASES}
+        n = {p: sum(t[p] for t in self._n) for p in PHASES}
+        return TimeAccount(s["generate"], s["score"], s["train"], s["measure"], n["score"], n["train"],
+                           n["measure"])
 
 
 __all__ = ["PHASES", "TimeAccount", "Stopwatch"]

@@ -136,6 +136,7 @@ class _Learner:
         self.prior: list[list[float]] = [[] for _ in range(n)]
         self.oos: list[tuple[list[float], list[float], list[float]]] = [([], [], []) for _ in range(n)]
         self.pairs = {"prior": PairCount(), "model": PairCount(), "prior_on_model_rows": PairCount()}
+        self.regret: list[float | None] = [None] * n   # per task: pick_regret of the prior
         self.pending: dict[int, int] = {}     # task -> rows at its end not given to the model yet
         self.last_fit_s: float | None = None
         self.rows_at_last_fit = 0
@@ -163,6 +164,7 @@ class _Learner:
         self.logm[i] += logm
         self.prior[i] += prior.tolist()
         self.pairs["prior"] += count_pairs(self.prior[i], self.logm[i], old, tie)
+        self.regret[i] = pick_regret(self.prior[i], self.logm[i])
         if ms is not None:
             om, oms, op = self.oos[i]
             old = len(om)
@@ -174,7 +176,7 @@ class _Learner:
         self.pending[i] = self.pending.get(i, 0) + len(genes)
 
     def prior_regret(self) -> float | None:
-        r = [x for x in (pick_regret(p, m) for p, m in zip(self.prior, self.logm)) if x is not None]
+        r = [x for x in self.regret if x is not None]
         return float(np.mean(r)) if r else None
 
     def evidence(self) -> Evidence:
@@ -334,6 +336,16 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
                       time.perf_counter() - start, learner.summary(uses_model))
 
 
+class _NoProgress:
+    def update(self, n: int = 1) -> None: ...
+
+    def set_postfix_str(self, s: str, refresh: bool = True) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoProgress()  # not even importing tqdm (a tenth of a second)
     from tqdm.auto import tqdm
-    return tqdm(total=total, disable=not enabled, desc="tuning kernels", unit="trial", leave=False)
+    return tqdm(total=total, desc="tuning kernels", unit="trial", leave=False)

@@ -135,3 +135,13 @@ def test_scalesim_adapter_without_scalesim_says_so():
     m = CommandMeasurer((sys.executable, str(adapter)), timeout_s=60)
     with pytest.raises(MeasureError, match="exit status 2 .*SCALE-Sim is not installed"):
         m.measure(WL, HW, sim.Schedule.default(WL, HW))
+
+
+def test_tile_measurer_is_the_tile_level_simulators_total():
+    import numpy as np
+    from tuner.space import ScheduleSpace
+    rng = np.random.default_rng(0)
+    for wl in (WL, sim.Workload.gemm(100, 70, 300)):
+        sp = ScheduleSpace.build(wl, HW)
+        for s in sp.schedules(sp.sample(16, rng)):
+            assert TileMeasurer().measure(wl, HW, s) == sim.simulate(wl, HW, s, fidelity="tile").total_cycles
