@@ -1,22 +1,28 @@
 """Speed of ``accel-tune tune`` on the built-in models (issue 13 item 4), and the plan latency it
 reaches against a reference recorded from an earlier tuner.
 
-Each case runs ``accel-tune tune --model M --hw P --json`` in a fresh Python process (so imports and
-every cache start cold), timed inside that process from before ``import tuner.cli`` to the end of
-the command: everything but the interpreter's own start-up. CPU seconds are
-``time.process_time`` of that process (the tuner is single-threaded: XGBoost runs with one thread),
-which other engineers' jobs on a shared machine do not inflate; wall seconds are printed beside
-them. Each case runs ``--repeat`` times and the fastest run is kept (the usual rule for noisy
-machines: interference only ever adds time).
+Each case runs the steps of ``accel-tune tune --model M --hw P --json`` (load the hardware, build
+the model, ``tuner.tune``, the JSON summary) in a fresh Python process, so imports and every cache
+start cold. Two figures per case: **tune**, ``tuner.tune`` alone (the tuning: partition search,
+kernel tuning, final costing), and **command**, everything from before the first import to the JSON
+(all but the interpreter's own start-up; it adds the imports and building the built-in model's
+weights). CPU seconds are ``time.process_time`` of that process, which other jobs on a shared
+machine inflate far less than wall time; wall seconds are printed beside them. Each case runs
+``--repeat`` times and the fastest run is kept (interference only ever adds time).
 
     python experiments/bench/tune_speed.py [--models M ...] [--presets P ...] [--repeat N] [--json]
-                                           [--record-reference] [--out DIR]
+                                           [--record-reference [--pythonpath DIR --commit SHA]]
+                                           [--reference FILE] [--out DIR]
 
-``--record-reference`` writes ``reference.json`` (plan latency, measurements and time per case,
-with the commit it came from) instead of comparing against it: run it on the tuner to compare
-against, before changing it. Otherwise the results (and the configuration) go to ``results.json``
-in DIR (default experiments/results/tune_speed/), and the table shows per case: CPU and wall
-seconds, measurements, plan latency over the reference plan latency, and the time over the target.
+``--record-reference`` writes the reference (``--reference``, default
+experiments/results/tune_speed/reference.json: plan latency, measurements and time per case, with
+the commit it came from; cases of other models and presets already there are kept) instead of
+comparing against it. Record it from the tuner to compare against, unchanged: an export of that
+commit run with ``--pythonpath DIR --commit SHA``. Otherwise the results (and the configuration) go
+to ``results.json`` in DIR (default experiments/results/tune_speed/), and the table shows per case:
+CPU and wall seconds of ``tuner.tune`` and of the whole command, measurements, plan latency over the
+reference plan latency, and the time over the target. Exit status 1 when a plan latency is more
+than 0.5 % off its reference.
 
 Targets (edge-npu, default trials): resnet50 <= 1.5 s, bert_base <= 1.5 s, mobilenet_v3_large
 <= 3 s; plan latency within 0.5 % of the reference's (same costing code).
@@ -103,6 +109,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pythonpath", help="run the accel-tune found here (e.g. an export of an older commit)")
     ap.add_argument("--commit", help="the commit that --pythonpath holds (recorded with the results)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--reference", type=Path, default=OUT / "reference.json",
+                    help="reference plan latencies to compare with (written by --record-reference)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.pythonpath and not args.commit:
@@ -113,7 +121,7 @@ def main(argv=None) -> int:
               "command": "the steps of accel-tune tune --model M --hw P --json (default trials, seed 0)",
               "clock": "time.process_time of a fresh process; tune = tuner.tune() alone, command = from "
                        "before the first import to the JSON summary; fastest of --repeat"}
-    ref_path = args.out / "reference.json"
+    ref_path = args.reference
     ref = {} if args.record_reference or not ref_path.exists() else {
         (c["model"], c["preset"]): c for c in json.loads(ref_path.read_text())["cases"]}
     rows = []
@@ -171,7 +179,7 @@ def _table(rows: list[dict], ref_path: Path | None) -> None:
     print("seconds are CPU seconds (time.process_time) unless marked wall; tune = tuner.tune() alone; "
           "command = the whole command after interpreter start-up (imports, model build, tune, JSON)")
     if ref_path:
-        print(f"reference: {ref_path.relative_to(ROOT)}")
+        print(f"reference: {ref_path.resolve().relative_to(ROOT) if ref_path.resolve().is_relative_to(ROOT) else ref_path}")
 
 
 if __name__ == "__main__":
