@@ -145,3 +145,20 @@ def test_tile_measurer_is_the_tile_level_simulators_total():
         sp = ScheduleSpace.build(wl, HW)
         for s in sp.schedules(sp.sample(16, rng)):
             assert TileMeasurer().measure(wl, HW, s) == sim.simulate(wl, HW, s, fidelity="tile").total_cycles
+
+
+def test_tile_measurer_adapter_is_the_built_in_measurer_in_another_process():
+    """experiments/adapters/tile_measurer.py (the expensive-measurement regime of
+    experiments/bench/model_regimes.py) returns the built-in measurer's cycles; bad input is one
+    line on stderr and a non-zero exit, which CommandMeasurer reports."""
+    import subprocess
+    from pathlib import Path
+    adapter = Path(__file__).resolve().parents[2] / "experiments" / "adapters" / "tile_measurer.py"
+    m = CommandMeasurer((sys.executable, str(adapter)))
+    for s in (sim.Schedule.default(WL, HW), sim.Schedule.scalesim(WL, HW, "os")):
+        assert m.measure(WL, HW, s) == TileMeasurer().measure(WL, HW, s)
+    p = subprocess.run([sys.executable, str(adapter)], input="{not json", capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("tile_measurer: bad request") and len(p.stderr.splitlines()) == 1
+    too_big = sim.Schedule("ws", ("k", "n"), 10**6, 10**6, 10**6, "mnk", True, ("batch_norm", "relu"))
+    with pytest.raises(MeasureError, match="failed with exit status 2"):
+        m.measure(WL, HW, too_big)
