@@ -30,6 +30,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency")
     p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (same seed, same plan)")
+    p.add_argument("--learned-model", choices=("auto", "always", "never"), default="auto",
+                   help="when the XGBoost cost model trains: auto (default: only when the analytical "
+                        "prior misranks the measurements and training costs little next to measuring), "
+                        "always (every round), never (rank with the analytical prior)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     return p
 
@@ -62,7 +66,7 @@ def run(args) -> int:
         if not os.path.isdir(log_dir):
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
-                progress=not args.json, model_name=name)
+                progress=not args.json, model_name=name, model_use=args.learned_model)
     if args.output:
         plan.save(args.output)
     if args.json:
@@ -72,6 +76,7 @@ def run(args) -> int:
         s["speedup"] = {k: _ratio(b["latency_s"], plan.latency_s) for k, b in s["baselines"].items()}
         if args.output:
             s["plan_file"] = str(args.output)
+        s["timing"] = dict(plan.timing)
         print_json(json_safe(s))
         return 0
     _print_table(plan, args)
@@ -82,6 +87,17 @@ def _ratio(a: float, b: float):
     return a / b if b > 0 and math.isfinite(a) else None
 
 
+
+
+def _timing_line(t: dict) -> str:
+    k = t.get("kernels") or {}
+    line = f"time: {t['wall_s']:.2f} s (partition {t['partition_s']:.2f} s, kernels {t['kernels_s']:.2f} s"
+    if k:
+        fits = k["fits"]
+        line += (f": measure {k['measure_s']:.2f} s ({k['measurements']}), train {k['train_s']:.2f} s "
+                 f"({fits} fit{'' if fits == 1 else 's'}), score {k['score_s']:.2f} s, "
+                 f"generate {k['generate_s']:.2f} s")
+    return line + f"; final costing {t['final_s']:.2f} s)"
 
 
 def _print_table(plan, args) -> None:
@@ -106,5 +122,6 @@ def _print_table(plan, args) -> None:
     for label, lat, en in rows:
         sp = lat / plan.latency_s if plan.latency_s > 0 else float("nan")
         print(f"  {label:<20} {lat * 1e3:>12.3f} {en * 1e3:>12.3f} {sp:>12.2f}x")
+    print(_timing_line(plan.timing))
     if args.output:
         print(f"plan written to {args.output}")
