@@ -27,7 +27,7 @@ import numpy as np
 from .ir import Function, Graph
 from .ops import infer_types
 from .serialize import (SerializeError, function_from_json, function_to_json, graph_from_json,
-                        graph_to_json, little_endian)
+                        graph_to_json, little_endian, unique_keys)
 
 FORMAT_VERSION = "1.0"
 PRODUCER = "accel-tune"
@@ -433,24 +433,13 @@ def _parse_json(data: bytes, member: str) -> Any:
     def no_constants(c):
         raise ValueError(f"non-standard JSON constant {c}")
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=_unique_keys)
+        return json.loads(data.decode("utf-8"), parse_constant=no_constants, object_pairs_hook=unique_keys)
     except UnicodeDecodeError as e:
         raise PackedFormatError(f"{member}: not UTF-8 text: {e}") from None
     except ValueError as e:
         raise PackedFormatError(f"{member}: invalid JSON: {e}") from None
     except RecursionError:
         raise PackedFormatError(f"{member}: JSON nested too deeply") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
-    """Two readers of one archive must see one document: with a key given twice, one JSON parser
-    keeps the first value and another the last, so such an object is refused."""
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"key {k[:40]!r} appears twice in one object")
-        out[k] = v
-    return out
 
 
 def parse_version(v: Any) -> tuple[int, int]:

@@ -348,6 +348,18 @@ def _short(j: Any) -> str:
 
 
 # --------------------------------------------------------------------------- hashing
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    """``json.loads(..., object_pairs_hook=unique_keys)``: an object naming a key twice is refused.
+    JSON parsers disagree on which value wins (first or last), so two readers of one document
+    could see two documents; and in a config file the second silently overrides the first."""
+    out: dict = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key {k[:40]!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
 def canonical_json(doc: Any) -> bytes:
     """Sorted keys, no whitespace, ASCII, no NaN: the bytes that hashes are taken over."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True,

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from partition.serialize import unique_keys
+
 MAX_CONFIG_BYTES = 1 << 20   # 1 MiB: the largest shipped config is a few KiB
 SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
@@ -64,19 +66,8 @@ def _parse(text: str, suffix: str) -> Any:
             import tomli as tomllib
         return tomllib.loads(text)
     if suffix == ".json":
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return json.loads(text, object_pairs_hook=unique_keys)
     return yaml.load(text, Loader=_StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass
-
-
-def _no_duplicates(pairs: list[tuple[Any, Any]]) -> dict:
-    """A mapping that names a key twice is refused (TOML does this itself): the second value
-    silently replacing the first is how a pasted section overrides a field without a word."""
-    out: dict = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(f"key {k!r} appears twice in one table")
-        out[k] = v
-    return out
 
 
 class _AliasError(ValueError):

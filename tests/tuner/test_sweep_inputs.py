@@ -163,21 +163,17 @@ def test_base_naming_the_spec_itself(tmp_path, capsys):
     assert "base: hardware config" in _err(capsys)
 
 
-def test_base_hardware_file_in_a_cycle(tmp_path, capsys):
-    (tmp_path / "hw.toml").write_text('base = "hw.toml"\n')
+@pytest.mark.parametrize("hw, needle", [
+    ('base = "hw.toml"\n', "base cycle"),
+    *((f'base = "edge-npu"\n[link]\nbytes_per_s = {v}\n', "hardware.link.bytes_per_s must be")
+      for v in ("inf", "nan", "-inf", "1e-300", "1e300")),
+])
+def test_base_hardware_file_faults(tmp_path, capsys, hw, needle):
+    (tmp_path / "hw.toml").write_text(hw)
     p = tmp_path / "s.toml"
     p.write_text('base = "hw.toml"\n[[models]]\nname = "byoc_demo"\n')
     assert main(["sweep", str(p), "-o", str(tmp_path / "o")]) == 2
-    assert "base cycle" in _err(capsys)
-
-
-@pytest.mark.parametrize("value", ["inf", "nan", "-inf", "1e-300", "1e300"])
-def test_base_hardware_file_with_an_absurd_value(tmp_path, capsys, value):
-    (tmp_path / "hw.toml").write_text(f'base = "edge-npu"\n[link]\nbytes_per_s = {value}\n')
-    p = tmp_path / "s.toml"
-    p.write_text('base = "hw.toml"\n[[models]]\nname = "byoc_demo"\n')
-    assert main(["sweep", str(p), "-o", str(tmp_path / "o")]) == 2
-    assert "hardware.link.bytes_per_s must be" in _err(capsys)
+    assert needle in _err(capsys)
 
 
 def test_spec_that_is_dev_zero_or_binary(tmp_path, capsys):
