@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -60,10 +61,6 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> 
 
 def _parse(text: str, suffix: str) -> Any:
     if suffix == ".toml":
-        try:
-            import tomllib
-        except ImportError:  # Python 3.10
-            import tomli as tomllib
         return tomllib.loads(text)
     if suffix == ".json":
         return json.loads(text, object_pairs_hook=unique_keys)
