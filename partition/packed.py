@@ -35,6 +35,8 @@ MANIFEST = "manifest.json"
 GRAPH = "graph.json"
 PARAMS = "params.npz"
 EXTERNAL_DIR = "external/"
+# The fields of external/<symbol>.json in format 1.0 (``predicted`` is accel-tune's optional one).
+EXTERNAL_FIELDS = ("symbol", "function", "schedules", "buffer_plan", "codegen", "predicted")
 DEFAULT_MAX_MEMBER_BYTES = 1 << 30   # 1 GiB uncompressed
 DEFAULT_MAX_TOTAL_BYTES = 2 << 30    # 2 GiB uncompressed, all members (and all arrays) together
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)   # fixed timestamps keep archives byte-identical across runs
@@ -544,9 +546,6 @@ def _read_npy(f, key: str, entry_bytes: int, label: str) -> np.ndarray:
         raise PackedFormatError(f"{where}: data is shorter than its header declares")
     arr = np.frombuffer(buf, dtype=dtype).reshape(shape, order="F" if fortran else "C")
     return little_endian(arr)
-
-
-EXTERNAL_FIELDS = ("symbol", "function", "schedules", "buffer_plan", "codegen", "predicted")
 
 
 def _check_types(g: Graph, scope: Mapping[str, Function], member: str, members: Mapping[str, str],

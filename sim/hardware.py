@@ -4,13 +4,17 @@
 as SCALE-Sim has it, or one unified buffer), ``dram``, ``vector`` (the unit that runs
 element-wise/pool/softmax/norm ops and fused epilogues), ``clock``, ``host`` and ``link`` models,
 ``energy`` and ``area`` coefficients, and ``support`` (the ops/patterns offloaded; it builds the
-partition target). Every value is checked when the object is built; a bad one raises
-``HardwareError`` with one line naming the dotted field and the rule broken.
+partition target). Every value is checked when the object is built against the ``Rule`` in its
+field's metadata (numbers are finite and within physical bounds, so derived figures stay finite;
+``field_rules()`` lists them for docs and ``hw show``); a bad one raises ``HardwareError`` with one
+line naming the dotted field and the rule broken. A section added later declares its fields the
+same way (``_int``, ``_num``, ``_R``) and gets the same checks, messages and docs.
 
-Files (TOML, YAML or JSON) hold the same tree as nested tables. A file may start from a preset with
-``base = "<preset name>"`` and override only what differs. ``fingerprint`` is the sha256 of the
-canonical JSON of every field except ``name`` and ``description``, so two files describing the same
-machine share tuning records.
+Files (TOML, YAML or JSON, read by ``sim.configfile.read_config`` as untrusted input) hold the same
+tree as nested tables. A file may start from ``base = "<preset name or file>"`` (a file relative to
+the one naming it; a cycle of files is refused) and override only what differs. ``fingerprint`` is
+the sha256 of the canonical JSON of every field except ``name`` and ``description``, so two files
+describing the same machine share tuning records.
 """
 from __future__ import annotations
 

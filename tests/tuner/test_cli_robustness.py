@@ -92,3 +92,17 @@ def test_plans_are_written_readable_by_all(tmp_path, capsys):
     assert main(["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "0", "-o", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["plan_file"] == str(out)
     assert out.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("argv, msg", [
+    ([], "accel-tune: error: the following arguments are required: COMMAND (see accel-tune --help)"),
+    (["bogus"], "accel-tune: error: argument COMMAND: invalid choice: 'bogus'"),
+    (["sweep", "s.toml", "-o", "o", "--limit", "x"],
+     "accel-tune: error: sweep: argument --limit: invalid int value: 'x' (see accel-tune sweep --help)"),
+    (["hw", "show"], "accel-tune: error: hw show: the following arguments are required: NAME|FILE"),
+])
+def test_usage_errors_are_one_line_too(capsys, argv, msg):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert _one_error(capsys).startswith(msg)

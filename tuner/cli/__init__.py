@@ -16,8 +16,17 @@ class CLIError(Exception):
     """A user-facing error: printed as one line."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a usage error as the one line every other bad input gives (argparse prints the
+    usage block and its own prefix); subcommand parsers inherit the class."""
+
+    def error(self, message: str):
+        sub = self.prog.removeprefix("accel-tune").strip()
+        self.exit(2, f"accel-tune: error: {f'{sub}: ' if sub else ''}{message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="accel-tune", description="Partition, cost, tune and export models for a new accelerator.")
+    p = _Parser(prog="accel-tune", description="Partition, cost, tune and export models for a new accelerator.")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
