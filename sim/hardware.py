@@ -18,6 +18,7 @@ describing the same machine share tuning records.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -310,20 +311,25 @@ class SupportConfig(_Section):
                                    "composite patterns offloaded as one kernel", hi=1000)
 
     def _check(self) -> None:
-        from partition.patterns import pattern_names
-
         from .workload import OFFLOADABLE_OPS
         bad = [o for o in self.ops if o not in OFFLOADABLE_OPS]
         if bad:
             raise HardwareError(f"hardware.support.ops lists {', '.join(map(repr, bad[:5]))}, which the "
                                 f"accelerator model cannot cost (unknown or host-only ops); offloadable ops: "
                                 f"{', '.join(sorted(OFFLOADABLE_OPS))}")
-        known = set(pattern_names())
+        known = _pattern_names()
         bad = [p for p in self.patterns if p.removeprefix(f"{self.target}.") not in known]
         if bad:
             raise HardwareError(f"hardware.support.patterns lists {', '.join(map(repr, bad[:5]))}, which are not "
                                 f"pattern names (<op>[_bias][_bn][_residual][_<activation>], e.g. conv2d_bias_relu; "
                                 f"partition.patterns.pattern_names() lists them)")
+
+
+@functools.cache
+def _pattern_names() -> frozenset[str]:
+    """partition.patterns.pattern_names(), built once: every sweep point checks its patterns."""
+    from partition.patterns import pattern_names
+    return frozenset(pattern_names())
 
 
 _SECTIONS: dict[str, type] = {

@@ -11,7 +11,7 @@ from tuner.cli import main
 from tuner.sweep import SpecError, enumerate_space, load_spec, parse_spec, point_at
 from tuner.sweep.runner import _rows_beyond
 from tuner.sweep.space import EAGER_POINTS, eval_key
-from tuner.sweep.spec import MAX_AXIS_VALUES, MAX_POINTS
+from tuner.sweep.spec import MAX_AXIS_VALUES, MAX_POINTS, MAX_TOTAL_AXIS_VALUES
 
 
 def _spec(**over):
@@ -40,6 +40,15 @@ def test_huge_ranges_are_refused_without_being_built(rng):
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 20 * 2**20  # a billion values would be gigabytes
+
+
+def test_all_axes_together_are_capped():
+    """Each value is checked against the base when the spec loads; 37 axes of 10,000 values each
+    would take a minute, so the total is bounded too."""
+    big = {"start": 1, "stop": 4000, "step": 1}
+    with pytest.raises(SpecError, match=f'axes."vector.lanes": the axes list more than {MAX_TOTAL_AXIS_VALUES:,}'):
+        parse_spec(_spec(axes={"array.rows": big, "array.cols": big, "dram.latency_cycles": {**big, "stop": 10_000},
+                               "vector.lanes": big}))
 
 
 @pytest.mark.parametrize("rng, values", [

@@ -29,6 +29,7 @@ METRICS = {
 _TOP_KEYS = ("name", "description", "base", "objective", "seed", "trials", "share_cost_model",
              "warm_start", "sampling", "axes", "constraints", "models")
 MAX_AXIS_VALUES = 10_000   # values of one axis; each is checked against the base when the spec loads
+MAX_TOTAL_AXIS_VALUES = 20_000  # values of all axes together (a few seconds of checks)
 MAX_GRID = 10**9           # grid points (a larger grid is a typo); only random sampling or --limit
                            # visit a grid above MAX_POINTS, and never all of it
 MAX_POINTS = 100_000       # points one sweep may want evaluated: a grid or a random count
@@ -205,7 +206,7 @@ def _too_many(where: str) -> None:
     raise SpecError(f"{where} expands to more than {MAX_AXIS_VALUES:,} values; use a coarser step or factor")
 
 
-def _parse_axis(key: str, raw: Any, base: HardwareConfig) -> Axis:
+def _parse_axis(key: str, raw: Any, base: HardwareConfig, budget: int = 10**9) -> Axis:
     where = f'axes."{key}"'
     paths = tuple(p.strip() for p in key.split(","))
     for p in paths:
@@ -222,6 +223,9 @@ def _parse_axis(key: str, raw: Any, base: HardwareConfig) -> Axis:
                         f"got {_show(raw)}")
     if not vals:
         raise SpecError(f"{where} is empty")
+    if len(vals) > budget:
+        raise SpecError(f"{where}: the axes list more than {MAX_TOTAL_AXIS_VALUES:,} values in all; "
+                        f"use coarser ranges")
     tuples: list[tuple[Any, ...]] = []
     for i, v in enumerate(vals):
         if len(paths) > 1 and isinstance(v, list):
@@ -377,7 +381,11 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
         raise SpecError("sampling.count is required with sampling.method = \"random\"")
 
     raw_axes = _flatten_axes(_table("axes", d.get("axes", {})))
-    axes = tuple(_parse_axis(k, v, base_hw) for k, v in raw_axes.items())
+    axes: tuple[Axis, ...] = ()
+    for k, v in raw_axes.items():
+        # Every value is checked against the base (about 0.1 ms each): bound them all, not each axis.
+        budget = MAX_TOTAL_AXIS_VALUES - sum(len(a.values) for a in axes)
+        axes += (_parse_axis(k, v, base_hw, budget),)
     seen: dict[str, str] = {}
     for a in axes:
         for p in a.paths:
