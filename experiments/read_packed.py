@@ -53,7 +53,7 @@ def read_members(path):
         # a regular file only: /dev/zero never ends, a FIFO blocks the open
         expect(os.path.isfile(path), f"{path}: not a regular file")
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError) as e:
         raise ArchiveError(f"{path}: not a readable zip archive ({e})")
     with zf:
         infos = zf.infolist()
@@ -180,7 +180,7 @@ def load_params(blob):
     try:
         inner = zipfile.ZipFile(io.BytesIO(blob))
         infos = inner.infolist()
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError, ValueError) as e:
         raise ArchiveError(f"params.npz: not a valid npz ({e})")
     out = {}
     with inner:

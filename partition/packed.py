@@ -338,7 +338,10 @@ def read_packed(path: str | os.PathLike, *, max_member_bytes: int = DEFAULT_MAX_
         zf = zipfile.ZipFile(path)
     except FileNotFoundError:
         raise PackedFormatError(f"{path}: no such file") from None
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
+    except PackedFormatError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError) as e:
+        # NotImplementedError: a directory entry claiming a zip version or feature zipfile lacks
         raise PackedFormatError(f"{label}: not a readable zip archive (truncated or corrupt: {e})") from None
     with zf:
         infos = _check_directory(zf, label, max_member_bytes, max_total_bytes)
@@ -487,7 +490,7 @@ def load_npz(data: bytes, label: str = PARAMS, max_member: int = DEFAULT_MAX_MEM
     try:
         inner = zipfile.ZipFile(io.BytesIO(data))
         infos = inner.infolist()
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
+    except (zipfile.BadZipFile, EOFError, OSError, NotImplementedError, ValueError) as e:
         raise PackedFormatError(f"{label}: not a valid npz (zip) file: {e}") from None
     seen, total = set(), 0
     for info in infos:

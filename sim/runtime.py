@@ -40,6 +40,11 @@ _VALUE_PRESERVING = frozenset({"cast", "reshape", "flatten", "squeeze", "unsquee
 _INDEX_OPS = {"gather": 1, "gather_elements": 1, "gather_nd": 1}
 
 
+# Host ops + device calls of one run: about 20 s of interpreting at 0.1 ms an op; a built-in model
+# executes a few hundred, a recurrent zoo model a few thousand.
+DEFAULT_MAX_OPS = 200_000
+
+
 class RuntimeLoadError(ValueError):
     """A packed module the simulated device cannot run (bad hardware config or schedule); one line."""
 
@@ -209,12 +214,13 @@ class LoadedModule:
             out[s.name] = _as_dtype(a, np.dtype(s.dtype), s.name)
         return out
 
-    def run(self, inputs: Mapping[str, Any] | Sequence[Any]) -> RunResult:
-        """Run one inference: ``inputs`` by name (or a list in input order)."""
+    def run(self, inputs: Mapping[str, Any] | Sequence[Any], max_ops: int = DEFAULT_MAX_OPS) -> RunResult:
+        """Run one inference: ``inputs`` by name (or a list in input order). More than ``max_ops``
+        host ops and device calls raise RunLimitError (Loop trip counts are data)."""
         args = self.check_inputs(inputs)
         g = self.graph
         externals = {s: g.functions[s] for s in self.reports}
-        trace = _Trace(self.hw)
+        trace = _Trace(self.hw, max_ops)
         values = _DeviceInterpreter(g, None, externals=externals, trace=trace).run(
             [args[v.name] for v in g.inputs])
         outputs = {}
@@ -338,23 +344,38 @@ def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str
 
 
 # ------------------------------------------------------------------------------------- execution
+class RunLimitError(ValueError):
+    """A run that executes more ops than its budget (``max_ops``); one line."""
+
+
 class _Trace:
     """What one run executed: host seconds and ops, and calls per external symbol. Lives for one
-    ``run`` call only."""
+    ``run`` call only. ``max_ops`` bounds host ops plus device calls: a Loop's trip count is data
+    in the archive, and 10**12 trips of a two-op body would otherwise run for days."""
 
-    def __init__(self, hw: HardwareConfig):
+    def __init__(self, hw: HardwareConfig, max_ops: int):
         self.hw = hw
+        self.max_ops = max_ops
         self.host_s = 0.0
         self.host_j = 0.0
         self.host_ops = 0
         self.calls: dict[str, int] = {}
+        self.executed = 0
+
+    def _count(self) -> None:
+        self.executed += 1
+        if self.executed > self.max_ops:
+            raise RunLimitError(f"the run executed more than {self.max_ops:,} ops (host ops and device calls), "
+                                f"its budget: a Loop of that many trips? (accel-tune run --max-ops N)")
 
     def host(self, node: Node) -> None:
+        self._count()
         self.host_s += host_op_seconds(node, self.hw)
         self.host_j += host_op_joules(node, self.hw)
         self.host_ops += 1
 
     def call(self, sym: str) -> None:
+        self._count()
         self.calls[sym] = self.calls.get(sym, 0) + 1
 
 
@@ -437,5 +458,5 @@ def _index_bound(v: Value, g: Graph, depth: int = 0) -> int | None:
     return min(bounds) if bounds else None
 
 
-__all__ = ["load", "hardware_of", "schedules_of", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
+__all__ = ["load", "hardware_of", "schedules_of", "RunLimitError", "DEFAULT_MAX_OPS", "LoadedModule", "RunResult", "LatencyBreakdown", "FunctionTiming", "InputSpec",
            "RuntimeLoadError", "RunInputError", "example_inputs", "FIDELITIES"]

@@ -125,3 +125,45 @@ def test_cli_run_inputs_with_a_lying_npy_header(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"accel-tune: error: {tmp_path / 'lie.npz'}: array 'x': header declares float32[2147483648,4] "
                    f"(34,359,738,368 bytes) but the entry holds 64 bytes of data"]
+
+
+def test_a_loop_of_absurd_trips_stops_at_the_op_budget(tmp_path, capsys):
+    """A Loop's trip count is data: 10**12 trips of byoc_demo's body would run for years."""
+    import io
+    import zipfile
+
+    import tuner
+    from partition import models, read_packed
+    from sim.runtime import DEFAULT_MAX_OPS, RunLimitError
+    plan = tmp_path / "p.zip"
+    tuner.tune(models.get("byoc_demo"), "edge-npu", trials=0, progress=False).save(plan)
+    assert int(read_packed(plan).params["trip_count"]) < 100
+    with zipfile.ZipFile(plan) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    with zipfile.ZipFile(io.BytesIO(members["params.npz"])) as z:
+        ents = {n: z.read(n) for n in z.namelist()}
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.array(10**12, np.int64))
+    ents["trip_count.npy"] = buf.getvalue()
+    npz = io.BytesIO()
+    with zipfile.ZipFile(npz, "w") as z:
+        for n, d in ents.items():
+            z.writestr(n, d)
+    members["params.npz"] = npz.getvalue()
+    man = json.loads(members["manifest.json"])
+    man["members"]["params.npz"] = {"sha256": __import__("hashlib").sha256(members["params.npz"]).hexdigest(),
+                                    "size": len(members["params.npz"])}
+    members["manifest.json"] = json.dumps(man).encode()
+    bad = tmp_path / "trips.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        for n, d in members.items():
+            z.writestr(n, d)
+    mod = load(bad)
+    with pytest.raises(ValueError, match="the run executed more than 1,000 ops"):
+        mod.run(sim.runtime.example_inputs(mod), max_ops=1000)
+    assert main(["run", str(bad), "--max-ops", "500"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "the run executed more than 500 ops" in err[0] and "--max-ops" in err[0]
+    assert main(["run", str(plan), "--max-ops", "0"]) == 2
+    assert "--max-ops must be >= 1" in capsys.readouterr().err
+    assert DEFAULT_MAX_OPS == 200_000 and issubclass(RunLimitError, ValueError)

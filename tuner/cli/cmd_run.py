@@ -28,6 +28,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs here, by name")
     p.add_argument("--fidelity", choices=("tile", "analytical"), default="tile",
                    help="kernel simulator for device timing (default: tile, what the tuner measures)")
+    p.add_argument("--max-ops", type=int, default=None, metavar="N",
+                   help="stop a run that executes more than N host ops and device calls (default 200,000, "
+                        "about 20 s; a Loop's trip count is data in the plan)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -51,8 +54,11 @@ def read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def run(args) -> int:
-    from sim.runtime import RunInputError, example_inputs, load
+    from sim.runtime import DEFAULT_MAX_OPS, RunInputError, example_inputs, load
 
+    max_ops = DEFAULT_MAX_OPS if args.max_ops is None else args.max_ops
+    if max_ops < 1:
+        raise CLIError(f"--max-ops must be >= 1, got {max_ops}")
     if args.output:
         check_writable(args.output, "the outputs")
     mod = load(args.plan, fidelity=args.fidelity)
@@ -61,7 +67,7 @@ def run(args) -> int:
     else:
         inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
     try:
-        res = mod.run(inputs)
+        res = mod.run(inputs, max_ops=max_ops)
     except RunInputError as e:
         raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
     if args.output:
