@@ -185,7 +185,9 @@ def roofline_figure(rows: list[dict[str, Any]]) -> Figure | None:
     ax.legend(fontsize=7)
     return Figure("roofline", "Roofline of the tuned kernels",
                   f"Every tuned kernel of the fastest point ({_label(best)}: {_params_text(best)}); "
-                  f"peak {peak:.3g} GMAC/s" + (f", DRAM {bw:.3g} GB/s." if bw else "."), _png(fig))
+                  f"peak {peak:.3g} GMAC/s" + (f", DRAM {bw:.3g} GB/s" if bw else "")
+                  + "; DRAM bytes are what each kernel moves inside its function (intermediates kept on chip "
+                    "excluded).", _png(fig))
 
 
 def _tuning_gain(r: dict[str, Any]) -> float:
@@ -284,6 +286,13 @@ img{max-width:100%}pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x
 def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = None,
                  versions: dict[str, Any] | None = None, title: str | None = None) -> Report:
     rows = list(rows)
+    seen: dict[int, str] = {}
+    for r in rows:
+        if seen.setdefault(r["index"], r["point"]) != r["point"]:
+            # Two machines under one index: rows of two sweeps (an older accel-tune let a folder
+            # be reused with another base); one report of both would be one wrong design space.
+            raise ReportError(f"design point {r['index']} appears with two different machines: the rows "
+                              f"come from more than one sweep; rerun the sweep into a fresh folder")
     ok = _ok(rows)
     if not ok:
         raise ReportError("no successfully evaluated design point to report")
