@@ -14,6 +14,7 @@ machine share tuning records.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
@@ -431,4 +432,18 @@ def load_hw(path_or_name: "str | Path | HardwareConfig") -> HardwareConfig:
         # An empty file would silently become the built-in defaults: a wrong answer, not a config.
         raise HardwareError(f"hardware config {p} is empty: give its sections, or base = \"<preset>\" "
                             f"and the fields that differ")
-    return HardwareConfig.from_dict(data)
+    return _own_name(HardwareConfig.from_dict(data), data, p)
+
+
+def _own_name(hw: HardwareConfig, data: Mapping[str, Any], p: Path) -> HardwareConfig:
+    """A file that starts from a base and changes it describes another machine: unless it names
+    (describes) itself, it is named after the file and its description says what it changed."""
+    if "base" not in data or ("name" in data and "description" in data):
+        return hw
+    base = HardwareConfig.from_dict({"base": data["base"]})
+    old, new = base.to_dict(), hw.to_dict()
+    changed = [f"{sec}.{k} = {v!r}" for sec in _SECTIONS for k, v in new[sec].items() if old[sec][k] != v]
+    if not changed:
+        return hw
+    return dataclasses.replace(hw, name=str(data.get("name", p.stem)),
+                               description=str(data.get("description", f"{base.name} with {', '.join(changed)}")))

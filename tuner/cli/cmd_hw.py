@@ -9,7 +9,8 @@ from tuner.cli import print_json
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("hw", help="list hardware presets or show one",
                        description="list: every preset with its array, buffers, DRAM bandwidth and clock. "
-                                   "show NAME|FILE: the whole configuration and its fingerprint.")
+                                   "show NAME|FILE: the whole configuration as TOML (it loads back: "
+                                   "hw show X > mine.toml, then edit) with its fingerprint.")
     hs = p.add_subparsers(dest="hw_command", metavar="ACTION")
     hs.required = True
     lp = hs.add_parser("list", help="list the presets")
@@ -45,12 +46,16 @@ def run(args) -> int:
     if args.json:
         print_json({**hw.to_dict(), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()})
         return 0
-    d = hw.to_dict()
-    print(f"{hw.name}: {hw.description}")
-    print(f"fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s")
-    for sec, vals in d.items():
-        if isinstance(vals, dict):
-            print(f"[{sec}]")
-            for k, v in vals.items():
-                print(f"  {k} = {v}")
+    print(toml_text(hw), end="")
     return 0
+
+
+def toml_text(hw) -> str:
+    """The whole config as TOML (what ``hw show`` prints): it loads back as the same machine
+    (same fingerprint), so ``accel-tune hw show X > mine.toml`` starts a config to edit. The
+    derived figures are TOML comments."""
+    import tomli_w
+    head = (f"# {hw.name}: {hw.description}\n"
+            f"# fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  "
+            f"peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s\n")
+    return head + tomli_w.dumps(hw.to_dict())
