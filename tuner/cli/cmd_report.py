@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import print_json
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -14,12 +15,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR", help="a folder written by accel-tune sweep")
     p.add_argument("-o", "--out", metavar="HTML", help="report file (default DIR/report.html)")
     p.add_argument("--json", action="store_true", help="print {path, points, pareto, figures}")
+    add_progress_arg(p)
     return p
 
 
 def run(args) -> int:
-    from tuner.sweep.report import report_dir
-    path, rep = report_dir(args.dir, args.out)
+    from tuner.sweep.report import FIGURES, report_dir
+    with Steps(args, "report", len(FIGURES)) as steps:
+        path, rep = report_dir(args.dir, args.out, on_figure=steps.step)
     if args.json:
         print_json({"path": str(path), "points": rep.points, "pareto": list(rep.pareto),
                     "figures": [f.id for f in rep.figures], "bytes": len(rep.html)})

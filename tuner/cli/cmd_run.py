@@ -10,6 +10,7 @@ import zipfile
 import numpy as np
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -27,6 +28,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--fidelity", choices=("tile", "analytical"), default="tile",
                    help="kernel simulator for device timing (default: tile, what the tuner measures)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_arg(p)
     return p
 
 
@@ -58,15 +60,18 @@ def run(args) -> int:
     if args.output and not os.path.isdir(os.path.dirname(os.path.abspath(args.output))):
         raise CLIError(f"cannot write outputs: directory {os.path.dirname(os.path.abspath(args.output))} "
                        f"does not exist")
-    mod = load(args.plan, fidelity=args.fidelity)
-    if args.inputs:
-        inputs, source = read_inputs(args.inputs), args.inputs
-    else:
-        inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
-    try:
-        res = mod.run(inputs)
-    except RunInputError as e:
-        raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
+    with Steps(args, "run", 2) as steps:
+        steps.step("loading the plan, simulating its functions")
+        mod = load(args.plan, fidelity=args.fidelity)
+        if args.inputs:
+            inputs, source = read_inputs(args.inputs), args.inputs
+        else:
+            inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
+        steps.step("running one inference")
+        try:
+            res = mod.run(inputs)
+        except RunInputError as e:
+            raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
     if args.output:
         # Output names are graph value names; npz keys are looked up, never used as paths.
         np.savez(args.output, **{k: np.asarray(v) for k, v in res.outputs.items()})
@@ -96,7 +101,7 @@ def _print(mod, res, source, pred, args) -> None:
         print(f"  {k}  {v.dtype.name}[{','.join(map(str, v.shape))}]")
     print(f"simulated latency {b.latency_s * 1e3:.3f} ms, energy {b.energy_j * 1e3:.3f} mJ "
           f"({mod.fidelity} kernel simulator)")
-    print(f"  host    {b.host_s * 1e3:10.3f} ms  ({b.host_ops} ops, {b.host_j * 1e3:.3f} mJ)")
+    print(f"  host    {b.host_s * 1e3:10.3f} ms  ({b.host_ops} ops and the link's conversions, {b.host_j * 1e3:.3f} mJ)")
     print(f"  link    {b.link_s * 1e3:10.3f} ms")
     print(f"  launch  {b.launch_s * 1e3:10.3f} ms  ({sum(f.calls for f in b.functions)} calls)")
     print(f"  device  {b.device_s * 1e3:10.3f} ms")
