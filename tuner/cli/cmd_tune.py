@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuner.cli import CLIError, print_json
 from tuner.cli.common import add_input_shape_arg, input_shapes
+from tuner.cli.progress import add_progress_arg, progress_enabled
 from tuner.plan import json_safe
 
 
@@ -31,6 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (same seed, same plan)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    add_progress_arg(p)
     return p
 
 
@@ -64,7 +66,7 @@ def run(args) -> int:
         if not os.path.isdir(log_dir):
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
-                progress=not args.json, model_name=name)
+                progress=progress_enabled(args), model_name=name)
     if args.output:
         plan.save(args.output)
     if args.json:
