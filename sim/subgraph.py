@@ -133,6 +133,8 @@ def _fused(rep: KernelReport, wl: Workload, hw: HardwareConfig, reads: float, wr
         cut -= take
     e = dict(rep.energy_pj)
     e["dram"] = max(0.0, e.get("dram", 0.0) - credit * hw.energy.dram_pj_per_byte)
+    # bytes_by_operand keeps the kernel's traffic alone: which operand a read credit comes off is
+    # not tracked, only how much.
     return replace(rep, total_cycles=total, energy_pj=e, **parts,
                    dram_read_bytes=int(round(rep.dram_read_bytes - reads)),
                    dram_write_bytes=int(round(rep.dram_write_bytes - writes)),
