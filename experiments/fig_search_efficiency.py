@@ -1,4 +1,5 @@
-"""Search efficiency: model-guided evolution vs random search vs evolution without the cost model,
+"""Search efficiency: the tuner (evolution ranked by the analytical prior or the learned model, as its
+policy decides) vs random search vs evolution without the cost model,
 at equal measurement budgets, against the exhaustive optimum per layer. Runs the tuner engineer's
 benchmark (experiments/bench/search_quality.py --json) and draws its result.
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "experiments/bench/search_quality.py"
-STRATEGIES = (("tuned_cycles", "model-guided evolution"), ("no_model_cycles", "evolution, no model"),
+STRATEGIES = (("tuned_cycles", "tuner (default model policy)"), ("no_model_cycles", "evolution, no model"),
               ("random_cycles", "random search"))
 
 

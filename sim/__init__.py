@@ -9,14 +9,14 @@
 from . import presets
 from .analytical import ScheduleArrays
 from .hardware import HardwareConfig, HardwareError, load_hw
-from .kernel import simulate, simulate_batch
+from .kernel import simulate, simulate_batch, tile_cycles
 from .report import KernelCost, KernelReport, SubgraphReport
 from .schedule import LOOP_ORDERS, STANDARD_SPATIAL, Schedule, ScheduleError, check
 from .workload import Workload, WorkloadError
 
 __all__ = ["HardwareConfig", "HardwareError", "load_hw", "presets", "Workload", "WorkloadError",
            "Schedule", "ScheduleError", "ScheduleArrays", "check", "LOOP_ORDERS", "STANDARD_SPATIAL",
-           "simulate", "simulate_batch", "KernelReport", "KernelCost", "SubgraphReport"]
+           "simulate", "simulate_batch", "tile_cycles", "KernelReport", "KernelCost", "SubgraphReport"]
 
 from .subgraph import CostError, GraphCost, cost_graph, simulate_function  # noqa: E402
 

@@ -1,6 +1,8 @@
 """Schedules that need no search: a sound default, and SCALE-Sim's own mapping."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .analytical import ScheduleArrays, buffer_fits, evaluate
@@ -48,6 +50,10 @@ def _candidate_arrays(wl: Workload, hw: HardwareConfig, double_buffer: bool) -> 
                           np.full(cols.shape[1], double_buffer), np.zeros(cols.shape[1], dtype=np.int64))
 
 
+# The search, the partition problem and the costing of a plan all ask for the default schedule of
+# the same kernels (three times per kernel in one ``tune``), and each answer takes a vectorised
+# sweep of ~10^4 candidates. It is a pure function of two frozen values: memoise it.
+@functools.lru_cache(maxsize=4096)
 def default_schedule(wl: Workload, hw: HardwareConfig) -> Schedule:
     epi = fused_epilogue(wl, hw)
     if not wl.is_mac:

@@ -90,6 +90,12 @@ class CostModel:
     def fit(self, X: np.ndarray, log_cycles: np.ndarray, groups: np.ndarray, prior: np.ndarray) -> "CostModel":
         """A model trained on this model's rows plus the new ones. ``log_cycles``: natural log of
         measured cycles; ``groups``: ``group_id`` per row; ``prior``: analytical log cycles."""
+        return self.add_rows(X, log_cycles, groups, prior, train=True)
+
+    def add_rows(self, X: np.ndarray, log_cycles: np.ndarray, groups: np.ndarray, prior: np.ndarray,
+                 train: bool = False) -> "CostModel":
+        """This model's rows plus the new ones; retrained only with ``train`` (otherwise the booster,
+        if any, stays as it was: the rows wait for the next ``fit``, here or in a warm-started run)."""
         X = np.asarray(X, dtype=np.float32).reshape(-1, N_FEATURES) if len(X) else np.zeros((0, N_FEATURES), np.float32)
         n = len(X)
         for name, a in (("log_cycles", log_cycles), ("groups", groups), ("prior", prior)):
@@ -100,6 +106,8 @@ class CostModel:
         ally = np.concatenate([self.log_cycles, np.asarray(log_cycles, dtype=float)])[-keep:]
         allp = np.concatenate([self.prior, np.asarray(prior, dtype=float)])[-keep:]
         allg = np.concatenate([self.groups, np.asarray(groups, dtype=np.int64)])[-keep:]
+        if not train:
+            return CostModel(self.config, allX, ally, allp, allg, self.booster_raw)
         raw = _train(self.config, allX, ally, allg, allp) if len(ally) >= self.config.min_rows else None
         return CostModel(self.config, allX, ally, allp, allg, raw)
 
@@ -157,6 +165,13 @@ class CostModel:
             return m.fit(np.zeros((0, N_FEATURES), np.float32), np.zeros(0), np.zeros(0, np.int64), np.zeros(0))
         return cls(saved, arrays["X"].astype(np.float32), arrays["log_cycles"], arrays["prior"],
                    arrays["groups"].astype(np.int64), raw)
+
+
+def load_xgboost():
+    """Import XGBoost (about half a second, once per process): callers that account time charge it
+    to training, the only thing that needs it besides predicting with a trained model."""
+    import xgboost
+    return xgboost
 
 
 def _params(cfg: CostModelConfig) -> dict:

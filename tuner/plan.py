@@ -72,6 +72,9 @@ class Plan:
     trials: int = 0
     search: Mapping[str, Any] = field(default_factory=dict)      # search statistics
     cost_model: Any = field(default=None, repr=False)            # the tuner's model, for reuse
+    # Where tune()'s wall time went (partition, kernel tuning by phase, final costing); not in
+    # summary() or the packed module: it differs from run to run.
+    timing: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ figures
     @property

@@ -7,9 +7,10 @@ frozen (schedule, cycles) record. It never measures anything itself. Each strate
 same proposals.
 
 - ``EvolutionarySearch`` (Ansor-like, the default): an initial population of uniform samples plus
-  the best measured schedules; a few generations of mutation and crossover with the cost model's
-  prediction as fitness; then the best-predicted unmeasured candidates, with an epsilon share of
-  uniform random ones (exploration).
+  the best measured schedules; a few generations of mutation and crossover with a scorer as fitness
+  (``tuner.scoring``: the analytical prior, or the learned model's prediction); then the
+  best-scored unmeasured candidates, with an epsilon share of uniform random ones (exploration).
+  ``ask(n, model)`` takes a ``CostModel`` (untrained: the prior), a scorer, or ``None`` (the prior).
 - ``RandomSearch``: uniform samples of the legal space.
 - ``MeasuredEvolution``: a genetic algorithm whose fitness is measurement itself ("evolution without
   the model"; the benchmark's baseline).
@@ -24,7 +25,7 @@ import numpy as np
 from sim import Schedule
 
 from .cost_model import CostModel
-from .features import featurize
+from .scoring import Scorer, scorer_for
 from .space import Crossover, Mutation, MutationMix, ScheduleSpace, UniformCrossover
 
 
@@ -37,7 +38,7 @@ class Trial:
 class SearchStrategy(Protocol):
     space: ScheduleSpace
 
-    def ask(self, n: int, model: CostModel | None = None) -> list[Schedule]: ...
+    def ask(self, n: int, model: "CostModel | Scorer | None" = None) -> list[Schedule]: ...
 
     def tell(self, trials: Sequence[Trial]) -> None: ...
 
@@ -122,6 +123,7 @@ class EvolutionConfig:
     crossover_prob: float = 0.2  # the rest of the offspring are mutants
     elite_frac: float = 0.1
     epsilon: float = 0.1         # share of each batch drawn uniformly (exploration)
+    continue_generations: int = 1  # generations added per ask while the scorer is unchanged
     mutation: Mutation = field(default_factory=MutationMix)
     crossover: Crossover = field(default_factory=UniformCrossover)
 
@@ -133,10 +135,18 @@ def _tournament(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
 
 
 class EvolutionarySearch(_Strategy):
+    """Evolution with a scorer as the fitness. While the scorer stays the same from one ``ask`` to
+    the next (the analytical prior, or a model not retrained since), scores cannot change, so the
+    search keeps every candidate it has scored (the pool) and continues the last population for
+    ``continue_generations`` instead of starting over; a new scorer starts a fresh evolution."""
+
     def __init__(self, space: ScheduleSpace, seed: int = 0, config: EvolutionConfig = EvolutionConfig()):
         super().__init__(space, seed)
         self.config = config
         self._default: np.ndarray | None = None
+        self._scorer: Scorer | None = None
+        self._pool: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # codes, genes, scores
+        self._pop: tuple[np.ndarray, np.ndarray] | None = None                # last population, scores
 
     def _heuristic(self) -> np.ndarray:
         """The simulator's default schedule, when it lies in the space (a strong starting point)."""
@@ -148,24 +158,11 @@ class EvolutionarySearch(_Strategy):
             self._default = np.zeros((0, 7), dtype=np.int64) if g is None else g[None, :]
         return self._default
 
-    def _score(self, genes: np.ndarray, model: CostModel | None) -> np.ndarray:
-        X, prior = featurize(self.space, genes)
-        return model.predict(X, prior) if model is not None else prior
-
-    def ask(self, n: int, model: CostModel | None = None) -> list[Schedule]:
-        if n <= 0:
-            return []
+    def _evolve(self, pop: np.ndarray, scores: np.ndarray, generations: int, scorer: Scorer):
+        """Run ``generations`` from a scored population; every population seen, and the last."""
         cfg, sp, rng = self.config, self.space, self.rng
-        best = np.concatenate([self._best_genes(cfg.seed_best), self._heuristic()])
-        pop = np.concatenate([sp.sample(max(cfg.population - len(best), 1), rng), best])
-        seen_codes, seen_genes, seen_scores = [], [], []
-        scores = self._score(pop, model)
-        for gen in range(cfg.generations + 1):
-            seen_codes.append(sp.encode(pop))
-            seen_genes.append(pop)
-            seen_scores.append(scores)
-            if gen == cfg.generations:
-                break
+        seen = [(pop, scores)]
+        for _ in range(generations):
             n_elite = max(1, int(cfg.elite_frac * len(pop)))
             elite = pop[np.argsort(scores, kind="stable")[:n_elite]]
             n_child = cfg.population - n_elite
@@ -176,14 +173,33 @@ class EvolutionarySearch(_Strategy):
             if cross.any():
                 children[cross] = cfg.crossover(sp, pa[cross], pb[cross], rng)
             pop = np.concatenate([elite, children])
-            scores = self._score(pop, model)
-        codes = np.concatenate(seen_codes)
-        genes = np.concatenate(seen_genes)
-        sc = np.concatenate(seen_scores)
+            scores = scorer(sp, pop)
+            seen.append((pop, scores))
+        return seen, (pop, scores)
+
+    def ask(self, n: int, model: "CostModel | Scorer | None" = None) -> list[Schedule]:
+        if n <= 0:
+            return []
+        cfg, sp, rng = self.config, self.space, self.rng
+        scorer = scorer_for(model)
+        if self._pool is not None and scorer == self._scorer:
+            seen, last = self._evolve(*self._pop, cfg.continue_generations, scorer)
+            seen = [(self._pool[1], self._pool[2])] + seen[1:]
+        else:
+            best = np.concatenate([self._best_genes(cfg.seed_best), self._heuristic()])
+            pop = np.concatenate([sp.sample(max(cfg.population - len(best), 1), rng), best])
+            seen, last = self._evolve(pop, scorer(sp, pop), cfg.generations, scorer)
+        genes = np.concatenate([g for g, _ in seen])
+        sc = np.concatenate([s for _, s in seen])
+        codes = sp.encode(genes)
         order = np.lexsort((codes, sc))  # best predicted first; ties broken by code, not by chance
+        # The pool keeps each candidate once, in rank order (what the next ask starts from).
+        _, first = np.unique(codes[order], return_index=True)
+        keep = order[np.sort(first)]
+        self._scorer, self._pool, self._pop = scorer, (codes[keep], genes[keep], sc[keep]), last
         n_eps = int(round(cfg.epsilon * n)) if n > 1 else int(rng.random() < cfg.epsilon)
         taken: set[int] = set()
-        chosen = self._fresh(genes[order], n - n_eps, taken)
+        chosen = self._fresh(genes[keep], n - n_eps, taken)
         chosen += self._random_fresh(n - len(chosen), taken)
         return sp.schedules(np.array(chosen)) if chosen else []
 

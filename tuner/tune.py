@@ -15,6 +15,7 @@ partition with every kernel at ``Schedule.default``: what tuning gained).
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,17 @@ def _tasks(problem: Problem, order: list[frozenset[int]]):
 def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None,
          log: str | Path | None = None, objective: str = "latency", seed: int = 0,
          progress: bool = True, cost_model: Any = None, measurer: Any = None,
-         model_name: str | None = None, options: CostOptions = CostOptions()) -> Plan:
+         model_name: str | None = None, options: CostOptions = CostOptions(),
+         model_use: str = "auto") -> Plan:
     """Tune ``graph`` for ``hw`` (a config, preset name or file). ``trials``: kernel measurements
     in all (default: ``tune_kernels``'s, 16 per task); ``log``: tuning records (JSON lines) read
     and appended, so a rerun resumes; ``cost_model``: a shared ``tuner.CostModel`` to start from
-    (sweeps pass one across hardware points); ``objective``: latency, energy or edp."""
+    (sweeps pass one across hardware points); ``objective``: latency, energy or edp;
+    ``model_use``: when the learned model trains (``auto``, ``always``, ``never``: ``tuner.model_policy``).
+    ``Plan.timing`` says where the wall time went."""
     from .tune_kernels import tune_kernels
 
+    t0 = time.perf_counter()
     hw = sim.load_hw(hw)
     if objective not in OBJECTIVES:
         raise TuneError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
@@ -66,18 +71,22 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     _check_runnable(problem, hw, name)
 
     first = search(problem, objective)
+    t1 = time.perf_counter()
     greedy = problem.greedy_set
     every = frozenset(i for i in range(len(problem.units)) if problem.offloadable[i])
     tasks = _tasks(problem, [first.device, greedy - first.device, every - first.device - greedy])
     tuned: dict[str, sim.Schedule] = {}
     measured: dict[str, int] = {}
     model = cost_model
+    kernels_timing: dict = {}
     if tasks and (trials is None or trials > 0):
         res = tune_kernels(tasks, hw, trials=trials, log=log, seed=seed, measurer=measurer,
-                           cost_model=cost_model, progress=progress)
+                           cost_model=cost_model, progress=progress, model_use=model_use)
         tuned = res.schedules()
         measured = {t.task.key: t.measurements + t.reused for t in res.tasks}
         model = res.cost_model
+        kernels_timing = res.timing_dict()
+    t2 = time.perf_counter()
 
     coster = KernelCoster(hw, tuned, options)
     final_problem = problem.with_coster(coster)
@@ -103,10 +112,13 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     stats = {"evaluations": first.evaluations + final.evaluations, "clusters": len(problem.clusters),
              "largest_cluster": max((len(c) for c in problem.clusters), default=0),
              "first_partition_offloaded": len(first.device), "tasks": len(tasks)}
+    t3 = time.perf_counter()
+    timing = {"wall_s": t3 - t0, "partition_s": t1 - t0, "kernels_s": t2 - t1, "final_s": t3 - t2,
+              "kernels": kernels_timing}
     return Plan(model=name, source=graph, graph=part, hw=hw, target=problem.target.name,
                 objective=objective, decision=decision, schedules=schedules, cost=cost,
                 baselines=baselines, tasks=tuple(summaries), seed=seed,
-                trials=int(sum(measured.values())), search=stats, cost_model=model)
+                trials=int(sum(measured.values())), search=stats, cost_model=model, timing=timing)
 
 
 def _check_runnable(problem: Problem, hw: sim.HardwareConfig, name: str) -> None:

@@ -1,15 +1,21 @@
 """``tune_kernels``: the tuning loop over the tasks of a model on one accelerator.
 
 Each round the task scheduler picks a task; its search strategy proposes ``per_round`` schedules
-not measured before (ranked by the shared cost model); each is measured and appended to the log at
-once; the strategy is told the results; the cost model is retrained on every measurement so far
-(all tasks: it is shared). ``trials`` counts measurements per run including those already in the
-log for these tasks, hardware and measurer, so rerunning with the same log resumes (a finished run
-measures nothing more). Same seed, same tasks, same log: same result.
+not measured before, ranked by the analytical prior or by the learned cost model; each is measured
+and appended to the log at once; the strategy is told the results; then the model-use policy
+(``tuner.model_policy``) decides from the run's own evidence (how well the prior ranks what was
+measured, what training and measuring cost so far) whether the shared cost model trains now and
+whether the next rounds rank with it. ``trials`` counts measurements per run including those
+already in the log for these tasks, hardware and measurer, so rerunning with the same log resumes
+(a finished run measures nothing more). The wall time of every phase (candidate generation,
+scoring, training, measurement) is accounted per task (``tuner.timing``). Same seed, same tasks,
+same log: same result, as long as the policy takes the same decisions (always so with
+``model_use="always"`` or ``"never"``; under ``"auto"`` they depend on measured time).
 """
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -19,12 +25,15 @@ import numpy as np
 from sim import HardwareConfig, Schedule, Workload, load_hw
 
 from .cost_model import CostModel, CostModelConfig, group_id
-from .features import featurize
+from .learner import Learner
 from .measure import Measurer, TileMeasurer
+from .model_policy import ModelPolicy
 from .records import Record, append_record, load_records, select
+from .scoring import ModelScorer, TimedScorer
 from .search import Trial, make_strategy
 from .space import ScheduleSpace
 from .tasks import SchedulerConfig, Task, TaskError, TaskScheduler
+from .timing import Stopwatch, TimeAccount
 
 DEFAULT_TRIALS_PER_TASK = 16
 DEFAULT_PER_ROUND = 8
@@ -39,6 +48,8 @@ class TaskResult:
     reused: int                   # records taken from the log
     trace: tuple[float, ...] = () # cycles of each new measurement, in order
     space_size: int = 0
+    trace_s: tuple[float, ...] = ()  # wall seconds since the run started, at each new measurement
+    timing: TimeAccount = TimeAccount()
 
     def to_dict(self) -> dict[str, Any]:
         return {"workload": self.task.key, "weight": self.task.weight,
@@ -55,6 +66,9 @@ class TuneResult:
     measurer: str
     seed: int
     cost_model: CostModel = field(repr=False)
+    timing: TimeAccount = TimeAccount()   # all tasks
+    wall_s: float = 0.0                   # the whole call (phases + bookkeeping)
+    learned_model: dict = field(default_factory=dict)  # the policy's decisions and evidence
 
     @property
     def measurements(self) -> int:
@@ -82,6 +96,12 @@ class TuneResult:
                 "weighted_cycles": self.weighted_cycles if math.isfinite(self.weighted_cycles) else None,
                 "tasks": [t.to_dict() for t in self.tasks]}
 
+    def timing_dict(self) -> dict[str, Any]:
+        """Where the time went (not in ``to_dict``: it differs from run to run)."""
+        return {"wall_s": self.wall_s, **self.timing.to_dict(),
+                "tasks": {t.task.key: t.timing.to_dict() for t in self.tasks},
+                "learned_model": self.learned_model}
+
 
 def _as_tasks(tasks: Sequence[Task | Workload]) -> tuple[Task, ...]:
     out = []
@@ -102,11 +122,14 @@ def _as_tasks(tasks: Sequence[Task | Workload]) -> tuple[Task, ...]:
 def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, trials: int | None = None,
                  log: str | Path | None = None, seed: int = 0, measurer: Measurer | None = None,
                  cost_model: CostModel | None = None, progress: bool = True, per_round: int = DEFAULT_PER_ROUND,
-                 strategy: str = "evolution", scheduler: SchedulerConfig = SchedulerConfig()) -> TuneResult:
+                 strategy: str = "evolution", scheduler: SchedulerConfig = SchedulerConfig(),
+                 model_use: ModelPolicy | str = "auto") -> TuneResult:
     """Tune every task's schedule on ``hw``. ``trials``: measurements in all (default
     ``16 x tasks``), counting records reused from ``log``; ``measurer``: default ``TileMeasurer``;
     ``cost_model``: a (possibly pre-trained) model to start from, default an untrained
-    ``CostModel`` (the analytical prior); ``strategy``: evolution, random or measured-evolution."""
+    ``CostModel`` (the analytical prior); ``strategy``: evolution, random or measured-evolution;
+    ``model_use``: when the learned model trains and ranks (``auto``, ``always``, ``never`` or a
+    ``ModelPolicy``; see ``tuner.model_policy``)."""
     hw = load_hw(hw)
     tasks = _as_tasks(tasks)
     if trials is None:
@@ -115,20 +138,23 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
         raise TaskError(f"trials must be an integer >= 0, got {trials!r}")
     if not isinstance(per_round, int) or per_round < 1:
         raise TaskError(f"per_round must be an integer >= 1, got {per_round!r}")
+    policy = model_use if isinstance(model_use, ModelPolicy) else ModelPolicy(use=model_use)
     measurer = measurer if measurer is not None else TileMeasurer()
     fp = hw.fingerprint()
-    model = cost_model if cost_model is not None else CostModel(CostModelConfig())
     uses_model = strategy == "evolution"
+    start = time.perf_counter()
+    watch = Stopwatch(len(tasks))
 
     spaces = [ScheduleSpace.build(t.workload, hw) for t in tasks]
     strategies = [make_strategy(strategy, sp, np.random.SeedSequence([seed, i]).generate_state(1)[0])
                   for i, sp in enumerate(spaces)]
     groups = [group_id(t.key, fp) for t in tasks]
+    learner = Learner(cost_model if cost_model is not None else CostModel(CostModelConfig()), spaces, groups,
+                       policy, watch)
     sched = TaskScheduler(tasks, scheduler)
     old = select(load_records(log), hw_fingerprint=fp, measurer=measurer.name) if log is not None else []
     best: list[Record | None] = [None] * len(tasks)
     reused = [0] * len(tasks)
-    new_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     seen: set[tuple[str, str, str]] = set()
     for i, t in enumerate(tasks):
         recs = []
@@ -142,14 +168,14 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
         strategies[i].tell([Trial(r.schedule, r.cycles) for r in recs])
         best[i] = min(recs, key=lambda r: r.cycles)
         sched.record(i, best[i].cycles)
-        if uses_model:
-            new_rows.append(_rows(spaces[i], [r.schedule for r in recs], [r.cycles for r in recs], groups[i]))
-    if new_rows and uses_model:
-        model = _fit(model, new_rows)
+        learner.add(i, [r.schedule for r in recs], [r.cycles for r in recs], False)
+    if any(reused):
+        learner.step(0, uses_model)
 
     budget = max(0, trials - sum(reused))
     counts = [0] * len(tasks)
     traces: list[list[float]] = [[] for _ in tasks]
+    times: list[list[float]] = [[] for _ in tasks]
     bar = _progress(budget, progress)
     try:
         done = 0
@@ -158,18 +184,23 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
             if i is None:
                 break
             n = min(per_round, budget - done)
-            cands = strategies[i].ask(n, model if uses_model else None)
+            scorer = learner.scorer() if uses_model else None
+            with watch.phase("generate", i):
+                timed = TimedScorer(scorer, lambda k, i=i: watch.phase("score", i, k)) if scorer else None
+                cands = strategies[i].ask(n, timed)
             if not cands:
                 sched.mark_done(i)  # the whole space is measured
                 continue
             trials_i = []
             for s in cands:
-                cycles = measurer.measure(tasks[i].workload, hw, s)
+                with watch.phase("measure", i):
+                    cycles = measurer.measure(tasks[i].workload, hw, s)
                 rec = Record(tasks[i].key, fp, s, cycles, measurer.name)
                 if log is not None:
                     append_record(log, rec)  # before the next measurement: a failure loses nothing
                 trials_i.append(Trial(s, cycles))
                 traces[i].append(cycles)
+                times[i].append(time.perf_counter() - start)
                 if best[i] is None or cycles < best[i].cycles:
                     best[i] = rec
                 bar.update(1)
@@ -178,38 +209,30 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
             strategies[i].tell(trials_i)
             sched.record(i, best[i].cycles)
             if uses_model:
-                model = _fit(model, [_rows(spaces[i], cands, [t.cycles for t in trials_i], groups[i])])
+                learner.add(i, cands, [t.cycles for t in trials_i], isinstance(scorer, ModelScorer))
+            learner.step(i, uses_model)
             bar.set_postfix_str(f"task {i + 1}/{len(tasks)}", refresh=False)
     finally:
         bar.close()
+    model = learner.final_model() if uses_model else learner.model
     results = tuple(
         TaskResult(t, best[i].schedule if best[i] else None, best[i].cycles if best[i] else float("inf"),
-                   counts[i], reused[i], tuple(traces[i]), spaces[i].size)
+                   counts[i], reused[i], tuple(traces[i]), spaces[i].size, tuple(times[i]), watch.account(i))
         for i, t in enumerate(tasks))
-    return TuneResult(results, hw.name, fp, measurer.name, seed, model)
+    return TuneResult(results, hw.name, fp, measurer.name, seed, model, watch.total(),
+                      time.perf_counter() - start, learner.summary(uses_model))
 
 
-def _rows(space: ScheduleSpace, schedules: Sequence[Schedule], cycles: Sequence[float], gid: int):
-    genes, ys = [], []
-    for s, c in zip(schedules, cycles):
-        g = space.genes_of(s)
-        if g is not None:
-            genes.append(g)
-            ys.append(c)
-    if not genes:
-        return (np.zeros((0, 1)), np.zeros(0), np.zeros(0, np.int64), np.zeros(0))
-    X, prior = featurize(space, np.stack(genes))
-    return X, np.log(np.asarray(ys, dtype=float)), np.full(len(ys), gid, dtype=np.int64), prior
+class _NoProgress:
+    def update(self, n: int = 1) -> None: ...
 
+    def set_postfix_str(self, s: str, refresh: bool = True) -> None: ...
 
-def _fit(model: CostModel, rows) -> CostModel:
-    rows = [r for r in rows if len(r[1])]
-    if not rows:
-        return model
-    return model.fit(np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows]),
-                     np.concatenate([r[2] for r in rows]), np.concatenate([r[3] for r in rows]))
+    def close(self) -> None: ...
 
 
 def _progress(total: int, enabled: bool):
+    if not enabled:
+        return _NoProgress()  # not even importing tqdm (a tenth of a second)
     from tqdm.auto import tqdm
-    return tqdm(total=total, disable=not enabled, desc="tuning kernels", unit="trial", leave=False)
+    return tqdm(total=total, desc="tuning kernels", unit="trial", leave=False)

@@ -7,7 +7,9 @@ Per layer and hardware preset:
 
 - optimum: every legal schedule of ``tuner.ScheduleSpace`` costed with the analytical simulator,
   the ``--top`` best re-measured with the measurer (tile-level simulator); the fastest of those;
-- tuned: ``tuner.tune_kernels`` (cost model + evolution) with ``--budget`` measurements;
+- tuned: ``tuner.tune_kernels`` as it runs by default (evolution ranked by the analytical prior or the
+  learned model, as its model-use policy decides; ``--model-use`` forces either) with ``--budget``
+  measurements;
 - random / no_model: ``RandomSearch`` and ``MeasuredEvolution`` with the same budget;
 - measurements_to_2pct: measurements the tuner needed to come within 2 % of the optimum;
 - reach_random: measurements the tuner needed to match random search's final result, and
@@ -113,7 +115,7 @@ def first_reach(trace, target: float) -> int | None:
     return None
 
 
-def run_layer(layer: dict, hw: sim.HardwareConfig, budget: int, top: int, seed: int) -> dict:
+def run_layer(layer: dict, hw: sim.HardwareConfig, budget: int, top: int, seed: int, model_use: str = "auto") -> dict:
     wl = workload_of(layer)
     m = TileMeasurer()
     t0 = time.perf_counter()
@@ -121,7 +123,8 @@ def run_layer(layer: dict, hw: sim.HardwareConfig, budget: int, top: int, seed: 
     t1 = time.perf_counter()
     runs = {}
     for strat in ("evolution", "random", "measured-evolution"):
-        r = tune_kernels([wl], hw, trials=budget, seed=seed, measurer=m, progress=False, strategy=strat)
+        r = tune_kernels([wl], hw, trials=budget, seed=seed, measurer=m, progress=False, strategy=strat,
+                         model_use=model_use)
         runs[strat] = r.tasks[0]
     t2 = time.perf_counter()
     tuned, rnd, nom = runs["evolution"], runs["random"], runs["measured-evolution"]
@@ -162,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget", type=int, default=200, help="measurements per search (default 200)")
     p.add_argument("--top", type=int, default=32, help="analytical best re-measured for the optimum (default 32)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model-use", choices=("auto", "always", "never"), default="auto",
+                   help="the tuner's learned-model policy (default: auto, as tune_kernels)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     try:
@@ -175,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for hw in hws:
         for layer in layers:
-            row = run_layer(layer, hw, a.budget, a.top, a.seed)
+            row = run_layer(layer, hw, a.budget, a.top, a.seed, a.model_use)
             rows.append(row)
             if not a.json:
                 print(f"{hw.name:10s} {row['name']:26s} opt {row['optimum_cycles']:>11.0f}  tuned x{row['tuned_ratio']:.4f} "
@@ -184,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"({row['fewer_x'] and round(row['fewer_x'], 1)}x fewer)", flush=True)
     summary = summarize(rows, a.budget)
     config = {"layers": layers, "hw": [h.name for h in hws], "hw_fingerprints": [h.fingerprint() for h in hws],
-              "budget": a.budget, "top": a.top, "seed": a.seed, "measurer": "tile"}
+              "budget": a.budget, "top": a.top, "seed": a.seed, "measurer": "tile", "model_use": a.model_use}
     if a.json:
         json.dump({"layers": rows, "summary": summary, "config": config}, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -47,6 +47,14 @@ class OpDef:
     num_inputs: tuple[int, int] = (0, 1 << 30)  # inclusive range
 
 
+def scipy_special():
+    """``scipy.special``, imported on first use: it takes about half a second to import, and only
+    the numerics of a few ops (erf, sigmoid, SiLU, GELU, LSTM/GRU gates) need it, not every
+    command that imports the op table."""
+    from scipy import special
+    return special
+
+
 def check(cond: bool, msg: str) -> None:
     if not cond:
         raise OpError(msg)

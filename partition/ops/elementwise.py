@@ -17,10 +17,9 @@ import numbers
 from typing import Callable
 
 import numpy as np
-from scipy import special
 
 from ..ir import TensorType
-from .base import OpDef, broadcast_shapes, check, elementwise_cost
+from .base import scipy_special, OpDef, broadcast_shapes, check, elementwise_cost
 from .tensor import norm_axis
 
 # FLOPs per output element of the ops that are more than one arithmetic operation; a
@@ -149,11 +148,11 @@ def _check_attrs(name: str, attrs: dict) -> None:
 
 
 def _sigmoid(x, attrs):
-    return special.expit(x)
+    return scipy_special().expit(x)
 
 
 def _silu(x, attrs):
-    return x * special.expit(x)
+    return x * scipy_special().expit(x)
 
 
 def _relu(x, attrs):
@@ -178,7 +177,7 @@ def _gelu(x, attrs):
     if attrs.get("approximate", "none") == "tanh":
         c = np.asarray(math.sqrt(2.0 / math.pi), x.dtype)
         return np.asarray(0.5, x.dtype) * x * (1 + np.tanh(c * (x + np.asarray(0.044715, x.dtype) * x * x * x)))
-    return np.asarray(0.5, x.dtype) * x * (1 + special.erf(x * np.asarray(1 / math.sqrt(2.0), x.dtype)))
+    return np.asarray(0.5, x.dtype) * x * (1 + scipy_special().erf(x * np.asarray(1 / math.sqrt(2.0), x.dtype)))
 
 
 def _hard_sigmoid(x, attrs):
@@ -455,7 +454,7 @@ DEFS = [
     _float_unary("exp", lambda x, a: np.exp(x)),
     _float_unary("log", _log),
     _float_unary("reciprocal", _reciprocal),
-    _float_unary("erf", lambda x, a: special.erf(x), _FLOPS["erf"]),
+    _float_unary("erf", lambda x, a: scipy_special().erf(x), _FLOPS["erf"]),
     _float_unary("sigmoid", _sigmoid, _FLOPS["sigmoid"]),
     _float_unary("tanh", lambda x, a: np.tanh(x), _FLOPS["tanh"]),
     _unary("relu", _relu),

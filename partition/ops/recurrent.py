@@ -22,10 +22,9 @@ GRU 31 = 4 (z, r sums) + 14 (2 sigmoids) + 4 (candidate: reset product, two adds
 from __future__ import annotations
 
 import numpy as np
-from scipy import special
 
 from ..ir import TensorType
-from .base import OpCost, OpDef, check
+from .base import scipy_special, OpCost, OpDef, check
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 _DEFAULT_ACTS = {"lstm": ("Sigmoid", "Tanh", "Tanh"), "gru": ("Sigmoid", "Tanh")}
@@ -141,10 +140,10 @@ def _lstm_dir(x, w, r, b, h, c, p, steps, y):
         i, o, f, cand = gates[:, :hs], gates[:, hs:2 * hs], gates[:, 2 * hs:3 * hs], gates[:, 3 * hs:]
         if p is not None:
             i, f = i + pi * c, f + pf * c
-        c = special.expit(f) * c + special.expit(i) * np.tanh(cand)
+        c = scipy_special().expit(f) * c + scipy_special().expit(i) * np.tanh(cand)
         if p is not None:
             o = o + po * c
-        h = special.expit(o) * np.tanh(c)
+        h = scipy_special().expit(o) * np.tanh(c)
         y[t] = h
     return h, c
 
@@ -173,7 +172,7 @@ def _gru_dir(x, w, r, b, h, steps, y, linear_before_reset: bool):
     rb = b[3 * hs:]
     r_zr, r_h = r[:2 * hs], r[2 * hs:]
     for t in steps:
-        zr = special.expit(xw[t, :, :2 * hs] + h @ r_zr.T + rb[:2 * hs])
+        zr = scipy_special().expit(xw[t, :, :2 * hs] + h @ r_zr.T + rb[:2 * hs])
         z, reset = zr[:, :hs], zr[:, hs:]
         if linear_before_reset:
             cand = np.tanh(xw[t, :, 2 * hs:] + reset * (h @ r_h.T + rb[2 * hs:]))

@@ -104,3 +104,22 @@ def test_long_tile_walk_counts_every_tile():
     r = sim.simulate(wl, hw, s, fidelity="tile")
     assert r.n_tiles == 784 * 4 * 10
     assert r.total_cycles >= r.compute_cycles >= wl.macs / hw.pes
+
+
+@pytest.mark.parametrize("preset", ["edge-npu", "cloud-npu"])
+def test_tile_cycles_is_the_reports_total_without_the_report(preset):
+    """The measurer's shortcut (no energy, no report) gives the report's total, on the default and
+    every SCALE-Sim mapping of a conv, a depthwise conv, a GEMM, and on a vector op; an illegal
+    schedule is refused alike."""
+    hw = sim.load_hw(preset)
+    wls = [Workload.conv2d(1, 24, 20, 20, 40, 3, 3, pad=1, epilogue=("relu",)),
+           Workload.conv2d(1, 32, 28, 28, 32, 3, 3, pad=1, groups=32), Workload.gemm(100, 70, 300)]
+    for wl in wls:
+        for s in [Schedule.default(wl, hw)] + [Schedule.scalesim(wl, hw, d) for d in hw.array.dataflows]:
+            assert sim.tile_cycles(wl, hw, s) == sim.simulate(wl, hw, s, fidelity="tile").total_cycles
+    vec = Workload.vector("elementwise", 200704, 200704, 200704)
+    s = Schedule.default(vec, hw)
+    assert sim.tile_cycles(vec, hw, s) == sim.simulate(vec, hw, s, fidelity="tile").total_cycles
+    too_big = Schedule("ws", ("k", "n"), 10**6, 10**6, 10**6, "mnk", True)
+    with pytest.raises(sim.ScheduleError):
+        sim.tile_cycles(wls[2], hw, too_big)

@@ -35,7 +35,28 @@ def test_same_seed_same_output(capsys):
     args = ("tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "4", "--seed", "5", "--json")
     _, a, _ = _run(capsys, *args)
     _, b, _ = _run(capsys, *args)
-    assert json.loads(a) == json.loads(b)
+    a, b = json.loads(a), json.loads(b)
+    a.pop("timing"), b.pop("timing")   # wall time differs from run to run; nothing else may
+    assert a == b
+
+
+def test_json_and_table_account_the_time(capsys):
+    _, out, _ = _run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "8", "--json")
+    t = json.loads(out)["timing"]
+    k = t["kernels"]
+    assert k["measurements"] == 8 and k["fits"] == 0          # the tile measurer is cheap: no training
+    for phase in ("generate_s", "score_s", "train_s", "measure_s"):
+        assert k[phase] >= 0
+    assert k["total_s"] == pytest.approx(k["generate_s"] + k["score_s"] + k["train_s"] + k["measure_s"])
+    assert k["total_s"] <= k["wall_s"] <= t["kernels_s"] + 1e-9
+    assert t["partition_s"] + t["kernels_s"] + t["final_s"] == pytest.approx(t["wall_s"])
+    assert sum(x["measurements"] for x in k["tasks"].values()) == 8
+    _, out, _ = _run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "8",
+                     "--learned-model", "always", "--json")
+    assert json.loads(out)["timing"]["kernels"]["fits"] == 1
+    _, out, _ = _run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "8")
+    line = next(ln for ln in out.splitlines() if ln.startswith("time: "))
+    assert "measure" in line and "(8)" in line and "train" in line and "(0 fits)" in line
 
 
 def test_table_output(capsys):

@@ -135,3 +135,30 @@ def test_scalesim_adapter_without_scalesim_says_so():
     m = CommandMeasurer((sys.executable, str(adapter)), timeout_s=60)
     with pytest.raises(MeasureError, match="exit status 2 .*SCALE-Sim is not installed"):
         m.measure(WL, HW, sim.Schedule.default(WL, HW))
+
+
+def test_tile_measurer_is_the_tile_level_simulators_total():
+    import numpy as np
+    from tuner.space import ScheduleSpace
+    rng = np.random.default_rng(0)
+    for wl in (WL, sim.Workload.gemm(100, 70, 300)):
+        sp = ScheduleSpace.build(wl, HW)
+        for s in sp.schedules(sp.sample(16, rng)):
+            assert TileMeasurer().measure(wl, HW, s) == sim.simulate(wl, HW, s, fidelity="tile").total_cycles
+
+
+def test_tile_measurer_adapter_is_the_built_in_measurer_in_another_process():
+    """experiments/adapters/tile_measurer.py (the expensive-measurement regime of
+    experiments/bench/model_regimes.py) returns the built-in measurer's cycles; bad input is one
+    line on stderr and a non-zero exit, which CommandMeasurer reports."""
+    import subprocess
+    from pathlib import Path
+    adapter = Path(__file__).resolve().parents[2] / "experiments" / "adapters" / "tile_measurer.py"
+    m = CommandMeasurer((sys.executable, str(adapter)))
+    for s in (sim.Schedule.default(WL, HW), sim.Schedule.scalesim(WL, HW, "os")):
+        assert m.measure(WL, HW, s) == TileMeasurer().measure(WL, HW, s)
+    p = subprocess.run([sys.executable, str(adapter)], input="{not json", capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.startswith("tile_measurer: bad request") and len(p.stderr.splitlines()) == 1
+    too_big = sim.Schedule("ws", ("k", "n"), 10**6, 10**6, 10**6, "mnk", True, ("batch_norm", "relu"))
+    with pytest.raises(MeasureError, match="failed with exit status 2"):
+        m.measure(WL, HW, too_big)

@@ -114,3 +114,46 @@ def test_make_strategy_names():
     assert isinstance(make_strategy("random", sp), RandomSearch)
     with pytest.raises(ValueError, match="search strategy must be one of evolution, random, measured-evolution"):
         make_strategy("annealing", sp)
+
+
+class CountingScorer:
+    """The analytical prior, counting the rows it scores (equal scorers rank alike: see
+    tuner.scoring), with an identity so two instances are two scorers."""
+
+    def __init__(self, name):
+        self.name, self.rows, self.calls = name, 0, 0
+
+    def __call__(self, space, genes):
+        from tuner.scoring import PriorScorer
+        self.rows += len(genes)
+        self.calls += 1
+        return PriorScorer()(space, genes)
+
+
+def test_an_unchanged_scorer_continues_the_evolution_and_a_new_one_restarts_it(space):
+    cfg = EvolutionConfig(population=64, generations=3, continue_generations=1)
+    strat = EvolutionarySearch(space, seed=0, config=cfg)
+    a = CountingScorer("a")
+    first = strat.ask(8, a)
+    assert a.calls == cfg.generations + 1                  # initial population + 3 generations
+    strat.tell([Trial(s, cost(s)) for s in first])
+    second = strat.ask(8, a)
+    assert a.calls == cfg.generations + 1 + cfg.continue_generations   # only the new generation is scored
+    assert not set(first) & set(second)
+    strat.tell([Trial(s, cost(s)) for s in second])
+    b = CountingScorer("b")
+    strat.ask(8, b)
+    assert b.calls == cfg.generations + 1                  # another scorer: scores so far mean nothing
+
+
+def test_proposals_are_the_best_scored_unmeasured_candidates_of_the_pool(space):
+    strat = EvolutionarySearch(space, seed=1, config=EvolutionConfig(epsilon=0.0))
+    first = strat.ask(8)
+    strat.tell([Trial(s, cost(s)) for s in first])
+    second = strat.ask(8)
+    codes, genes, scores = strat._pool
+    assert np.all(np.diff(scores) >= 0)                    # ranked
+    assert len(np.unique(codes)) == len(codes)             # each candidate once
+    measured = set(space.encode(np.stack([space.genes_of(s) for s in first])).tolist())
+    unmeasured = [c for c in codes.tolist() if c not in measured]
+    assert space.encode(np.stack([space.genes_of(s) for s in second])).tolist() == unmeasured[:8]

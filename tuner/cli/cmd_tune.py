@@ -31,6 +31,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency")
     p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (same seed, same plan)")
+    p.add_argument("--learned-model", choices=("auto", "always", "never"), default="auto",
+                   help="when the XGBoost cost model trains: auto (default: only when the analytical "
+                        "prior misranks the measurements and training costs little next to measuring), "
+                        "always (every round), never (rank with the analytical prior)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     add_progress_arg(p)
     return p
@@ -66,7 +70,7 @@ def run(args) -> int:
         if not os.path.isdir(log_dir):
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
-                progress=progress_enabled(args), model_name=name)
+                progress=progress_enabled(args), model_name=name, model_use=args.learned_model)
     if args.output:
         plan.save(args.output)
     if args.json:
@@ -78,6 +82,7 @@ def run(args) -> int:
         s["gain"] = {k: _gain(args.objective, c, plan.cost.total) for k, c in plan.baselines.items()}
         if args.output:
             s["plan_file"] = str(args.output)
+        s["timing"] = dict(plan.timing)
         print_json(json_safe(s))
         return 0
     _print_table(plan, args)
@@ -88,6 +93,17 @@ def _ratio(a: float, b: float):
     return a / b if b > 0 and math.isfinite(a) else None
 
 
+
+
+def _timing_line(t: dict) -> str:
+    k = t.get("kernels") or {}
+    line = f"time: {t['wall_s']:.2f} s (partition {t['partition_s']:.2f} s, kernels {t['kernels_s']:.2f} s"
+    if k:
+        fits = k["fits"]
+        line += (f": measure {k['measure_s']:.2f} s ({k['measurements']}), train {k['train_s']:.2f} s "
+                 f"({fits} fit{'' if fits == 1 else 's'}), score {k['score_s']:.2f} s, "
+                 f"generate {k['generate_s']:.2f} s")
+    return line + f"; final costing {t['final_s']:.2f} s)"
 
 
 def task_label(key: str) -> str:
@@ -154,5 +170,6 @@ def _print_table(plan, args) -> None:
         print(f"  {label:<20} {c.latency_s * 1e3:>12.3f} {c.energy_j * 1e3:>12.3f} "
               f"{c.latency_s * c.energy_j * 1e6:>12.4g} {g:>14.2f}x")
     print(f"  ({gain}: a row's {plan.objective} over the tuned plan's)")
+    print(_timing_line(plan.timing))
     if args.output:
         print(f"plan written to {args.output}")
