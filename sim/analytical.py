@@ -14,7 +14,8 @@ Every cost term is a small function of the workload geometry, the hardware and s
   serialised otherwise) + last store (epilogue); DRAM is one port shared by reads and writes.
 - ``energy_pj``: MAC, register, SRAM, DRAM, vector and leakage.
 - ``roofline_cycles``: max(MACs / PEs + vector work, compulsory bytes / bandwidth), the bound no
-  schedule can beat.
+  schedule can beat; ``fused_roofline_cycles`` the same for a kernel whose operands partly stay on
+  chip inside an external function.
 """
 from __future__ import annotations
 
@@ -307,8 +308,9 @@ def timing(compute, dram_bytes, first_bytes, last_bytes, n_tiles, double_buffer,
     return pro, stall, epi
 
 
-def roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0):
-    """The fastest any schedule can run: PEs all busy, or DRAM moving only compulsory bytes."""
+def roofline_parts(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0) -> tuple[float, int]:
+    """(compute cycles, compulsory DRAM bytes): the PE array (MACs / PEs) plus the vector work,
+    and every operand moved once (the real input patch, each weight, each output)."""
     wb = hw.array.word_bytes
     if wl.is_mac:
         geo = Geometry.of(wl)
@@ -318,7 +320,23 @@ def roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0):
         e = wl.operand_elems()
         compulsory = e["ifmap"] + e["output"]
         compute = vector_work
-    return max(float(compute), float(np.ceil(int(compulsory) * wb / hw.dram.bytes_per_cycle)))
+    return float(compute), int(compulsory) * wb
+
+
+def roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0):
+    """The fastest any schedule can run: PEs all busy, or DRAM moving only compulsory bytes."""
+    compute, nbytes = roofline_parts(wl, hw, vector_work)
+    return max(compute, float(np.ceil(nbytes / hw.dram.bytes_per_cycle)))
+
+
+def fused_roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float, on_chip_bytes: float) -> float:
+    """The bound of a kernel inside an external function that keeps ``on_chip_bytes`` of its DRAM
+    traffic on chip (``sim.subgraph``): the compute bound, or the compulsory bytes less those kept
+    on chip over the bandwidth. The kernel is costed as max(compute, total - on_chip / bandwidth)
+    and its total is never below its DRAM bytes over the bandwidth, which are never below the
+    compulsory bytes, so this stays a lower bound (floored, as the costing floors)."""
+    compute, nbytes = roofline_parts(wl, hw, vector_work)
+    return max(compute, float(np.floor(max(0.0, nbytes - on_chip_bytes) / hw.dram.bytes_per_cycle)))
 
 
 def leakage_pj(hw: HardwareConfig, cycles):

@@ -18,6 +18,7 @@ describing the same machine share tuning records.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -562,11 +563,30 @@ def _load(ref: str, root: Path | None, chain: tuple[Path, ...]) -> HardwareConfi
     if "base" in data:
         base = _load(_base_ref(data.pop("base"), f"hardware config {p}: base"), key.parent, (*chain, key))
     try:
-        return HardwareConfig.from_dict(data, base=base)
+        return _own_name(HardwareConfig.from_dict(data, base=base), base, data, p)
     except HardwareError as e:
         if chain or ref not in presets.names():
             raise HardwareError(f"hardware config {p}: {e}") from None
         raise
+
+
+def _own_name(hw: HardwareConfig, base: HardwareConfig | None, data: Mapping[str, Any], p: Path) -> HardwareConfig:
+    """A file that starts from a base and changes it describes another machine: unless it names
+    (describes) itself, it is named after the file and its description says what it changed
+    (shortened: a changed list of a thousand ops must not make the description itself invalid)."""
+    if base is None or ("name" in data and "description" in data):
+        return hw
+    old, new = base.to_dict(), hw.to_dict()
+    changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new[sec].items() if old[sec][k] != v]
+    if not changed:
+        return hw
+    stem = "".join(c if c.isprintable() else "_" for c in p.stem)[:_NAME_RULE.hi] or "custom"
+    return dataclasses.replace(hw, name=str(data.get("name", stem)), description=str(data.get(
+        "description", _clip(f"{base.name} with {', '.join(changed)}", 1000))))
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n - 3] + "..."
 
 
 def _short_path(p: Path) -> str:

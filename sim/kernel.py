@@ -7,8 +7,8 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .analytical import (ScheduleArrays, buffer_fits, evaluate, leakage_pj, roofline_cycles, sram_words,
-                         vector_cycles, vector_work_cycles)
+from .analytical import (ScheduleArrays, buffer_fits, evaluate, fused_roofline_cycles, leakage_pj, roofline_cycles,
+                         sram_words, vector_cycles, vector_work_cycles)
 from .footprint import Geometry
 from .hardware import DATAFLOWS
 from .hardware import HardwareConfig
@@ -29,10 +29,22 @@ def _check_epilogue(wl: Workload, hw: HardwareConfig, s: Schedule) -> None:
             raise ScheduleError(f"cannot fuse '{op}': the vector unit of {hw.name} does not run it")
 
 
+def _vector_work(wl: Workload, hw: HardwareConfig) -> int:
+    return vector_cycles(hw, wl.macs and _out_elems(wl), wl.epilogue) if wl.is_mac else vector_work_cycles(wl, hw)
+
+
 @lru_cache(maxsize=4096)  # pure function of two frozen values
 def roofline_for(wl: Workload, hw: HardwareConfig) -> float:
-    vec = vector_cycles(hw, wl.macs and _out_elems(wl), wl.epilogue) if wl.is_mac else vector_work_cycles(wl, hw)
-    return roofline_cycles(wl, hw, vec)
+    """The cycles no schedule of the kernel can beat, alone (its operands in DRAM)."""
+    return roofline_cycles(wl, hw, _vector_work(wl, hw))
+
+
+def fused_roofline_for(wl: Workload, hw: HardwareConfig, on_chip_bytes: float) -> float:
+    """``roofline_for`` of the kernel inside an external function that keeps ``on_chip_bytes`` of
+    its DRAM traffic on chip (``analytical.fused_roofline_cycles``)."""
+    if not on_chip_bytes:
+        return roofline_for(wl, hw)
+    return fused_roofline_cycles(wl, hw, _vector_work(wl, hw), on_chip_bytes)
 
 
 def _out_elems(wl: Workload) -> int:

@@ -74,7 +74,11 @@ class KernelCost:
 @dataclass(frozen=True)
 class SubgraphReport:
     """An external function on the accelerator (one call): its kernels, on-chip vs spilled
-    intermediates, link transfers and launch overhead. Seconds and joules."""
+    intermediates, link transfers and launch overhead. Seconds and joules. ``link_bytes`` and
+    ``weight_bytes`` are in the device's format (``sim.transfer.device_bytes``); ``convert_s`` /
+    ``convert_j`` are the host's conversions of the crossing tensors between the graph's format
+    and the device's: host work, so callers add them to the host's share (they are not in
+    ``latency_s`` / ``energy_j``, which are the call's launch, link and device)."""
     symbol: str
     kernels: tuple[KernelCost, ...]
     device_cycles: int
@@ -86,6 +90,8 @@ class SubgraphReport:
     device_energy_j: float
     link_energy_j: float
     weight_bytes: int
+    convert_s: float = 0.0
+    convert_j: float = 0.0
 
     @property
     def latency_s(self) -> float:
@@ -100,4 +106,5 @@ class SubgraphReport:
                 "link_s": self.link_s, "launch_s": self.launch_s, "latency_s": self.latency_s,
                 "link_bytes": self.link_bytes, "spilled_bytes": self.spilled_bytes,
                 "weight_bytes": self.weight_bytes, "energy_j": self.energy_j,
+                "convert_s": self.convert_s, "convert_j": self.convert_j,
                 "kernels": [{"name": k.name, "op": k.op, **k.report.to_dict()} for k in self.kernels]}

@@ -10,8 +10,10 @@ reference interpreter on the source model.
 Timing follows what actually ran: every host op executed (inside If branches and Loop bodies too,
 once per trip) costs the simulator's host model (``sim.subgraph.host_op_seconds``); every call of an
 external function costs one call of its ``SubgraphReport``: launch + link transfers of its
-activations + its kernels' cycles under the archive's schedules on the archive's hardware config
-(``sim.simulate_function``). Weights are loaded once, at load time, so they are not per inference.
+activations in the device's format + its kernels' cycles under the archive's schedules on the
+archive's hardware config (``sim.simulate_function``), and the host's conversion of each crossing
+tensor (``sim.transfer``) counts in the host's share. Weights are converted and loaded once, at
+load time, so they are not per inference.
 Energy adds the host's (``sim.subgraph.host_op_joules`` per op executed) to the accelerator's and the
 link's of every call.
 """
@@ -93,12 +95,15 @@ class FunctionTiming:
                 "energy_j": self.energy_j,
                 "per_call": {"cycles": p.device_cycles, "device_s": p.device_s, "link_s": p.link_s,
                              "launch_s": p.launch_s, "latency_s": p.latency_s, "energy_j": p.energy_j,
-                             "link_bytes": p.link_bytes, "spilled_bytes": p.spilled_bytes}}
+                             "link_bytes": p.link_bytes, "spilled_bytes": p.spilled_bytes,
+                             "convert_s": p.convert_s}}
 
 
 @dataclass(frozen=True)
 class LatencyBreakdown:
-    """Simulated latency (seconds) and energy (joules) of one run, split by where it is spent."""
+    """Simulated latency (seconds) and energy (joules) of one run, split by where it is spent.
+    ``host_s`` / ``host_j``: the host ops executed and the host's conversions of the tensors that
+    crossed the link."""
     host_s: float
     host_ops: int                                # host ops executed
     functions: tuple[FunctionTiming, ...]        # external functions called, in first-call order
@@ -227,7 +232,10 @@ class LoadedModule:
         for v, a in zip(g.outputs, values):
             outputs.setdefault(v.name, np.asarray(a))
         fns = tuple(FunctionTiming(s, n, self.reports[s]) for s, n in trace.calls.items())
-        return RunResult(outputs, LatencyBreakdown(trace.host_s, trace.host_ops, fns, trace.host_j))
+        # The host converts every crossing tensor between the graph's format and the device's.
+        conv_s = sum(f.calls * f.per_call.convert_s for f in fns)
+        conv_j = sum(f.calls * f.per_call.convert_j for f in fns)
+        return RunResult(outputs, LatencyBreakdown(trace.host_s + conv_s, trace.host_ops, fns, trace.host_j + conv_j))
 
 
 def _as_dtype(a: np.ndarray, want: np.dtype, name: str) -> np.ndarray:

@@ -3,21 +3,29 @@
 An external function (``Compiler`` attr) runs on the accelerator as a sequence of kernels: each
 ``call`` to a composite is one kernel whose main op (conv2d/dense/matmul/...) is the workload and
 whose other ops are its fused epilogue; each plain op is a kernel of its own. Between kernels of one
-function an intermediate stays on chip when it fits the output (or half the unified) buffer, which
-removes its DRAM write and read; otherwise it spills. Each call pays the link transfer of its
-non-constant inputs and outputs plus the launch latency. Weights are loaded once, when the module
-is loaded, so they count in ``weight_bytes`` / ``weight_load_s`` and not per inference. Host ops
-are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
+function an intermediate stays on chip when it fits the output buffer (half the unified buffer;
+``on_chip_capacity``), which removes its DRAM write and its readers' DRAM reads: each kernel is
+credited those bytes, at most the DRAM bytes it writes and the DRAM bytes it reads of operands
+other than constant weights (``on_chip_credit``), and costs ``max(compute, total - credit /
+bandwidth)`` cycles (``credited_cycles``); its roofline is then the fused bound
+(``sim.kernel.fused_roofline_for``), so no kernel beats its bound. Otherwise the intermediate
+spills. Each call pays the link transfer of its non-constant inputs and outputs in the device's
+format plus the launch latency, and the host converts each crossing tensor between the graph's
+format and the device's (``sim.transfer``: the one bytes-per-element rule). Weights are loaded
+once, when the module is loaded, so they count in ``weight_bytes`` and not per inference. Host
+ops are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .hardware import HardwareConfig
-from .kernel import simulate
+from .kernel import fused_roofline_for, simulate
 from .report import KernelCost, KernelReport, SubgraphReport
 from .schedule import Schedule
+from .transfer import (array_device_bytes, conversion_joules, conversion_seconds, device_bytes, host_pass_joules,
+                       host_pass_seconds)
 from .workload import VIEW_OPS, Workload, WorkloadError
 
 MAIN_OPS = ("conv2d", "dense", "matmul", "batch_matmul", "gemm")
@@ -27,13 +35,18 @@ class CostError(ValueError):
     """A graph the cost model cannot handle; names the node."""
 
 
-def composite_workload(fn: Any) -> tuple[Workload, Any]:
-    """The kernel of a composite Function: its main op as the workload, the rest as epilogue."""
+def _main_node(fn: Any) -> Any:
     nodes = list(fn.graph.nodes)
     main = next((n for n in nodes if n.op in MAIN_OPS), nodes[0] if nodes else None)
     if main is None:
         raise CostError("composite function has no nodes")
-    epi = tuple(n.op for n in nodes if n is not main and n.op not in VIEW_OPS)
+    return main
+
+
+def composite_workload(fn: Any) -> tuple[Workload, Any]:
+    """The kernel of a composite Function: its main op as the workload, the rest as epilogue."""
+    main = _main_node(fn)
+    epi = tuple(n.op for n in fn.graph.nodes if n is not main and n.op not in VIEW_OPS)
     return Workload.from_node(main, epilogue=epi), main
 
 
@@ -56,10 +69,84 @@ def kernel_workload(node: Any, scope: Mapping[str, Any]) -> Workload:
         raise CostError(str(e)) from None
 
 
-def _const_bytes(graph: Any) -> int:
-    total = sum(int(c.data.nbytes) for c in graph.constants)
+def weight_is_const(node: Any, scope: Mapping[str, Any]) -> bool:
+    """Whether the second operand of a kernel's main op (a MAC kernel's weight) is a constant,
+    which no intermediate can replace (so its DRAM reads are never credited)."""
+    main, args = node, list(node.inputs)
+    if node.op == "call":
+        callee = scope.get(node.attrs.get("callee"))
+        if callee is None:
+            return False
+        main = _main_node(callee)
+        params = {id(v): i for i, v in enumerate(callee.graph.inputs)}
+        if len(main.inputs) < 2:
+            return False
+        w = main.inputs[1]
+        if w.is_const:
+            return True
+        i = params.get(id(w))
+        return i is not None and i < len(args) and args[i].is_const
+    return len(args) > 1 and args[1].is_const
+
+
+# ------------------------------------------------------------------------------ on-chip credit
+def on_chip_capacity(hw: HardwareConfig) -> int:
+    """Bytes an intermediate may take and still stay on chip between two kernels of one function:
+    the output buffer, or half the unified buffer (the other half holds the next kernel's tiles)."""
+    b = hw.buffers
+    return b.unified_bytes // 2 if b.unified else b.output_bytes
+
+
+def on_chip_caps(dram_read: float, dram_write: float, dram_weight: float, weight_const: bool) -> tuple[float, float]:
+    """The most keeping operands on chip can save of one kernel: (its DRAM reads less constant
+    weights, its DRAM writes)."""
+    return max(0.0, dram_read - (dram_weight if weight_const else 0.0)), float(dram_write)
+
+
+def on_chip_credit(read_saved: float, write_saved: float, caps: tuple[float, float]) -> float:
+    """DRAM bytes a kernel no longer moves: the bytes of its inputs and outputs kept on chip, each
+    side at most what it moves (a strided reader never read all of its input). Non-decreasing in
+    both saved amounts (the exact partition search's bound relies on it)."""
+    return min(read_saved, caps[0]) + min(write_saved, caps[1])
+
+
+def credited_cycles(cycles: float, compute_cycles: float, credit: float, bw: float) -> int:
+    """Traffic kept on chip no longer occupies DRAM; the kernel still cannot beat its compute."""
+    return max(int(compute_cycles), int(cycles - credit / bw)) if credit else int(cycles)
+
+
+def credited_joules(joules: float, dram_pj: float, credit: float, pj_per_byte: float) -> float:
+    return joules - min(dram_pj, credit * pj_per_byte) * 1e-12 if credit else joules
+
+
+def _fused(rep: KernelReport, wl: Workload, hw: HardwareConfig, reads: float, writes: float) -> KernelReport:
+    """The kernel's report inside its function, ``reads`` and ``writes`` DRAM bytes kept on chip."""
+    credit = reads + writes
+    total = credited_cycles(rep.total_cycles, rep.compute_cycles, credit, hw.dram.bytes_per_cycle)
+    # The saving comes off the time DMA was exposed: the stall first, then the last store, then
+    # the first load, so the four parts still add up to the total.
+    cut = rep.total_cycles - total
+    parts = {}
+    for name in ("stall_cycles", "epilogue_cycles", "prologue_cycles"):
+        take = min(cut, getattr(rep, name))
+        parts[name] = getattr(rep, name) - take
+        cut -= take
+    e = dict(rep.energy_pj)
+    e["dram"] = max(0.0, e.get("dram", 0.0) - credit * hw.energy.dram_pj_per_byte)
+    # bytes_by_operand keeps the kernel's traffic alone: which operand a read credit comes off is
+    # not tracked, only how much.
+    return replace(rep, total_cycles=total, energy_pj=e, **parts,
+                   dram_read_bytes=int(round(rep.dram_read_bytes - reads)),
+                   dram_write_bytes=int(round(rep.dram_write_bytes - writes)),
+                   utilization=rep.macs / (hw.pes * total) if total else 0.0,
+                   roofline_cycles=fused_roofline_for(wl, hw, credit))
+
+
+def _const_bytes(graph: Any, hw: HardwareConfig) -> int:
+    """Weights of a function as the device stores them (converted once, at load time)."""
+    total = sum(array_device_bytes(c.data, hw) for c in graph.constants)
     for fn in graph.functions.values():
-        total += _const_bytes(fn.graph)
+        total += _const_bytes(fn.graph, hw)
     return total
 
 
@@ -73,7 +160,7 @@ def _pick_schedule(wl: Workload, hw: HardwareConfig, schedules: Mapping[str, Sch
 
 
 def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
-    """(name, op, workload, report, node whose outputs the kernel produces, input values)."""
+    """(name, op, workload, report, node whose outputs the kernel produces)."""
     g = fn.graph
     out = []
     for node in g.nodes:
@@ -95,53 +182,47 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
     cache = _cache if _cache is not None else {}
     g = function.graph
     ks = _kernels(function, hw, schedules, fidelity, cache)
-    wb = hw.array.word_bytes
-    bw = hw.dram.bytes_per_cycle
-    on_chip = hw.buffers.output_bytes if not hw.buffers.unified else hw.buffers.unified_bytes // 2
+    cap = on_chip_capacity(hw)
     graph_outs = {id(v) for v in g.outputs}
-    saved = [0] * len(ks)  # DRAM bytes each kernel avoids
+    index = {id(k[4]): i for i, k in enumerate(ks)}
+    read_saved = [0] * len(ks)
+    write_saved = [0] * len(ks)
     spilled = 0
     for i, (_, _, _, _, node) in enumerate(ks):
         for v in node.outputs:
-            users = v.users
-            if id(v) in graph_outs or not users:
+            if id(v) in graph_outs or not v.users:
                 continue
-            nbytes = v.type.size * wb
-            if nbytes <= on_chip:
-                saved[i] += nbytes  # its write
-                for u in users:
-                    j = next((k for k, (_, _, _, _, n) in enumerate(ks) if n is u), None)
+            nbytes = device_bytes(v.type, hw)
+            if nbytes <= cap:
+                write_saved[i] += nbytes
+                for u in v.users:  # once per use: a node reading it twice reads it twice
+                    j = index.get(id(u))
                     if j is not None:
-                        saved[j] += nbytes  # the consumer's read
+                        read_saved[j] += nbytes
             else:
                 spilled += nbytes
     kernels = []
     cycles = 0
     energy_pj = 0.0
-    for (name, label, wl, rep, _), sv in zip(ks, saved):
-        if sv:
-            # Traffic kept on chip no longer occupies DRAM; the kernel still cannot beat its compute.
-            new_total = max(rep.compute_cycles, int(rep.total_cycles - sv / bw))
-            e = dict(rep.energy_pj)
-            e["dram"] = max(0.0, e["dram"] - sv * hw.energy.dram_pj_per_byte)
-            rep = _with(rep, total_cycles=new_total, energy_pj=e,
-                        stall_cycles=max(0, new_total - rep.compute_cycles - rep.prologue_cycles - rep.epilogue_cycles),
-                        utilization=rep.macs / (hw.pes * new_total) if new_total else 0.0)
+    for i, (name, label, wl, rep, node) in enumerate(ks):
+        dram = rep.bytes_by_operand["dram"]
+        caps = on_chip_caps(rep.dram_read_bytes, rep.dram_write_bytes, dram["weight"],
+                            weight_is_const(node, g.functions))
+        reads, writes = min(read_saved[i], caps[0]), min(write_saved[i], caps[1])
+        if reads or writes:
+            rep = _fused(rep, wl, hw, reads, writes)
         kernels.append(KernelCost(name, label, rep))
         cycles += rep.total_cycles
         energy_pj += sum(rep.energy_pj.values())
-    link_bytes = sum(v.type.nbytes for v in g.inputs) + sum(v.type.nbytes for v in g.outputs)
+    crossing = [v.type for v in (*g.inputs, *g.outputs)]
+    link_bytes = sum(device_bytes(t, hw) for t in crossing)
     return SubgraphReport(
         symbol=symbol or function.attrs.get("global_symbol", g.name), kernels=tuple(kernels),
         device_cycles=cycles, device_s=cycles / hw.clock_hz, link_s=link_bytes / hw.link.bytes_per_s,
         launch_s=hw.link.launch_latency_s, link_bytes=link_bytes, spilled_bytes=spilled,
         device_energy_j=energy_pj * 1e-12, link_energy_j=link_bytes * hw.energy.link_pj_per_byte * 1e-12,
-        weight_bytes=_const_bytes(g))
-
-
-def _with(rep: KernelReport, **changes: Any) -> KernelReport:
-    from dataclasses import replace
-    return replace(rep, **changes)
+        weight_bytes=_const_bytes(g, hw), convert_s=sum(conversion_seconds(t, hw) for t in crossing),
+        convert_j=sum(conversion_joules(t, hw) for t in crossing))
 
 
 def host_op_work(node: Any) -> tuple[int, int]:
@@ -156,14 +237,12 @@ def host_op_work(node: Any) -> tuple[int, int]:
 
 def host_op_seconds(node: Any, hw: HardwareConfig) -> float:
     """Roofline on the host CPU plus its per-op dispatch cost."""
-    flops, nbytes = host_op_work(node)
-    return max(flops / hw.host.peak_flops, nbytes / hw.host.mem_bytes_per_s) + hw.host.op_overhead_s
+    return host_pass_seconds(*host_op_work(node), hw)
 
 
 def host_op_joules(node: Any, hw: HardwareConfig) -> float:
     """Arithmetic at ``host_pj_per_flop`` plus memory traffic at ``dram_pj_per_byte``."""
-    flops, nbytes = host_op_work(node)
-    return (flops * hw.energy.host_pj_per_flop + nbytes * hw.energy.dram_pj_per_byte) * 1e-12
+    return host_pass_joules(*host_op_work(node), hw)
 
 
 @dataclass(frozen=True)
@@ -176,15 +255,20 @@ class HostOpCost:
 
 @dataclass(frozen=True)
 class GraphCost:
-    """End-to-end cost of one inference of a partitioned model (latency in s, energy in J)."""
+    """End-to-end cost of one inference of a partitioned model (latency in s, energy in J). The
+    host's share is its ops plus its conversions of the tensors crossing the link."""
     hardware: str
     host_ops: tuple[HostOpCost, ...]
     calls: tuple[SubgraphReport, ...]
     weight_bytes: int
 
     @property
+    def convert_s(self) -> float:
+        return sum(c.convert_s for c in self.calls)
+
+    @property
     def host_s(self) -> float:
-        return sum(h.seconds for h in self.host_ops)
+        return sum(h.seconds for h in self.host_ops) + self.convert_s
 
     @property
     def link_s(self) -> float:
@@ -204,7 +288,7 @@ class GraphCost:
 
     @property
     def host_j(self) -> float:
-        return sum(h.joules for h in self.host_ops)
+        return sum(h.joules for h in self.host_ops) + sum(c.convert_j for c in self.calls)
 
     @property
     def energy_j(self) -> float:
@@ -212,7 +296,7 @@ class GraphCost:
 
     def to_dict(self) -> dict[str, Any]:
         return {"hardware": self.hardware, "latency_s": self.latency_s, "energy_j": self.energy_j,
-                "host_s": self.host_s, "host_j": self.host_j, "link_s": self.link_s,
+                "host_s": self.host_s, "host_j": self.host_j, "convert_s": self.convert_s, "link_s": self.link_s,
                 "launch_s": self.launch_s, "device_s": self.device_s, "weight_bytes": self.weight_bytes,
                 "host_ops": [{"name": h.name, "op": h.op, "seconds": h.seconds, "joules": h.joules}
                              for h in self.host_ops],

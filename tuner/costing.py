@@ -5,9 +5,12 @@
   ``energy.dram_pj_per_byte``), the same terms the device runtime charges; a composite left on the
   host costs the sum of its ops (it is inlined back into plain ops).
 - A call of an external function costs ``link.launch_latency_s`` + its activation inputs and
-  outputs over the link (``bytes / link.bytes_per_s``, ``energy.link_pj_per_byte``) + the simulated
-  cycles of its kernels / clock. Weights are constants of the function, loaded once at module
-  load, so they cross the link zero times per inference.
+  outputs over the link in the device's format (``sim.transfer.device_bytes``: float tensors at
+  ``array.word_bytes`` per element; ``bytes / link.bytes_per_s``, ``energy.link_pj_per_byte``) +
+  the host's conversion of each of them between the graph's format and the device's (host time
+  and energy, ``sim.transfer.conversion_seconds``) + the simulated cycles of its kernels / clock.
+  Weights are constants of the function, converted and loaded once at module load, so they cross
+  the link zero times per inference.
 - A kernel is a top-level node of an external function (a composite call, or a single op); its cost
   is the kernel simulator's report under its schedule.
 
@@ -23,6 +26,7 @@ import numpy as np
 
 import sim
 from sim.subgraph import host_op_joules, host_op_seconds
+from sim.transfer import conversion_joules, conversion_seconds, device_bytes
 from sim.subgraph import kernel_workload as sim_kernel_workload
 from partition import Function, Graph, Node
 
@@ -125,7 +129,8 @@ def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
 @dataclass(frozen=True)
 class KernelResult:
     """A kernel's cost under one schedule (one call), alone: its inputs read from and its outputs
-    written to DRAM. ``compute_cycles`` and ``dram_pj`` bound what keeping an operand on chip saves."""
+    written to DRAM. ``compute_cycles``, ``dram_pj`` and the DRAM bytes bound what keeping an
+    operand on chip saves (``sim.subgraph.on_chip_caps``)."""
     workload: sim.Workload
     schedule: sim.Schedule
     cycles: int
@@ -133,6 +138,9 @@ class KernelResult:
     roofline_fraction: float
     compute_cycles: int = 0
     dram_pj: float = 0.0
+    dram_read_bytes: int = 0
+    dram_write_bytes: int = 0
+    dram_weight_bytes: int = 0
 
 
 class KernelCoster:
@@ -163,7 +171,8 @@ class KernelCoster:
             for s in cands:
                 rep = sim.simulate(wl, self.hw, s, fidelity=self.opts.fidelity)
                 k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction,
-                                 rep.compute_cycles, float(rep.energy_pj.get("dram", 0.0)))
+                                 rep.compute_cycles, float(rep.energy_pj.get("dram", 0.0)), rep.dram_read_bytes,
+                                 rep.dram_write_bytes, rep.bytes_by_operand["dram"]["weight"])
                 if r is None or k.cycles < r.cycles:
                     r = k
             self._memo[wl.key] = r
@@ -174,9 +183,12 @@ class KernelCoster:
         return Cost(device_s=r.cycles / self.hw.clock_hz, device_j=r.energy_j)
 
 
-def link_cost(nbytes: float, hw: sim.HardwareConfig) -> Cost:
+def crossing_cost(t, hw: sim.HardwareConfig) -> Cost:
+    """One tensor (a ``TensorType``) crossing the link once: its bytes in the device's format over
+    the link, and the host's conversion between the graph's format and the device's."""
+    nbytes = device_bytes(t, hw)
     return Cost(link_s=nbytes / hw.link.bytes_per_s, link_j=nbytes * hw.energy.link_pj_per_byte * 1e-12,
-                link_bytes=nbytes)
+                link_bytes=nbytes, host_s=conversion_seconds(t, hw), host_j=conversion_joules(t, hw))
 
 
 def launch_cost(hw: sim.HardwareConfig) -> Cost:
@@ -186,6 +198,8 @@ def launch_cost(hw: sim.HardwareConfig) -> Cost:
 # ------------------------------------------------------------------------------ partitioned graph
 @dataclass(frozen=True)
 class KernelCost:
+    """A kernel inside its function: cycles, energy, roofline fraction and DRAM bytes with the
+    intermediates its function keeps on chip credited."""
     name: str
     workload: str
     op: str
@@ -193,6 +207,7 @@ class KernelCost:
     cycles: int
     energy_j: float
     roofline_fraction: float
+    dram_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,7 +231,8 @@ class GraphCost:
 
 def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster) -> FunctionCost:
     """One call of an external function: ``sim.simulate_function`` with the coster's schedule of
-    every kernel (intermediates kept on chip where they fit), plus launch and link."""
+    every kernel (intermediates kept on chip where they fit), plus launch, link and the host's
+    conversions of the crossing tensors."""
     hw = coster.hw
     inner = {**scope, **fn.graph.functions}
     chosen = {}
@@ -224,10 +240,12 @@ def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], cost
         r = coster(kernel_workload(n, inner))
         chosen[r.workload.key] = r.schedule
     rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol)
-    total = Cost(link_s=rep.link_s, launch_s=rep.launch_s, device_s=rep.device_s, link_j=rep.link_energy_j,
-                 device_j=rep.device_energy_j, link_bytes=rep.link_bytes, calls=1.0)
+    total = Cost(host_s=rep.convert_s, host_j=rep.convert_j, link_s=rep.link_s, launch_s=rep.launch_s,
+                 device_s=rep.device_s, link_j=rep.link_energy_j, device_j=rep.device_energy_j,
+                 link_bytes=rep.link_bytes, calls=1.0)
     kernels = tuple(KernelCost(k.name, k.report.workload, k.op, k.report.schedule, k.report.total_cycles,
-                               k.report.energy_j, k.report.roofline_fraction) for k in rep.kernels)
+                               k.report.energy_j, k.report.roofline_fraction, k.report.dram_bytes)
+                    for k in rep.kernels)
     return FunctionCost(symbol, 0.0, total, kernels)
 
 
@@ -269,5 +287,5 @@ def loop_trips(node: Node) -> int:
 
 
 __all__ = ["CostOptions", "Cost", "CostingError", "OBJECTIVES", "objective_value", "host_op_cost",
-           "host_unit_cost", "kernel_workload", "KernelCoster", "KernelResult", "link_cost",
+           "host_unit_cost", "kernel_workload", "KernelCoster", "KernelResult", "crossing_cost",
            "launch_cost", "graph_cost", "GraphCost", "FunctionCost", "KernelCost", "loop_trips"]

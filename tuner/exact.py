@@ -20,8 +20,10 @@ most the matching term of ``cluster_cost`` for any completion (D = units fixed o
 H = fixed on the host, U = not yet fixed):
 
 * device time/energy of a unit on the device: the kernel's cycles
-  ``max(compute, int(total - saved / bw))`` and energy ``e - min(dram, saved * pJ)``, both
-  non-increasing in the bytes ``saved`` on chip, taken at the most any completion can save. An
+  ``max(compute, int(total - credit / bw))`` and energy ``e - min(dram, credit * pJ)`` with
+  ``credit = min(reads saved, read cap) + min(writes saved, write cap)``
+  (``sim.subgraph.on_chip_credit``), non-increasing in the bytes saved on chip on either side,
+  taken at the most any completion can save. An
   intermediate is kept on chip only when its producer and all its readers are in one function
   (so none of them is on the host), it is not a model output and it fits the output buffer; the
   bound credits every such intermediate with no endpoint in H and no host unit (in H, or not
@@ -29,8 +31,9 @@ H = fixed on the host, U = not yet fixed):
 * host, device and link together: the minimum over all completions of host cost (exact) + the
   device bound above + a link bound, found exactly as a minimum s-t cut (the classic offloading
   cut, scipy's max flow; capacities scaled to integers and floored, so still a lower bound). The
-  link bound per value: bytes once when its producer is on the host (in H, outside the cluster, or
-  a graph input) and some reader on the device; bytes once when its producer is on the device and
+  link bound per value (its bytes on the link plus the host's conversion: the cost of one
+  crossing): once when its producer is on the host (in H, outside the cluster, or
+  a graph input) and some reader on the device; once when its producer is on the device and
   the model returns it or some reader is on the host. ``cluster_cost`` charges at least that (a
   host-produced value crosses once per reading function, a device-produced one once if read
   outside its function). Both terms are "some member of a set differs from one unit", which
@@ -63,6 +66,8 @@ from itertools import combinations
 import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
+
+from sim.subgraph import credited_cycles, credited_joules, on_chip_credit
 
 from .costing import Cost, objective_value
 from .partition_problem import PartitionSearchError, Problem
@@ -122,6 +127,7 @@ class _Bound:
         self.ccyc = [p._ccyc[u] for u in self.members]
         self.dram_pj = [p._dram_pj[u] for u in self.members]
         self.dev_e = [p._dev_e[u] for u in self.members]
+        self.caps = [p._caps[u] for u in self.members]
         per_byte = 1 / hw.link.bytes_per_s if self.latency else hw.energy.link_pj_per_byte * 1e-12
         # Functions are convex, so two units with a host unit on a path between them are never in
         # one function. ``_apart(a, b)``: the graph positions on such paths, cut by the units host
@@ -160,9 +166,10 @@ class _Bound:
             prod = local.get(e.producer, -1) if e.producer >= 0 else -1
             readers = tuple(local[c] for c in e.consumers if c in local)
             outside = len(readers) < len(e.consumers)
-            c = e.nbytes * e.weight * per_byte
-            if prod >= 0 and not outside and not e.is_output and e.consumers and e.words <= p._on_chip:
-                credit = [(prod, e.words)] + [(local[x], e.words * k2) for x, k2 in zip(e.consumers, e.uses)]
+            c = (e.nbytes * per_byte + (e.convert_s if self.latency else e.convert_j)) * e.weight
+            if prod >= 0 and not outside and not e.is_output and e.consumers and e.nbytes <= p._on_chip:
+                # (unit, 0 = its write / 1 = a read, bytes)
+                credit = [(prod, 0, e.nbytes)] + [(local[x], 1, e.nbytes * k2) for x, k2 in zip(e.consumers, e.uses)]
                 apart = 0
                 for r in readers:
                     apart |= _apart(prod, r)
@@ -181,7 +188,7 @@ class _Bound:
                 nv += 1
         self.nv = nv
         # Integer capacities (scipy's max flow): floors of the scaled costs keep it a lower bound.
-        total = sum(self.host) + sum(self._device(j, 0.0) for j in range(n)) + sum(c for *_, c in arcs if c > 0)
+        total = sum(self.host) + sum(self._device(j, 0.0, 0.0) for j in range(n)) + sum(c for *_, c in arcs if c > 0)
         self.scale = 2.0 ** 28 / max(total, 1e-300)
         self.inf = 2 ** 30
         self.arc_rows = np.array([a for a, _, _ in arcs], dtype=np.int64)
@@ -198,11 +205,10 @@ class _Bound:
         self.between = [_apart(a, b) for a, b in self.links]
         self.call_cost = (self.w[0] * hw.link.launch_latency_s if n else 0.0) if self.latency else 0.0
 
-    def _device(self, j: int, saved: float) -> float:
-        cyc, en = self.cyc[j], self.dev_e[j]
-        if saved:
-            cyc = max(self.ccyc[j], int(cyc - saved / self.bw))
-            en = en - min(self.dram_pj[j], saved * self.pj) * 1e-12
+    def _device(self, j: int, reads: float, writes: float) -> float:
+        credit = on_chip_credit(reads, writes, self.caps[j])
+        cyc = credited_cycles(self.cyc[j], self.ccyc[j], credit, self.bw)
+        en = credited_joules(self.dev_e[j], self.dram_pj[j], credit, self.pj)
         return cyc * self.w[j] / self.clock if self.latency else en * self.w[j]
 
     def __call__(self, st: list[int]) -> float:
@@ -211,17 +217,18 @@ class _Bound:
         for j in range(n):
             if st[j] == 0:
                 host |= self.bit[j]
-        saved = [0.0] * n
+        saved = [[0.0, 0.0] for _ in range(n)]   # per unit: writes, reads
         for ends, credit, apart in self.savable:
             if all(st[x] != 0 for x in ends) and not apart & host:
-                for x, b in credit:
-                    saved[x] += b
+                for x, side, b in credit:
+                    saved[x][side] += b
         extra = 0.0
         for prod, readers, c in self.separable:
             if st[prod] == 1 and any(st[r] == 1 and apart & host for r, apart in readers):
                 extra += c
         units = np.arange(2, 2 + n, dtype=np.int64)
-        dev_caps = np.array([int(self._device(j, saved[j]) * self.scale) for j in range(n)], dtype=np.int64)
+        dev_caps = np.array([int(self._device(j, saved[j][1], saved[j][0]) * self.scale) for j in range(n)],
+                            dtype=np.int64)
         fixed_d = [2 + j for j in range(n) if st[j] == 1]
         fixed_h = [2 + j for j in range(n) if st[j] == 0]
         rows = np.concatenate([self.arc_rows, np.zeros(n, np.int64), units,

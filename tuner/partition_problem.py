@@ -10,7 +10,8 @@ the offload set alone decides the plan.
 
 Cost of a decision = host units on the host model + per function call: launch, every activation
 input it reads from outside (once per function that reads it) and every output read outside it
-(once), over the link, and its kernels on the device (``tuner.costing``).
+(once), over the link in the device's format with the host's conversion of each crossing
+(``sim.transfer``), and its kernels on the device (``tuner.costing``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from partition.byoc import form_regions, partition_graph
 from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs
 from partition.byoc.pipeline import region_passes, run_passes
+
+from sim.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
+                          weight_is_const)
+from sim.transfer import conversion_joules, conversion_seconds, device_bytes
 
 from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_workload, loop_trips,
                       objective_value)
@@ -72,14 +77,16 @@ class Unit:
 @dataclass(frozen=True)
 class ValueEdge:
     """An activation between units: ``producer`` unit index (-1: a graph input), consumer unit
-    indices (each once), bytes, and whether the graph returns it."""
+    indices (each once), its bytes on the link and the device (``sim.transfer.device_bytes``),
+    whether the graph returns it, and the host's conversion of one crossing (seconds, joules)."""
     producer: int
     consumers: tuple[int, ...]
     nbytes: int
     is_output: bool
     weight: float
     uses: tuple[int, ...] = ()   # uses by each consumer (a node may read a value twice)
-    words: int = 0               # size on the device: elements x array.word_bytes
+    convert_s: float = 0.0
+    convert_j: float = 0.0
 
 
 class Problem:
@@ -101,6 +108,7 @@ class Problem:
         host = []
         workloads: list[sim.Workload | None] = []
         greedy: list[int] = []
+        self._wconst: list[bool] = []
         coster = coster or KernelCoster(hw, opts=opts)
         self._walk(self.prepared, {}, self.prepared.name, 1.0, units, host, workloads, greedy, coster)
         self.units = tuple(units)
@@ -171,6 +179,7 @@ class Problem:
             fn = scope.get(n.attrs.get("callee")) if n.op == "call" else None
             op = str(fn.attrs.get("Composite")) if fn is not None and "Composite" in fn.attrs else n.op
             units.append(Unit(i, path, n.name, op, off, weight))
+            self._wconst.append(off and weight_is_const(n, scope))
             self._node_unit[id(n)] = i
             host.append(host_unit_cost(n, scope, self.hw, self.opts))
             workloads.append(wl)
@@ -182,7 +191,7 @@ class Problem:
                     self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:
-        wb = self.hw.array.word_bytes
+        hw = self.hw
         for path, g in self.graphs.items():
             w = self.units[self._node_unit[id(g.nodes[0])]].weight if g.nodes else 1.0
             outs = {id(v) for v in g.outputs}
@@ -194,8 +203,9 @@ class Problem:
                 cons = tuple(dict.fromkeys(all_uses))
                 if not cons and id(v) not in outs:
                     continue
-                yield ValueEdge(prod, cons, v.type.nbytes, id(v) in outs, w,
-                                tuple(all_uses.count(c) for c in cons), v.type.size * wb)
+                yield ValueEdge(prod, cons, device_bytes(v.type, hw), id(v) in outs, w,
+                                tuple(all_uses.count(c) for c in cons), conversion_seconds(v.type, hw),
+                                conversion_joules(v.type, hw))
 
     def _clusters(self) -> tuple[tuple[int, ...], ...]:
         """Connected components of the offloadable units (edges between two offloadable units).
@@ -238,34 +248,34 @@ class Problem:
         self._ccyc = [r.compute_cycles if r else 0 for r in results]
         self._dram_pj = [r.dram_pj if r else 0.0 for r in results]
         self._dev_e = [r.energy_j if r else 0.0 for r in results]
-        hw = self.hw
-        self._on_chip = hw.buffers.output_bytes if not hw.buffers.unified else hw.buffers.unified_bytes // 2
+        self._caps = [on_chip_caps(r.dram_read_bytes, r.dram_write_bytes, r.dram_weight_bytes, wc) if r else (0.0, 0.0)
+                      for r, wc in zip(results, self._wconst)]
+        self._on_chip = on_chip_capacity(self.hw)
 
     def _device_cost(self, dev: Iterable[int], gid, edges: Iterable[ValueEdge]) -> tuple[float, float]:
         """Seconds and joules of the device units, each kernel crediting the intermediates its
         function keeps on chip (its write, its consumers' reads), as ``sim.simulate_function``
         does: an intermediate stays on chip when every reader is in the same function, the model
-        does not return it, and it fits the output buffer (half the unified buffer)."""
-        saved: dict[int, float] = {}
+        does not return it, and it fits ``sim.subgraph.on_chip_capacity``."""
+        reads: dict[int, float] = {}
+        writes: dict[int, float] = {}
         for e in edges:
             g = gid.get(e.producer, -1) if e.producer >= 0 else -1
-            if g < 0 or e.is_output or not e.consumers or e.words > self._on_chip:
+            if g < 0 or e.is_output or not e.consumers or e.nbytes > self._on_chip:
                 continue
             if all(gid.get(c, -1) == g for c in e.consumers):
-                saved[e.producer] = saved.get(e.producer, 0) + e.words
+                writes[e.producer] = writes.get(e.producer, 0) + e.nbytes
                 for c, k in zip(e.consumers, e.uses):
-                    saved[c] = saved.get(c, 0) + e.words * k
+                    reads[c] = reads.get(c, 0) + e.nbytes * k
         hw = self.hw
         bw = hw.dram.bytes_per_cycle
         pj = hw.energy.dram_pj_per_byte
         cycles_w = 0.0
         joules = 0.0
         for i in dev:
-            cyc, en = self._cyc[i], self._dev_e[i]
-            sv = saved.get(i)
-            if sv:
-                cyc = max(self._ccyc[i], int(cyc - sv / bw))
-                en = en - min(self._dram_pj[i], sv * pj) * 1e-12
+            credit = on_chip_credit(reads.get(i, 0), writes.get(i, 0), self._caps[i])
+            cyc = credited_cycles(self._cyc[i], self._ccyc[i], credit, bw)
+            en = credited_joules(self._dev_e[i], self._dram_pj[i], credit, pj)
             cycles_w += cyc * self._w[i]
             joules += en * self._w[i]
         return cycles_w / hw.clock_hz, joules
@@ -424,16 +434,19 @@ class Problem:
         return self._assemble(host, groups, gid, self.edges, dev_s, dev_j)
 
     def _assemble(self, host, groups, gid, edges, dev_s, dev_j) -> Cost:
-        link = 0.0
+        link = conv_s = conv_j = 0.0
         for e in edges:
             pg = gid.get(e.producer, -1) if e.producer >= 0 else -1
-            readers = {gid[c] for c in e.consumers if c in gid and gid[c] != pg}
-            link += len(readers) * e.nbytes * e.weight
+            crossings = len({gid[c] for c in e.consumers if c in gid and gid[c] != pg})
             if pg >= 0 and (e.is_output or any(gid.get(c, -1) != pg for c in e.consumers)):
-                link += e.nbytes * e.weight
+                crossings += 1
+            if crossings:
+                link += crossings * e.nbytes * e.weight
+                conv_s += crossings * e.convert_s * e.weight
+                conv_j += crossings * e.convert_j * e.weight
         hw = self.hw
         calls = float(sum(self.units[grp[0]].weight for grp in groups))
-        return Cost(host_s=float(self._host_s[host].sum()), host_j=float(self._host_j[host].sum()),
+        return Cost(host_s=float(self._host_s[host].sum()) + conv_s, host_j=float(self._host_j[host].sum()) + conv_j,
                     device_s=dev_s, device_j=dev_j,
                     link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
                     launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)

@@ -16,6 +16,9 @@ import numpy as np
 import sim
 from partition import Graph, graph_hash, write_packed
 
+from sim.subgraph import on_chip_capacity
+from sim.transfer import device_bytes
+
 from .costing import Cost, FunctionCost, GraphCost
 
 @dataclass(frozen=True)
@@ -146,7 +149,8 @@ class Plan:
                 "predicted": {**fc.per_call.to_dict(), "calls": fc.calls, "cycles": fc.cycles,
                               "kernels": {k.name: {"workload": k.workload, "cycles": k.cycles,
                                                    "energy_j": k.energy_j,
-                                                   "roofline_fraction": k.roofline_fraction}
+                                                   "roofline_fraction": k.roofline_fraction,
+                                                   "dram_bytes": k.dram_bytes}
                                           for k in fc.kernels}},
             }
             per_fn[sym] = {"latency_s": fc.per_call.latency_s, "energy_j": fc.per_call.energy_j,
@@ -171,21 +175,22 @@ def _function_dict(f: FunctionCost) -> dict:
     return {**f.per_call.to_dict(), "calls": f.calls, "cycles": f.cycles,
             "kernels": [{"name": k.name, "op": k.op, "workload": k.workload, "cycles": k.cycles,
                          "energy_j": k.energy_j, "roofline_fraction": k.roofline_fraction,
+                         "dram_bytes": k.dram_bytes,
                          "schedule": k.schedule} for k in f.kernels]}
 
 
 def buffer_plan(body: Graph, hw: sim.HardwareConfig) -> dict:
     """Where each activation of an external function lives on the device: inputs arrive over the
-    link into DRAM and outputs leave from DRAM; an intermediate stays in the on-chip output buffer
-    (the unified buffer when there is one) when it fits there in device words, else it spills to
-    DRAM. Sizes are in device bytes (elements x ``array.word_bytes``)."""
-    cap = hw.buffers.unified_bytes or hw.buffers.output_bytes
-    wb = hw.array.word_bytes
+    link into DRAM and outputs leave from DRAM; an intermediate stays on chip (the output buffer,
+    or half the unified buffer: ``sim.subgraph.on_chip_capacity``, the rule the costing uses) when
+    it fits, else it spills to DRAM. Sizes are in device bytes (``sim.transfer.device_bytes``:
+    float tensors at ``array.word_bytes`` per element), the bytes that cross the link."""
+    cap = on_chip_capacity(hw)
     ins = {id(v) for v in body.inputs}
     outs = {id(v) for v in body.outputs}
     plan: dict[str, dict] = {}
     for v in [*body.inputs, *(o for n in body.nodes for o in n.outputs)]:
-        nbytes = v.type.size * wb
+        nbytes = device_bytes(v.type, hw)
         if id(v) in ins:
             kind, where = "input", "dram"
         elif id(v) in outs:

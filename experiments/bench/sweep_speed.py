@@ -6,7 +6,7 @@ partition search on every point), with one Dask worker and with two, on this mac
 Writes experiments/results/sweep_speed/{config.json,results.json}. The points are drawn at random
 from an edge design space (array shape, buffers, DRAM bandwidth, clock); both runs evaluate the
 same points into fresh folders, so nothing is reused from disk between them: what carries over is
-each worker's cost model from its earlier points.
+the warm start and the cost model along each chain of points (tuner.sweep.runner).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Run ONNX files through the whole tool and report the first step that fails for each.
 
-    python experiments/zoo/check.py DIR [--presets edge-npu cloud-npu] [--trials N] [--json]
+    python experiments/zoo/check.py DIR [--presets P ...] [--trials N] [--json] [--out RESULTS_DIR]
 
 For every DIR/*.onnx (e.g. written by experiments/zoo/export.py): import; interpret and compare with
 the reference outputs in DIR/NAME.npz when present (rtol 1e-3, atol 1e-4: torch and numpy differ in
@@ -8,6 +8,9 @@ float32 summation order); then per preset: tune (partition search + kernel tunin
 plan, load it back and run it on the example input, and compare the run's outputs with the
 interpreter's. A step that raises is reported as its one-line message: the aim is that each is
 either a pass or a clear, deliberate "unsupported" message, never a traceback.
+
+Every hardware preset by default. Writes its configuration and rows to RESULTS_DIR (default
+experiments/results/zoo/: config.json, results.json).
 """
 from __future__ import annotations
 
@@ -80,12 +83,19 @@ def check_file(path: Path, presets: list[str], trials: int) -> dict:
 
 
 def main(argv=None) -> int:
+    import os
+    import platform
+
+    import sim
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
-    ap.add_argument("--presets", nargs="*", default=["edge-npu", "cloud-npu"])
+    ap.add_argument("--presets", nargs="*", default=list(sim.presets.names()),
+                    help="hardware presets (default: every preset)")
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", nargs="*")
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "zoo"),
+                    help="where config.json and results.json go")
     a = ap.parse_args(argv)
     rows = []
     for p in sorted(Path(a.dir).glob("*.onnx")):
@@ -99,6 +109,13 @@ def main(argv=None) -> int:
             msg = extra if r["status"] == "ok" else f"{r['step']}: {r['error']}" + (f"  @ {r['where']}" if 'where' in r else "")
             print(f"{r['file']:>34}  {r['status']:4}  {msg}", flush=True)
     ok = sum(r["status"] == "ok" for r in rows)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(
+        {"dir": str(Path(a.dir).resolve().relative_to(ROOT)) if Path(a.dir).resolve().is_relative_to(ROOT) else a.dir,
+         "presets": a.presets, "trials": a.trials, "only": a.only, "python": platform.python_version(),
+         "cpus": os.cpu_count()}, indent=2) + "\n")
+    (out / "results.json").write_text(json.dumps({"rows": rows, "ok": ok, "total": len(rows)}, indent=2) + "\n")
     if a.json:
         print(json.dumps({"rows": rows, "ok": ok, "total": len(rows)}, indent=2))
     else:

@@ -46,16 +46,16 @@ def base_plans() -> dict[str, bytes]:
     from partition import Graph, models
     rng = np.random.default_rng(0)
     g = Graph("fuzznet")
-    x = g.add_input("x", (1, 8, 16, 16))
-    y = g.add_node("conv2d", [x, g.add_const(rng.standard_normal((16, 8, 3, 3)).astype(np.float32), "w1")],
+    x = g.add_input("x", (1, 16, 16, 16))
+    y = g.add_node("conv2d", [x, g.add_const(rng.standard_normal((32, 16, 3, 3)).astype(np.float32), "w1")],
                    {"pads": (1, 1, 1, 1)}).output
-    y = g.add_node("bias_add", [y, g.add_const(rng.standard_normal(16).astype(np.float32), "b1")], {"axis": 1}).output
+    y = g.add_node("bias_add", [y, g.add_const(rng.standard_normal(32).astype(np.float32), "b1")], {"axis": 1}).output
     y = g.add_node("relu", [y]).output
-    y = g.add_node("conv2d", [y, g.add_const(rng.standard_normal((16, 16, 3, 3)).astype(np.float32), "w2")],
+    y = g.add_node("conv2d", [y, g.add_const(rng.standard_normal((32, 32, 3, 3)).astype(np.float32), "w2")],
                    {"pads": (1, 1, 1, 1)}).output
     y = g.add_node("global_avg_pool2d", [g.add_node("relu", [y]).output]).output
     y = g.add_node("dense", [g.add_node("flatten", [y]).output,
-                             g.add_const(rng.standard_normal((10, 16)).astype(np.float32), "wd")]).output
+                             g.add_const(rng.standard_normal((10, 32)).astype(np.float32), "wd")]).output
     g.set_outputs([g.add_node("softmax", [y], {"axis": -1}).output])
     out = {}
     with tempfile.TemporaryDirectory() as d:

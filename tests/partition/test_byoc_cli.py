@@ -62,7 +62,8 @@ def test_keep_on_host(capsys):
 
 
 @pytest.mark.parametrize("argv, msg", [
-    (["--model", "byoc_demo", "--target", "tpu"], "unknown target 'tpu'; known targets: npu-gemm, npu-full"),
+    (["--model", "byoc_demo", "--target", "tpu"],
+     "--target 'tpu' is neither a built-in target (npu-gemm, npu-full) nor a hardware preset"),
     (["--model", "nope", "--target", "npu-gemm"], "unknown model 'nope'"),
     (["--onnx", "/no/such.onnx", "--target", "npu-gemm"], "no such ONNX file"),
     (["--model", "byoc_demo", "--target", "npu-gemm", "--keep-on-host", "x"], "--keep-on-host takes"),

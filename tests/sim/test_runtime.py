@@ -112,11 +112,16 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
     b = res.breakdown
     # Host: flatten, dense, softmax executed; the call is not a host op.
     assert b.host_ops == 3
-    # Link: only activations cross per call (weights are loaded once): 1x3x8x8 in, 1x4x8x8 out, fp32.
+    # Link: only activations cross per call (weights are loaded once): 1x3x8x8 in, 1x4x8x8 out, fp32
+    # in the graph, one-byte words on the int8 device (the host quantizes and dequantizes them).
     (f,) = b.functions
     assert f.symbol == "npu_main_0" and f.calls == 1
-    assert f.per_call.link_bytes == (3 * 64 + 4 * 64) * 4
-    assert b.link_s == pytest.approx(1792 / 350e6, rel=1e-12)
+    assert HW.array.word_bytes == 1
+    assert f.per_call.link_bytes == 3 * 64 + 4 * 64 == 448
+    assert b.link_s == pytest.approx(448 / 350e6, rel=1e-12)
+    h = HW.host
+    conv_s = sum(h.op_overhead_s + max(n / h.peak_flops, n * (4 + 1) / h.mem_bytes_per_s) for n in (192, 256))
+    conv_pj = sum(n * HW.energy.host_pj_per_flop + n * 5 * HW.energy.dram_pj_per_byte for n in (192, 256))
     assert b.launch_s == pytest.approx(100e-6, rel=1e-12)
     # Device: the one kernel's tile-level cycles under the archive's schedule, at 500 MHz.
     rep = sim.simulate(conv_workload(), HW, sim.Schedule.default(conv_workload(), HW), fidelity="tile")
@@ -129,9 +134,10 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
     host_nodes = [n for n in tinynet_partitioned().nodes if n.op != "call"]
     host_pj = sum(op_cost(n).flops * HW.energy.host_pj_per_flop
                   + (op_cost(n).bytes_in + op_cost(n).bytes_out) * HW.energy.dram_pj_per_byte for n in host_nodes)
-    assert host_pj > 0 and b.host_j == pytest.approx(host_pj * 1e-12, rel=1e-12)
-    assert b.energy_j == pytest.approx(rep.energy_j + 1792 * HW.energy.link_pj_per_byte * 1e-12 + host_pj * 1e-12,
-                                       rel=1e-9)
+    assert host_pj > 0 and b.host_j == pytest.approx((host_pj + conv_pj) * 1e-12, rel=1e-12)
+    assert b.host_s == pytest.approx(sum(sim.subgraph.host_op_seconds(n, HW) for n in host_nodes) + conv_s, rel=1e-12)
+    assert b.energy_j == pytest.approx(rep.energy_j + 448 * HW.energy.link_pj_per_byte * 1e-12
+                                       + (host_pj + conv_pj) * 1e-12, rel=1e-9)
     d = b.to_dict()
     assert d["functions"]["npu_main_0"]["cycles"] == rep.total_cycles and d["calls"] == 1
 

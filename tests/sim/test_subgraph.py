@@ -40,13 +40,19 @@ def test_function_keeps_intermediate_on_chip_and_fuses_epilogue():
     # each kernel alone would write/read the 16x28x28 intermediate through DRAM
     wl = Workload.conv2d(1, 16, 28, 28, 16, 3, 3, pad=1, epilogue=("relu",))
     alone = simulate(wl, hw, Schedule.default(wl, hw))
-    assert sum(k.report.dram_bytes for k in rep.kernels) == 2 * alone.dram_bytes  # traffic as costed alone
-    assert rep.device_cycles < 2 * alone.total_cycles                            # but the on-chip hand-off saves time
-    # link: the float32 input and output of the call; weights counted once, not per call
-    assert rep.link_bytes == 2 * 16 * 28 * 28 * 4
-    assert rep.weight_bytes == 2 * 16 * 16 * 9 * 4
+    # the 16x28x28 intermediate (bf16 words) is neither written by the first nor read by the second
+    inter = 16 * 28 * 28 * 2
+    assert sum(k.report.dram_bytes for k in rep.kernels) == 2 * alone.dram_bytes - 2 * inter
+    assert rep.device_cycles < 2 * alone.total_cycles                            # the on-chip hand-off saves time
+    # link: the float32 input and output of the call as bf16 words; weights counted once, as words
+    assert hw.array.word_bytes == 2
+    assert rep.link_bytes == 2 * 16 * 28 * 28 * 2
+    assert rep.weight_bytes == 2 * 16 * 16 * 9 * 2
     assert rep.link_s == pytest.approx(rep.link_bytes / hw.link.bytes_per_s)
     assert rep.latency_s == pytest.approx(rep.device_s + rep.link_s + hw.link.launch_latency_s)
+    # the host converts each fp32 tensor to bf16 and back: read 4 B, write 2 B per element
+    n, h = 16 * 28 * 28, hw.host
+    assert rep.convert_s == pytest.approx(2 * (h.op_overhead_s + max(n / h.peak_flops, n * 6 / h.mem_bytes_per_s)))
 
 
 def test_intermediate_spills_when_buffer_too_small():

@@ -116,12 +116,17 @@ def test_cost_of_one_offloaded_dense_by_hand():
     rep = sim.simulate(sim.Workload.gemm(32, 16, 64), hw, sim.Schedule.default(sim.Workload.gemm(32, 16, 64), hw))
     tanh_s = hw.host.op_overhead_s + max(32 * 16 * host_flops_per_elem_tanh() / hw.host.peak_flops,
                                          2 * 32 * 16 * 4 / hw.host.mem_bytes_per_s)
-    link_bytes = 32 * 64 * 4 + 32 * 16 * 4
-    want = (tanh_s + hw.link.launch_latency_s + link_bytes / hw.link.bytes_per_s
+    # fp32 in the graph, int8 words on the link: the host quantizes x and dequantizes the result
+    assert hw.array.word_bytes == 1
+    link_bytes = 32 * 64 + 32 * 16
+    h = hw.host
+    convert_s = sum(h.op_overhead_s + max(n / h.peak_flops, n * 5 / h.mem_bytes_per_s) for n in (32 * 64, 32 * 16))
+    want = (tanh_s + convert_s + hw.link.launch_latency_s + link_bytes / hw.link.bytes_per_s
             + rep.total_cycles / hw.clock_hz)
     c = p.cost({i})
     assert c.latency_s == pytest.approx(want, rel=1e-9)
     assert c.link_bytes == link_bytes
+    assert c.host_s == pytest.approx(tanh_s + convert_s, rel=1e-9)
     host_dense = host_op_cost(dense, hw, OPTS).host_s
     assert p.cost(set()).latency_s == pytest.approx(tanh_s + host_dense, rel=1e-9)
 
@@ -268,8 +273,9 @@ def test_siblings_share_one_call_and_one_transfer():
     merged, plain = p.cost(all3), p.cost(all3, siblings=False)
     assert len(p.groups(all3)) == 1 and len(p.groups(all3, siblings=False)) == 3
     assert merged.calls == 1 and plain.calls == 3
-    x_bytes = 32 * 64 * 4
+    x_bytes = 32 * 64 * p.hw.array.word_bytes  # fp32 in the graph, device words on the link
     assert plain.link_bytes - merged.link_bytes == 2 * x_bytes
+    assert plain.host_s > merged.host_s  # and the host quantizes x once per call
     part = p.materialize(all3)
     part.lint()
     x = np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32)

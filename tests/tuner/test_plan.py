@@ -71,7 +71,10 @@ def test_archive_round_trip(plan, archive):
         got = {k: sim.Schedule.from_dict(v) for k, v in doc["schedules"].items()}
         assert got == dict(plan.schedules[sym])
         body = pm.function(sym).graph
-        assert set(doc["buffer_plan"]) == {v.name for v in [*body.inputs, *(o for n in body.nodes for o in n.outputs)]}
+        values = [*body.inputs, *(o for n in body.nodes for o in n.outputs)]
+        assert set(doc["buffer_plan"]) == {v.name for v in values}
+        # fp32 activations live on the int8 device (and cross the link) as one-byte words
+        assert {k: v["bytes"] for k, v in doc["buffer_plan"].items()} == {v.name: v.type.size for v in values}
         assert doc["codegen"]["target"] == "edge-npu"
         fc = plan.cost.functions[sym]
         assert doc["predicted"]["calls"] == fc.calls == m["predicted"]["functions"][sym]["calls"]
@@ -88,7 +91,14 @@ def test_predicted_function_cost_recomputed_from_archive(plan, archive):
     for sym, doc in pm.externals.items():
         body = pm.function(sym).graph
         scope = {**pm.host_graph.functions, **body.functions}
-        nbytes = sum(v.type.nbytes for v in [*body.inputs, *body.outputs])
+        crossing = [v.type for v in [*body.inputs, *body.outputs]]
+        assert all(t.dtype == "float32" for t in crossing)
+        # On the link in device words; the host converts each fp32 tensor (read 4 B, write a word).
+        wb = hw.array.word_bytes
+        nbytes = sum(t.size * wb for t in crossing)
+        h = hw.host
+        convert = sum(h.op_overhead_s + max(t.size / h.peak_flops, t.size * (4 + wb) / h.mem_bytes_per_s)
+                      for t in crossing) if wb != 4 else 0.0
         cycles = 0
         for n in body.nodes:
             fn = scope[n.attrs["callee"]] if n.op == "call" else None
@@ -99,7 +109,7 @@ def test_predicted_function_cost_recomputed_from_archive(plan, archive):
                 wl = sim.Workload.from_node(n)
             s = sim.Schedule.from_dict(doc["schedules"][n.name])
             cycles += sim.simulate(wl, hw, s, fidelity="tile").total_cycles
-        want = hw.link.launch_latency_s + nbytes / hw.link.bytes_per_s + cycles / hw.clock_hz
+        want = hw.link.launch_latency_s + nbytes / hw.link.bytes_per_s + convert + cycles / hw.clock_hz
         got = pm.manifest["predicted"]["functions"][sym]
         assert got["latency_s"] == pytest.approx(want, rel=1e-9)
         assert got["cycles"] == cycles

@@ -135,3 +135,15 @@ def test_report_renders_in_headless_chromium(tmp_path):
     from matplotlib.image import imread
     img = imread(str(shot))
     assert img.shape[0] >= 2000 and len(np.unique(img.reshape(-1, img.shape[-1])[:, :3], axis=0)) > 50
+
+
+def test_header_and_caption_count_the_same_front_and_two_sweeps_are_refused():
+    rows = _rows()
+    rep = build_report(rows, {"name": "toy"})
+    n = len(rep.pareto)
+    assert f"{n} on the latency-energy-area Pareto front" in rep.html
+    assert f"circled: the {n} points" in rep.html
+    # Rows of a second sweep under the same indices (a folder reused with another base): refused.
+    other = [dict(r, point=r["point"] + "-other", key=r["key"] + "-other") for r in rows]
+    with pytest.raises(ReportError, match="more than one sweep"):
+        build_report(rows + other)

@@ -1,5 +1,6 @@
 """Running sweeps: rows agree with tuning each point directly, resume after a kill loses nothing
-finished, and a LocalCluster of two Dask workers gives the same rows as one process."""
+finished, one process, a local pool and a LocalCluster of two Dask workers give the same rows, and
+a folder belongs to one hardware base."""
 from __future__ import annotations
 
 import csv
@@ -31,10 +32,6 @@ def _write_spec(tmp_path: Path, **over) -> Path:
     p = tmp_path / "spec.json"
     p.write_text(json.dumps(_spec_dict(**over)))
     return p
-
-
-def _numbers(rows):
-    return {r["point"]: (r["latency_s"], r["energy_j"], r["area_mm2"]) for r in rows}
 
 
 def test_rows_match_tuning_each_point_directly(tmp_path):
@@ -106,18 +103,6 @@ def test_resume_after_kill_loses_no_finished_point(tmp_path):
     assert again.new == 0 and again.skipped == 4
 
 
-@pytest.mark.slow
-def test_local_cluster_two_workers_equals_one_process(tmp_path):
-    spec = parse_spec(_spec_dict())
-    inline = run_sweep(spec, tmp_path / "inline", progress=False)
-    dask = run_sweep(spec, tmp_path / "dask", workers=2, progress=False)
-    assert dask.new == 4 and not dask.failed
-    assert _numbers(dask.rows) == _numbers(inline.rows)
-    pool = run_sweep(spec, tmp_path / "pool", processes=2, progress=False)
-    assert _numbers(pool.rows) == _numbers(inline.rows)
-    assert len({r["worker"] for r in pool.rows}) >= 1
-
-
 def test_warm_start_seeds_later_points_with_real_measurements(tmp_path):
     from tuner.records import load_records
     spec = parse_spec(_spec_dict(axes={"array.rows,array.cols": [8, 16]}, warm_start=True, trials=6))
@@ -175,3 +160,85 @@ def test_a_point_that_cannot_run_is_a_finished_row_with_its_error(tmp_path):
     assert good["error"] is None and good["latency_s"] > 0
     assert json.loads((tmp_path / "o" / "pareto.json").read_text())["all"]["points"] == [good["index"]]
     assert run_sweep(spec, tmp_path / "o", progress=False).new == 0
+
+
+def _comparable(rows):
+    """A row without the fields that say how it was run (timings, worker)."""
+    return [{k: v for k, v in r.items() if k not in ("eval_s", "worker")}
+            | {"models": {lab: {k: v for k, v in m.items() if k != "tune_s"} for lab, m in r["models"].items()}}
+            for r in rows]
+
+
+def _files(out):
+    return {f: (out / f).read_text() for f in ("pareto.json",)}
+
+
+@pytest.mark.slow
+def test_same_spec_same_rows_on_every_engine_with_warm_start_and_shared_model(tmp_path):
+    """Warm start and the shared cost model on (the defaults): the rows and fronts of one process,
+    a local pool of two and a Dask LocalCluster of two are identical, and so are those of a run
+    cut short (--limit) and resumed."""
+    from tuner.sweep.runner import CHAIN
+    spec = parse_spec(_spec_dict(share_cost_model=True, warm_start=True,
+                                 axes={"array.rows,array.cols": [8, 16, 32], "dram.bytes_per_cycle": [4.0, 16.0]}))
+    assert len(enumerate_space(spec).points) == 6 > CHAIN  # two chains, the second after the first
+    inline = run_sweep(spec, tmp_path / "inline", progress=False)
+    assert inline.new == 6 and not inline.failed
+    # Later points of a chain really learned from earlier ones (else this test proves nothing).
+    assert any(r["models"]["bert_tiny"]["warm_start_seeds"] > 0 for r in inline.rows)
+    assert [r["chain_after"] for r in inline.rows] == [[], [0], [0, 1], [0, 1, 2], [], [4]]
+    pool = run_sweep(spec, tmp_path / "pool", processes=2, progress=False)
+    dask = run_sweep(spec, tmp_path / "dask", workers=2, progress=False)
+    first = run_sweep(spec, tmp_path / "resumed", progress=False, limit=2)
+    resumed = run_sweep(spec, tmp_path / "resumed", processes=2, progress=False)
+    assert first.new == 2 and resumed.new == 4
+    want = _comparable(inline.rows)
+    for res in (pool, dask, resumed):
+        assert not res.failed
+        assert _comparable(res.rows) == want
+        assert _files(Path(res.out_dir)) == _files(Path(inline.out_dir))
+    assert len({r["worker"] for r in pool.rows}) == 2  # both processes did work
+
+
+def test_folder_belongs_to_one_hardware_base(tmp_path, capsys):
+    from tuner.cli import main
+    out = tmp_path / "out"
+    run_sweep(parse_spec(_spec_dict(trials=0)), out, progress=False, limit=1)
+    other = tmp_path / "base.toml"
+    other.write_text('base = "edge-npu"\n[link]\nbytes_per_s = 2e9\n')
+    spec = parse_spec(_spec_dict(trials=0, base=str(other)))
+    with pytest.raises(SweepError, match="other base hardware"):
+        run_sweep(spec, out, progress=False)
+    # Unchanged rows: nothing was appended from the other hardware.
+    assert len(read_rows(out / "results.jsonl")) == 1
+    p = tmp_path / "spec.json"
+    p.write_text(json.dumps(_spec_dict(trials=0, base=str(other))))
+    assert main(["sweep", str(p), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("accel-tune: error:") and "other base hardware" in err[0]
+    # The same base written another way (a file equal to the preset) is the same hardware.
+    same = tmp_path / "same.toml"
+    same.write_text('base = "edge-npu"\n')
+    assert run_sweep(parse_spec(_spec_dict(trials=0, base=str(same))), out, progress=False, limit=1).new == 1
+
+
+def test_folder_refuses_an_edited_onnx_model(tmp_path):
+    """The folder remembers each ONNX model's content: a file edited in place is another model."""
+    import onnx
+    from onnx import TensorProto, helper
+    f = tmp_path / "m.onnx"
+
+    def save(doc: str) -> None:
+        g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8, doc_string=doc)
+        onnx.save(m, f)
+    save("first")
+    spec = parse_spec(_spec_dict(trials=0, models=[{"onnx": str(f), "label": "m"}]))
+    out = tmp_path / "out"
+    assert run_sweep(spec, out, progress=False, limit=0).new == 0
+    assert run_sweep(spec, out, progress=False, limit=0).new == 0  # unchanged: accepted
+    save("edited")
+    with pytest.raises(SweepError, match="other ONNX model files"):
+        run_sweep(spec, out, progress=False, limit=0)

@@ -9,7 +9,8 @@ from tuner.cli import print_json
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("hw", help="list hardware presets or show one",
                        description="list: every preset with its array, buffers, DRAM bandwidth and clock. "
-                                   "show NAME|FILE: the whole configuration and its fingerprint.")
+                                   "show NAME|FILE: the whole configuration as TOML (it loads back: "
+                                   "hw show X > mine.toml, then edit) with its fingerprint.")
     hs = p.add_subparsers(dest="hw_command", metavar="ACTION")
     hs.required = True
     lp = hs.add_parser("list", help="list the presets")
@@ -45,13 +46,31 @@ def run(args) -> int:
     if args.json:
         print_json({**hw.to_dict(), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()})
         return 0
-    d = hw.to_dict()
-    print(f"{hw.name}: {hw.description}")
-    print(f"fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s")
-    rules = {path: rule.describe() for path, rule, _ in sim.hardware.field_rules()}
-    for sec, vals in d.items():
-        if isinstance(vals, dict):
-            print(f"[{sec}]")
-            for k, v in vals.items():
-                print(f"  {k} = {v}  # {rules[f'{sec}.{k}']}")
+    print(toml_text(hw), end="")
     return 0
+
+
+def toml_text(hw) -> str:
+    """The whole config as TOML (what ``hw show`` prints): it loads back as the same machine
+    (same fingerprint), so ``accel-tune hw show X > mine.toml`` starts a config to edit. The
+    derived figures are TOML comments."""
+    import tomli_w
+
+    from sim.hardware import field_rules
+    head = (f"# {hw.name}: {hw.description}\n"
+            f"# fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  "
+            f"peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s\n")
+    return head + _with_ranges(tomli_w.dumps(hw.to_dict()), {p: r.describe() for p, r, _ in field_rules()})
+
+
+def _with_ranges(text: str, rules: dict[str, str]) -> str:
+    """Each field's first line gets its rule as a TOML comment (``rows = 16  # integer 1..4,096
+    PEs``); a comment after an array's opening bracket is valid TOML, so the text still loads."""
+    out, section = [], ""
+    for line in text.splitlines():
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+        key = line.split(" = ", 1)[0] if " = " in line and not line.startswith(" ") else None
+        rule = rules.get(f"{section}.{key}") if key else None
+        out.append(f"{line}  # {rule}" if rule else line)
+    return "\n".join(out) + "\n"

@@ -63,9 +63,10 @@ def describe(mod: Any, path: str) -> dict[str, Any]:
     _walk_host(g, ext, {}, host_ops, call_sites)
     pred = m.get("predicted", {})
     hw = m.get("hardware", {}) if isinstance(m.get("hardware"), Mapping) else {}
-    device_param_bytes = sum(_const_bytes(fn.graph) for fn in ext.values())
+    dev = _device_config(hw, path)
+    device_param_bytes = sum(_const_bytes(fn.graph, dev) for fn in ext.values())
     functions = {s: _describe_function(s, fn, mod.externals[s], pred.get("functions", {}).get(s, {}),
-                                       call_sites[s]) for s, fn in ext.items()}
+                                       call_sites[s], dev) for s, fn in ext.items()}
     out = {
         "plan": path,
         "format_version": m.get("format_version"),
@@ -112,11 +113,23 @@ def _walk_host(g, ext: Mapping, scope: Mapping, host_ops: Counter, call_sites: C
             _walk_host(sg, ext, scope, host_ops, call_sites)
 
 
-def _const_bytes(g) -> int:
-    return int(sum(c.data.nbytes for c in g.constants) + sum(_const_bytes(f.graph) for f in g.functions.values()))
+def _device_config(hw_doc: Mapping, path: str):
+    """The plan's hardware config: weights on the device are counted in its format."""
+    from sim import HardwareConfig
+    try:
+        return HardwareConfig.from_dict({k: v for k, v in hw_doc.items() if k != "base"})
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{path}: manifest.json: hardware is not a valid hardware config: {e}") from None
 
 
-def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: int) -> dict[str, Any]:
+def _const_bytes(g, hw) -> int:
+    """Weights as the device stores them (``sim.transfer``: converted once, at load time)."""
+    from sim.transfer import array_device_bytes
+    return int(sum(array_device_bytes(c.data, hw) for c in g.constants)
+               + sum(_const_bytes(f.graph, hw) for f in g.functions.values()))
+
+
+def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: int, hw) -> dict[str, Any]:
     from sim.subgraph import kernel_workload
 
     body = fn.graph
@@ -149,7 +162,7 @@ def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: in
         "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype} for v in body.inputs],
         "outputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype} for v in body.outputs],
         "ops": n_ops,
-        "weight_bytes": _const_bytes(body),
+        "weight_bytes": _const_bytes(body, hw),
         "intermediates": {"on_chip": where.get("sram", 0), "spilled": where.get("dram", 0)},
         "predicted": dict(pred),
         "kernels": kernels,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import print_json
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -15,6 +16,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--onnx", action="append", default=[], metavar="FILE", help="also describe this ONNX file")
     p.add_argument("--json", action="store_true",
                    help="print a list of {name, nodes, params, macs, inputs: [{name, shape, dtype}]}")
+    add_progress_arg(p)
     return p
 
 
@@ -25,17 +27,29 @@ def _row(name: str, graph) -> dict:
             "inputs": [{"name": v.name, "shape": list(v.shape), "dtype": v.dtype} for v in graph.inputs]}
 
 
-def rows(names: list[str], onnx_files: list[str]) -> list[dict]:
+def rows(names: list[str], onnx_files: list[str], steps: Steps | None = None) -> list[dict]:
+    """One row per model; ``steps`` (a progress bar) is told each model as it is built (building
+    the built-ins, weights included, is what takes seconds)."""
     from partition import models
     from partition.onnx_import import load_onnx
     infos = [models.info(n) for n in names] if names else ([] if onnx_files else models.list_models())
-    out = [_row(m.name, models.get(m.name)) for m in infos]
-    out += [_row(path, load_onnx(path)) for path in onnx_files]
+    out = []
+    for m in infos:
+        if steps is not None:
+            steps.step(m.name)
+        out.append(_row(m.name, models.get(m.name)))
+    for path in onnx_files:
+        if steps is not None:
+            steps.step(path)
+        out.append(_row(path, load_onnx(path)))
     return out
 
 
 def run(args) -> int:
-    table = rows(args.names, args.onnx)
+    from partition import models
+    n = (len(args.names) if args.names else (0 if args.onnx else len(models.list_models()))) + len(args.onnx)
+    with Steps(args, "building models", n) as steps:
+        table = rows(args.names, args.onnx, steps)
     if args.json:
         print_json(table)
         return 0

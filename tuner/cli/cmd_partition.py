@@ -1,4 +1,5 @@
-"""accel-tune partition: partition a model for a target and show the result."""
+"""accel-tune partition: partition a model for a target and show the result, with the candidate
+region ids that ``--keep-on-host`` takes."""
 from __future__ import annotations
 
 import argparse
@@ -10,11 +11,16 @@ from tuner.cli.common import add_model_args, load_graph
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("partition", help="partition a model into host ops and offloaded functions",
                        description="Partition a built-in model or an ONNX file for an offload target "
-                                   "and print the partitioned graph and what was offloaded.")
+                                   "and print the partitioned graph, what was offloaded and the candidate "
+                                   "regions greedy BYOC forms, with the ids --keep-on-host takes.")
     add_model_args(p)
-    p.add_argument("--target", required=True, metavar="NAME", help="offload target, e.g. npu-gemm, npu-full")
+    p.add_argument("--target", required=True, metavar="NAME|HW",
+                   help="a built-in offload target (npu-gemm, npu-full), or a hardware preset or config "
+                        "file: its support section is the target and functions are named after it, as in "
+                        "a tuned plan")
     p.add_argument("--keep-on-host", metavar="IDS", default="",
-                   help="comma-separated candidate region ids to leave on the host")
+                   help="comma-separated candidate region ids to leave on the host (partition prints "
+                        "them: 'candidate regions')")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
 
@@ -26,17 +32,38 @@ def _keep_ids(text: str) -> frozenset[int]:
         raise CLIError(f"--keep-on-host takes comma-separated integers, got {text!r}") from None
 
 
+def resolve_target(name: str):
+    """A built-in target by name, else the target of a hardware preset or file."""
+    from partition import targets
+    if name in targets.names():
+        return targets.get(name)
+    import sim
+    try:
+        hw = sim.load_hw(name)
+    except sim.HardwareError as e:
+        if "no hardware preset or file named" in str(e):
+            raise CLIError(f"--target {name!r} is neither a built-in target ({', '.join(targets.names())}) "
+                           f"nor a hardware preset ({', '.join(sim.presets.names())}) or file") from None
+        raise
+    try:
+        return hw.partition_target()
+    except ValueError as e:
+        raise CLIError(f"hardware {hw.name}: {e}") from None
+
 
 def run(args) -> int:
-    from partition import targets
-    from partition.byoc import partition_for, summarize
+    from partition.byoc import candidate_regions, partition_for, summarize
 
-    target = targets.get(args.target)
+    target = resolve_target(args.target)
     graph = load_graph(args)
     part = partition_for(graph, target, keep_on_host=_keep_ids(args.keep_on_host))
     s = summarize(part)
+    regions = candidate_regions(graph, target)
     if args.json:
-        print_json({"model": args.model or args.onnx, "target": target.name, **s.to_json()})
+        print_json({"model": args.model or args.onnx, "target": target.name, **s.to_json(),
+                    "candidate_regions": [{"id": r.id, "graph": r.graph, "nodes": list(r.nodes),
+                                           "inputs": list(r.inputs), "outputs": list(r.outputs)}
+                                          for r in regions]})
         return 0
     print(part)
     print()
@@ -46,4 +73,8 @@ def run(args) -> int:
     for f in s.functions:
         print(f"  @{f.symbol}: {f.calls} call(s), {len(f.ops)} ops, {f.macs_per_call} MACs/call"
               + (f", composites {', '.join(sorted(set(f.composites)))}" if f.composites else ""))
+    print(f"candidate regions ({len(regions)}; --keep-on-host ID,... leaves them on the host):")
+    for r in regions:
+        nodes = ", ".join(r.nodes[:4]) + (f", ... ({len(r.nodes)} nodes)" if len(r.nodes) > 4 else "")
+        print(f"  {r.id:>4}  {r.graph}: {nodes}")
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -14,6 +15,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("dir", metavar="DIR", help="a folder written by accel-tune sweep")
     p.add_argument("-o", "--out", metavar="HTML", help="report file (default DIR/report.html)")
     p.add_argument("--json", action="store_true", help="print {path, points, pareto, figures}")
+    add_progress_arg(p)
     return p
 
 
@@ -22,8 +24,9 @@ def run(args) -> int:
         import matplotlib  # noqa: F401 - the figures need it; say so before reading anything
     except ImportError:
         raise CLIError("accel-tune report needs matplotlib: pip install 'accel-tune[plot]'") from None
-    from tuner.sweep.report import report_dir
-    path, rep = report_dir(args.dir, args.out)
+    from tuner.sweep.report import FIGURES, report_dir
+    with Steps(args, "report", len(FIGURES)) as steps:
+        path, rep = report_dir(args.dir, args.out, on_figure=steps.step)
     if args.json:
         print_json({"path": str(path), "points": rep.points, "pareto": list(rep.pareto),
                     "figures": [f.id for f in rep.figures], "bytes": len(rep.html)})

@@ -12,6 +12,7 @@ import numpy as np
 
 from tuner.cli import CLIError, print_json
 from tuner.cli.common import check_writable
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -32,6 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="stop a run that executes more than N host ops and device calls (default 200,000, "
                         "about 20 s; a Loop's trip count is data in the plan)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_progress_arg(p)
     return p
 
 
@@ -61,15 +63,18 @@ def run(args) -> int:
         raise CLIError(f"--max-ops must be >= 1, got {max_ops}")
     if args.output:
         check_writable(args.output, "the outputs")
-    mod = load(args.plan, fidelity=args.fidelity)
-    if args.inputs:
-        inputs, source = read_inputs(args.inputs), args.inputs
-    else:
-        inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
-    try:
-        res = mod.run(inputs, max_ops=max_ops)
-    except RunInputError as e:
-        raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
+    with Steps(args, "run", 2) as steps:
+        steps.step("loading the plan, simulating its functions")
+        mod = load(args.plan, fidelity=args.fidelity)
+        if args.inputs:
+            inputs, source = read_inputs(args.inputs), args.inputs
+        else:
+            inputs, source = example_inputs(mod, args.seed), f"random (seed {args.seed})"
+        steps.step("running one inference")
+        try:
+            res = mod.run(inputs, max_ops=max_ops)
+        except RunInputError as e:
+            raise CLIError(f"{args.inputs}: {e}" if args.inputs else str(e)) from None
     if args.output:
         # Output names are graph value names; npz keys are looked up, never used as paths.
         np.savez(args.output, **{k: np.asarray(v) for k, v in res.outputs.items()})
@@ -99,7 +104,7 @@ def _print(mod, res, source, pred, args) -> None:
         print(f"  {k}  {v.dtype.name}[{','.join(map(str, v.shape))}]")
     print(f"simulated latency {b.latency_s * 1e3:.3f} ms, energy {b.energy_j * 1e3:.3f} mJ "
           f"({mod.fidelity} kernel simulator)")
-    print(f"  host    {b.host_s * 1e3:10.3f} ms  ({b.host_ops} ops, {b.host_j * 1e3:.3f} mJ)")
+    print(f"  host    {b.host_s * 1e3:10.3f} ms  ({b.host_ops} ops and the link's conversions, {b.host_j * 1e3:.3f} mJ)")
     print(f"  link    {b.link_s * 1e3:10.3f} ms")
     print(f"  launch  {b.launch_s * 1e3:10.3f} ms  ({sum(f.calls for f in b.functions)} calls)")
     print(f"  device  {b.device_s * 1e3:10.3f} ms")

@@ -7,6 +7,7 @@ import argparse
 
 from tuner.cli import CLIError, print_json
 from tuner.cli.common import add_model_args, load_graph
+from tuner.cli.progress import Steps, add_progress_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -17,6 +18,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--hw", required=True, metavar="PRESET|FILE", help="hardware preset or config file")
     p.add_argument("--fidelity", choices=("analytical", "tile"), default="analytical")
     p.add_argument("--json", action="store_true", help="print the whole breakdown as JSON")
+    add_progress_arg(p)
     return p
 
 
@@ -25,13 +27,17 @@ def run(args) -> int:
     import sim
     from partition import partition_for
     hw = sim.load_hw(args.hw)
-    graph = load_graph(args)
-    try:
-        target = hw.partition_target()
-    except ValueError as e:
-        raise CLIError(f"hardware {hw.name}: {e}") from None
-    pg = partition_for(graph, target)
-    cost = sim.cost_graph(pg, hw, fidelity=args.fidelity)
+    with Steps(args, "simulate", 3) as steps:
+        steps.step(f"loading {args.model or args.onnx}")
+        graph = load_graph(args)
+        try:
+            target = hw.partition_target()
+        except ValueError as e:
+            raise CLIError(f"hardware {hw.name}: {e}") from None
+        steps.step("partitioning")
+        pg = partition_for(graph, target)
+        steps.step(f"costing ({args.fidelity} kernel simulator)")
+        cost = sim.cost_graph(pg, hw, fidelity=args.fidelity)
     if args.json:
         print_json({"model": args.model or args.onnx, **cost.to_dict()})
         return 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tuner.cli import CLIError, print_json
 from tuner.cli.common import add_input_shape_arg, check_writable, input_shapes
+from tuner.cli.progress import add_progress_arg, progress_enabled
 from tuner.plan import json_safe
 
 
@@ -35,6 +36,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "prior misranks the measurements and training costs little next to measuring), "
                         "always (every round), never (rank with the analytical prior)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    add_progress_arg(p)
     return p
 
 
@@ -66,7 +68,7 @@ def run(args) -> int:
         if not os.path.isdir(log_dir):
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
-                progress=not args.json, model_name=name, model_use=args.learned_model)
+                progress=progress_enabled(args), model_name=name, model_use=args.learned_model)
     if args.output:
         plan.save(args.output)
     if args.json:
@@ -74,6 +76,8 @@ def run(args) -> int:
         s["baselines"] = {k: {"latency_s": v["latency_s"], "energy_j": v["energy_j"]}
                           for k, v in s["baselines"].items()}
         s["speedup"] = {k: _ratio(b["latency_s"], plan.latency_s) for k, b in s["baselines"].items()}
+        # Each baseline's objective over the plan's: latency, energy or EDP, as --objective says.
+        s["gain"] = {k: _gain(args.objective, c, plan.cost.total) for k, c in plan.baselines.items()}
         if args.output:
             s["plan_file"] = str(args.output)
         s["timing"] = dict(plan.timing)
@@ -100,14 +104,54 @@ def _timing_line(t: dict) -> str:
     return line + f"; final costing {t['final_s']:.2f} s)"
 
 
+def task_label(key: str) -> str:
+    """A short, complete name for a workload key: every dimension that is not its default is
+    shown, so two different workloads never read the same (``conv2d(n=1,c=64,h=56,...)x4B|add+relu``
+    -> ``conv 1x64x56x56 k256 1x1 +add+relu``). A key of another shape is shown whole."""
+    import re
+    m = re.fullmatch(r"(\w+)\(([^)]*)\)x(\d+)B(?:\|(.*))?", key)
+    if m is None:
+        return key
+    kind, args, nbytes, epi = m.groups()
+    try:
+        d = {k: int(v) for k, v in (a.split("=") for a in args.split(",") if a)}
+    except ValueError:
+        return key
+    if kind == "conv2d" and len(d) == 16:
+        text = f"conv {d['n']}x{d['c']}x{d['h']}x{d['w']} k{d['k']} {d['r']}x{d['s']}"
+        st = (d["stride_h"], d["stride_w"])
+        text += "" if st == (1, 1) else f" s{st[0]}" if st[0] == st[1] else f" s{st[0]}x{st[1]}"
+        pads = (d["pad_t"], d["pad_l"], d["pad_b"], d["pad_r"])
+        text += "" if not any(pads) else f" p{pads[0]}" if len(set(pads)) == 1 else f" p{','.join(map(str, pads))}"
+        dil = (d["dil_h"], d["dil_w"])
+        text += "" if dil == (1, 1) else f" d{dil[0]}" if dil[0] == dil[1] else f" d{dil[0]}x{dil[1]}"
+        text += "" if d["groups"] == 1 else f" g{d['groups']}"
+    elif kind == "gemm" and len(d) == 4:
+        text = f"gemm {d['m']}x{d['n']}x{d['k']}" + ("" if d["b"] == 1 else f" b{d['b']}")
+    else:
+        text = f"{kind}({args})"
+    if nbytes != "4":
+        text += f" {nbytes}B"
+    return text + (f" +{epi}" if epi else "")
+
+
+def _gain(objective: str, base, plan) -> float:
+    from tuner.costing import objective_value
+    b = objective_value(objective, base.latency_s, base.energy_j)
+    v = objective_value(objective, plan.latency_s, plan.energy_j)
+    return b / v if v > 0 else float("nan")
+
+
 def _print_table(plan, args) -> None:
     print(f"{plan.model} on {plan.hw.name}: objective {plan.objective}, {plan.trials} measurement(s), "
           f"seed {plan.seed}")
     if plan.tasks:
-        print(f"  {'task (workload)':<58} {'x':>4} {'default cyc':>12} {'best cyc':>12} {'speedup':>8} {'roofline':>9}")
-        for t in plan.tasks:
+        labels = [task_label(t.workload) for t in plan.tasks]
+        w = max(len("task (workload)"), *map(len, labels))
+        print(f"  {'task (workload)':<{w}} {'x':>4} {'default cyc':>12} {'best cyc':>12} {'speedup':>8} {'roofline':>9}")
+        for t, label in zip(plan.tasks, labels):
             sp = t.default_cycles / t.best_cycles if t.best_cycles else float("nan")
-            print(f"  {t.workload[:58]:<58} {t.weight:>4.0f} {t.default_cycles:>12,} {t.best_cycles:>12,} "
+            print(f"  {label:<{w}} {t.weight:>4.0f} {t.default_cycles:>12,} {t.best_cycles:>12,} "
                   f"{sp:>7.2f}x {t.roofline_fraction:>8.1%}")
     d = plan.decision
     print(f"partition: {len(d.offloaded)} of {d.offloadable} offloadable unit(s) offloaded in "
@@ -116,12 +160,14 @@ def _print_table(plan, args) -> None:
     b = plan.cost.total
     print(f"  host {b.host_s * 1e3:.3f} ms  link {b.link_s * 1e3:.3f} ms  launch {b.launch_s * 1e3:.3f} ms  "
           f"device {b.device_s * 1e3:.3f} ms")
-    print(f"  {'plan':<20} {'latency ms':>12} {'energy mJ':>12} {'plan speedup':>13}")
-    rows = [("tuned plan", plan.latency_s, plan.energy_j)]
-    rows += [(k, c.latency_s, c.energy_j) for k, c in plan.baselines.items()]
-    for label, lat, en in rows:
-        sp = lat / plan.latency_s if plan.latency_s > 0 else float("nan")
-        print(f"  {label:<20} {lat * 1e3:>12.3f} {en * 1e3:>12.3f} {sp:>12.2f}x")
+    gain = f"{plan.objective} gain"
+    print(f"  {'plan':<20} {'latency ms':>12} {'energy mJ':>12} {'EDP mJ*ms':>12} {gain:>15}")
+    rows = [("tuned plan", plan.cost.total)] + list(plan.baselines.items())
+    for label, c in rows:
+        g = _gain(plan.objective, c, plan.cost.total)
+        print(f"  {label:<20} {c.latency_s * 1e3:>12.3f} {c.energy_j * 1e3:>12.3f} "
+              f"{c.latency_s * c.energy_j * 1e6:>12.4g} {g:>14.2f}x")
+    print(f"  ({gain}: a row's {plan.objective} over the tuned plan's)")
     print(_timing_line(plan.timing))
     if args.output:
         print(f"plan written to {args.output}")

@@ -1,9 +1,13 @@
 """Evaluating one design point: tune every model of the spec on the point's hardware and reduce
 each plan to the figures a sweep reports.
 
-Runs inside a worker (a local process or a Dask worker). What a worker keeps between points lives
-in one ``WorkerState`` per (output folder, settings): the built graphs and the cost model, so a later
-point starts from a model already trained on the points before it.
+Runs inside a worker (this process, a local process or a Dask worker). A point's result is a
+function of the point, the settings and the points before it in its chain (``history``, finished
+rows in chain order): with ``warm_start`` its search starts from the best schedules of the nearest
+of them, with ``share_cost_model`` its cost model from the one the previous point of the chain
+ended with. Both are read from files beside the results (``state/<point>.*``), never from what
+this worker happened to evaluate before, so every engine gives the same rows. A worker keeps only
+the built graphs between points (values, not state).
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from . import warm
 from ..plan import json_safe
@@ -43,27 +47,29 @@ SHARED_MODEL_ROWS = 1000
 
 @dataclass
 class WorkerState:
-    """Per-process reuse across points (never shared between processes)."""
+    """Per-process caches of values derived from the settings (never results of other points)."""
     graphs: dict[str, Any] = field(default_factory=dict)
     macs: dict[str, int] = field(default_factory=dict)
-    cost_model: Any = None
-    solved: dict[str, list] = field(default_factory=dict)  # model label -> finished points (warm.Solved)
 
 
-# The one piece of process state: what a worker process carries from one point to the next. It
-# is a cache of values derived from the settings (rebuilt empty in a fresh process), never config.
+# The one piece of process state: built graphs, so a worker does not rebuild a model per point.
 _STATES: dict[str, WorkerState] = {}
 
 
 def worker_state(settings: EvalSettings) -> WorkerState:
     # One state per sweep; a long-lived worker (a Dask cluster may serve several sweeps) keeps only
-    # the latest, so its memory stays one sweep's graphs and cost model. Losing it costs warm start
-    # only (a point may tune a little worse without it), never correctness.
+    # the latest, so its memory stays one sweep's graphs.
     k = settings.out_dir + "|" + settings.blob()
     if k not in _STATES:
         _STATES.clear()
         _STATES[k] = WorkerState()
     return _STATES[k]
+
+
+def state_paths(out_dir: str | Path, point_key: str) -> tuple[Path, Path]:
+    """(best schedules, cost model) a finished point leaves for the next points of its chain."""
+    d = Path(out_dir) / "state"
+    return d / f"{point_key}.solved.json", d / f"{point_key}.model.npz"
 
 
 def model_graph(m: ModelSpec, state: WorkerState):
@@ -90,20 +96,16 @@ def breakdown(cost) -> dict[str, dict[str, float]]:
 
 
 def kernel_rows(plan: Any, hw) -> list[dict[str, Any]]:
-    """One entry per unique tuned kernel: op, MACs, DRAM bytes under its schedule (analytical
-    model), tuned cycles and calls per inference; what a roofline plot needs."""
-    import sim
+    """One entry per unique tuned kernel: op, MACs, DRAM bytes and cycles as costed inside its
+    function (intermediates kept on chip credited), its roofline fraction and calls per inference;
+    what a roofline plot needs. A workload that occurs in several places keeps its first."""
     out: dict[str, dict[str, Any]] = {}
     for fc, k, wl in plan.kernels():
         if k.workload in out:
             out[k.workload]["calls"] += fc.calls
             continue
-        try:
-            rep = sim.simulate(wl, hw, sim.Schedule.from_dict(k.schedule))
-        except ValueError:
-            continue  # a kernel the analytical model cannot re-cost is left off the roofline
         out[k.workload] = {"workload": k.workload, "op": k.op, "macs": int(wl.macs),
-                           "dram_bytes": int(rep.dram_bytes), "cycles": int(k.cycles),
+                           "dram_bytes": int(k.dram_bytes), "cycles": int(k.cycles),
                            "roofline_fraction": float(k.roofline_fraction), "calls": float(fc.calls)}
     return list(out.values())
 
@@ -137,23 +139,35 @@ def plan_metrics(plan: Any, macs: int, hw) -> dict[str, Any]:
     })
 
 
-def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, state: WorkerState, log: Path):
+def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, cost_model, log: Path):
     from tuner.tune import tune
     kwargs: dict[str, Any] = dict(trials=m.trials, log=str(log), objective=settings.objective,
                                   seed=settings.seed, progress=False)
     if settings.share_cost_model:
-        if state.cost_model is None:
-            from tuner.cost_model import CostModel, CostModelConfig
-            # The model retrains every tuning round on the rows it holds: across hundreds of points
-            # an unbounded set makes each point slower than tuning it cold. Keep the recent rows.
-            state.cost_model = CostModel(CostModelConfig(max_rows=SHARED_MODEL_ROWS))
-        kwargs["cost_model"] = state.cost_model
+        kwargs["cost_model"] = cost_model
     return tune(graph, hw, **kwargs)
 
 
-def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
-    """One results row. A model that cannot run on this machine (a ValueError: nothing fits the
-    buffers, unsupported op) gives a row with ``error`` set: that is a finished point, not a crash."""
+def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
+    """The cost model a point starts from: the one the previous point of its chain ended with, or
+    a fresh one. The model retrains every tuning round on the rows it holds: across a long chain an
+    unbounded set would make each point slower than tuning it cold, so it keeps the recent rows."""
+    from tuner.cost_model import CostModel, CostModelConfig, CostModelError
+    if history:
+        path = state_paths(settings.out_dir, history[-1]["point"])[1]
+        if path.exists():
+            try:
+                return CostModel.load(path)
+            except CostModelError:
+                pass  # unreadable: start cold, as a first point does
+    return CostModel(CostModelConfig(max_rows=SHARED_MODEL_ROWS))
+
+
+def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+    """One results row. ``history``: the finished rows of the points before this one in its chain
+    (see the module docstring). A model that cannot run on this machine (a ValueError: nothing fits
+    the buffers, unsupported op) gives a row with ``error`` set: that is a finished point, not a
+    crash."""
     t0 = time.perf_counter()
     state = worker_state(settings)
     hw = point.hw
@@ -164,7 +178,12 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
         "params": point.params(), "hw_fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2(),
         "pes": hw.pes, "sram_kib": hw.buffers.total_bytes / 1024,
         "peak_gmacs": hw.peak_macs_per_s() / 1e9, "clock_mhz": hw.clock.freq_mhz,
-        "dram_gb_per_s": hw.dram.bytes_per_cycle * hw.clock_hz / 1e9, "models": {}, "error": None}
+        "dram_gb_per_s": hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
+        "chain_after": [r["index"] for r in history], "models": {}, "error": None}
+    earlier = [warm.load_solved(state_paths(settings.out_dir, r["point"])[0]) for r in history] \
+        if settings.warm_start else []
+    cost_model = _start_model(settings, history) if settings.share_cost_model else None
+    solved: dict[str, warm.Solved] = {}
     try:
         for m in settings.models:
             g = model_graph(m, state)
@@ -174,25 +193,30 @@ def evaluate_point(point: Point, settings: EvalSettings) -> dict[str, Any]:
             mlog = rec_dir / f"{point.key}.{m.label}.jsonl"
             seeded = 0
             if settings.warm_start and m.trials > 0:
-                src = warm.nearest(state.solved.get(m.label, []), point.params())
+                src = warm.nearest([e[m.label] for e in earlier if m.label in e], point.params())
                 if src is not None:
                     from tuner.measure import TileMeasurer
                     seeded = warm.seed_log(mlog, hw, src, TileMeasurer())
-            plan = tune_model(g, hw, m, settings, state, mlog)
+            plan = tune_model(g, hw, m, settings, cost_model, mlog)
             res = plan_metrics(plan, state.macs[m.label], hw)
             res["warm_start_seeds"] = seeded
             res["tune_s"] = time.perf_counter() - t1
             row["models"][m.label] = res
-            if settings.warm_start:
-                hist = state.solved.setdefault(m.label, [])
-                hist.append(warm.solved_from_plan(point.params(), plan))
-                del hist[:-256]  # nearest() scans the history: keep it bounded
-            cm = getattr(plan, "cost_model", None)
-            if cm is not None and settings.share_cost_model:
-                state.cost_model = cm
+            solved[m.label] = warm.solved_from_plan(point.params(), plan)
+            if settings.share_cost_model and getattr(plan, "cost_model", None) is not None:
+                cost_model = plan.cost_model
     except ValueError as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         row["error"] = f"{type(e).__name__}: {msg}"
+    # What the next points of the chain start from; written before the row, which is what tells
+    # the runner this point is finished.
+    solved_path, model_path = state_paths(settings.out_dir, point.key)
+    if settings.warm_start:
+        warm.save_solved(solved_path, solved)
+    if settings.share_cost_model and cost_model is not None:
+        tmp = model_path.with_name(model_path.name + ".tmp")
+        cost_model.save(tmp)
+        os.replace(tmp, model_path)
     ms = row["models"].values()
     if row["error"] is None:
         row["latency_s"] = sum(r["latency_s"] for r in ms)

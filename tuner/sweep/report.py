@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -185,7 +185,9 @@ def roofline_figure(rows: list[dict[str, Any]]) -> Figure | None:
     ax.legend(fontsize=7)
     return Figure("roofline", "Roofline of the tuned kernels",
                   f"Every tuned kernel of the fastest point ({_label(best)}: {_params_text(best)}); "
-                  f"peak {peak:.3g} GMAC/s" + (f", DRAM {bw:.3g} GB/s." if bw else "."), _png(fig))
+                  f"peak {peak:.3g} GMAC/s" + (f", DRAM {bw:.3g} GB/s" if bw else "")
+                  + "; DRAM bytes are what each kernel moves inside its function (intermediates kept on chip "
+                    "excluded).", _png(fig))
 
 
 def _tuning_gain(r: dict[str, Any]) -> float:
@@ -281,9 +283,22 @@ text-align:right}th{background:#f2f2f2}figure{margin:1em 0}figcaption{font-size:
 img{max-width:100%}pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}.meta{color:#555}"""
 
 
+FIGURES = ("pareto", "breakdown", "roofline", "search")
+
+
 def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = None,
-                 versions: dict[str, Any] | None = None, title: str | None = None) -> Report:
+                 versions: dict[str, Any] | None = None, title: str | None = None,
+                 on_figure: Callable[[str], None] | None = None) -> Report:
+    """The report of a sweep's rows. ``on_figure`` is told each figure before it is drawn (the
+    slow part: a progress bar)."""
     rows = list(rows)
+    seen: dict[int, str] = {}
+    for r in rows:
+        if seen.setdefault(r["index"], r["point"]) != r["point"]:
+            # Two machines under one index: rows of two sweeps (an older accel-tune let a folder
+            # be reused with another base); one report of both would be one wrong design space.
+            raise ReportError(f"design point {r['index']} appears with two different machines: the rows "
+                              f"come from more than one sweep; rerun the sweep into a fresh folder")
     ok = _ok(rows)
     if not ok:
         raise ReportError("no successfully evaluated design point to report")
@@ -292,11 +307,15 @@ def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = N
     front_idx = pareto_front(objective_matrix(ok))
     front = tuple(ok[i]["index"] for i in front_idx)
     objective = spec.get("objective", "latency")
-    figs = [pareto_figure(ok, front)]
-    for f in (breakdown_figure(ok), roofline_figure(ok)):
-        if f is not None:
+    makers = {"pareto": lambda: pareto_figure(ok, front), "breakdown": lambda: breakdown_figure(ok),
+              "roofline": lambda: roofline_figure(ok), "search": lambda: search_figure(ok, objective)}
+    figs = []
+    for fid in FIGURES:
+        if on_figure is not None:
+            on_figure(f"{fid} figure")
+        f = makers[fid]()
+        if f is not None:  # a figure without data is left out
             figs.append(f)
-    figs.append(search_figure(ok, objective))
     name = title or spec.get("name", "sweep")
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>accel-tune sweep: "
              f"{html.escape(name)}</title><style>{_CSS}</style></head><body>",
@@ -326,7 +345,8 @@ def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = N
     return Report("".join(parts), tuple(figs), len(ok), front)
 
 
-def report_dir(sweep_dir: str | Path, out: str | Path | None = None) -> tuple[Path, Report]:
+def report_dir(sweep_dir: str | Path, out: str | Path | None = None,
+               on_figure: Callable[[str], None] | None = None) -> tuple[Path, Report]:
     """Read a sweep folder and write its report (default ``<dir>/report.html``)."""
     d = Path(sweep_dir)
     if not (d / RESULTS).exists():
@@ -340,7 +360,7 @@ def report_dir(sweep_dir: str | Path, out: str | Path | None = None) -> tuple[Pa
         from .space import eval_key
         blob = json.dumps(settings, sort_keys=True)
         rows = [r for r in rows if r["key"] == eval_key(r["point"], blob)]
-    rep = build_report(rows, spec, ver)
+    rep = build_report(rows, spec, ver, on_figure=on_figure)
     path = Path(out) if out else d / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(rep.html)

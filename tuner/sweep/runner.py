@@ -4,6 +4,13 @@ each result as one JSON line the moment it arrives.
 Engines: in this process (``processes=1``), a local process pool (``processes=N``), a
 dask.distributed ``LocalCluster`` (``workers=N``) or an existing Dask cluster (``scheduler=ADDRESS``).
 
+Same spec, same rows, on every engine: the points, in enumeration order, are cut into chains of
+``CHAIN`` consecutive points. A point learns (warm start, cost model) only from the points before it
+in its chain, and starts only once they are finished; chains run side by side. So a row depends on
+the spec alone, not on the engine, the number of workers or the order points finish in (only
+``eval_s``, ``tune_s`` and ``worker`` differ), and the rows, the CSV and the fronts are written in
+enumeration order.
+
 The output folder holds ``results.jsonl`` (the source of truth: one row per finished point, flushed
 and fsynced per point), ``results.csv`` (rewritten from it), ``pareto.json``, ``spec.json`` (the
 resolved spec) and ``version.json`` (software versions). A rerun reads ``results.jsonl``, skips
@@ -18,9 +25,12 @@ import os
 import sys
 import time
 import warnings
+import hashlib
+import heapq
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from .evaluate import EvalSettings, evaluate_point
 from .pareto import pareto_front
@@ -29,6 +39,10 @@ from .spec import SpecError, SweepSpec
 
 RESULTS = "results.jsonl"
 OBJECTIVE_COLUMNS = ("latency_s", "energy_j", "area_mm2")
+# Points per chain: longer chains learn from more neighbours, shorter ones run more in parallel.
+CHAIN = 4
+# Row fields that say how a point was run, not what it gave.
+RUN_FIELDS = ("eval_s", "worker")
 
 
 class SweepError(ValueError):
@@ -106,6 +120,34 @@ def software_versions() -> dict[str, Any]:
     return out
 
 
+def _file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sweep_fingerprint(spec: SweepSpec) -> dict[str, Any]:
+    """Everything besides the evaluation settings that changes a row: the resolved base hardware,
+    the content and input shapes of every ONNX model, and the chain length."""
+    onnx = {}
+    for m in spec.models:
+        if m.onnx is not None:
+            try:
+                onnx[m.label] = _file_sha256(m.onnx)
+            except OSError as e:
+                raise SweepError(f"cannot read ONNX model {m.onnx}: {e.strerror}") from None
+    return {"base_hw": spec.base_hw.fingerprint(), "onnx": onnx,
+            "input_shapes": {m.label: [[k, list(v)] for k, v in m.input_shapes] for m in spec.models
+                             if m.input_shapes},
+            "chain": CHAIN}
+
+
+_FINGERPRINT_WHAT = {"base_hw": "other base hardware", "onnx": "other ONNX model files",
+                     "input_shapes": "other ONNX input shapes", "chain": "another chain length"}
+
+
 def _prepare_dir(spec: SweepSpec, settings: EvalSettings, out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise SweepError(f"output folder {out} is a file; give -o a folder (new or from an earlier run)")
@@ -114,6 +156,7 @@ def _prepare_dir(spec: SweepSpec, settings: EvalSettings, out: Path) -> None:
     except OSError as e:
         raise SweepError(f"cannot create output folder {out}: {e.strerror}") from None
     spec_file = out / "spec.json"
+    fp = sweep_fingerprint(spec)
     if spec_file.exists():
         try:
             old = json.loads(spec_file.read_text())
@@ -122,7 +165,18 @@ def _prepare_dir(spec: SweepSpec, settings: EvalSettings, out: Path) -> None:
         if isinstance(old, dict) and old.get("settings") not in (None, json.loads(settings.blob())):
             raise SweepError(f"{out} holds results of a sweep with other models, trials, objective or "
                              f"seed; write to another folder (-o)")
-    spec_file.write_text(json.dumps({**spec.to_dict(), "settings": json.loads(settings.blob())},
+        if isinstance(old, dict) and old.get("settings") is not None:
+            was = old.get("fingerprint")
+            if not isinstance(was, dict):
+                raise SweepError(f"{out} holds results of a sweep without a hardware fingerprint (an older "
+                                 f"accel-tune); write to another folder (-o)")
+            for k, what in _FINGERPRINT_WHAT.items():
+                if was.get(k) != fp[k]:
+                    extra = (f" (base {spec.base}: fingerprint {fp[k][:12]}, the folder's {str(was.get(k))[:12]})"
+                             if k == "base_hw" else "")
+                    raise SweepError(f"{out} holds results of a sweep on {what}{extra}; write to another "
+                                     f"folder (-o)")
+    spec_file.write_text(json.dumps({**spec.to_dict(), "settings": json.loads(settings.blob()), "fingerprint": fp},
                                     indent=2, sort_keys=True) + "\n")
     (out / "version.json").write_text(json.dumps(software_versions(), indent=2, sort_keys=True) + "\n")
 
@@ -189,39 +243,56 @@ def write_pareto(rows: list[dict[str, Any]], labels: list[str], path: str | Path
 
 
 # ---------------------------------------------------------------------------------------- engines
-def _inline(todo: list[Point], settings: EvalSettings) -> Iterator[tuple[Point, Any]]:
-    for p in todo:
-        yield p, evaluate_point(p, settings)
+class _InProcess:
+    """An executor that runs each call when it is submitted (the in-process engine)."""
 
-
-def _pool(todo: list[Point], settings: EvalSettings, n: int) -> Iterator[tuple[Point, Any]]:
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    # forkserver: a fork of a parent that already started BLAS/XGBoost threads can deadlock.
-    with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("forkserver")) as ex:
-        futs = {ex.submit(evaluate_point, p, settings): p for p in todo}
+    def submit(self, fn, *args) -> Future:
+        f: Future = Future()
         try:
-            for f in as_completed(futs):
-                e = f.exception()
-                yield futs[f], (e if e is not None else f.result())
-        finally:
-            for f in futs:
-                f.cancel()
+            f.set_result(fn(*args))
+        except Exception as e:  # reported per point, as the other engines report a worker's failure
+            f.set_exception(e)
+        return f
+
+    def shutdown(self, wait: bool = True) -> None:
+        pass
 
 
-def _dask(todo: list[Point], settings: EvalSettings, client) -> Iterator[tuple[Point, Any]]:
-    from distributed import as_completed
-    futs = [client.submit(evaluate_point, p, settings, pure=False, key=f"sweep-point-{p.key}-{i}")
-            for i, p in enumerate(todo)]
-    by_key = {f.key: p for f, p in zip(futs, todo)}
-    try:
-        for f in as_completed(futs):
-            if f.status == "error":
-                yield by_key[f.key], f.exception()
-            else:
-                yield by_key[f.key], f.result()
-    finally:
-        client.cancel(futs)
+def _pool(n: int):
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    # forkserver: a fork of a parent that already started BLAS/XGBoost threads can deadlock.
+    return ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("forkserver"))
+
+
+class _Chains:
+    """Which points may start: in each chain, the first unfinished point once every point before
+    it is finished. ``ready`` pops the lowest enumeration position first, so one engine slot walks
+    the points in order."""
+
+    def __init__(self, points: list[Point], keys: list[str], done: dict[str, dict[str, Any]]):
+        self.points, self.keys, self.done = points, keys, done
+        self.heap: list[int] = []
+        for start in range(0, len(points), CHAIN):
+            self._advance(start, start)
+
+    def _advance(self, start: int, pos: int) -> None:
+        """Queue the first unfinished point at or after ``pos`` in the chain that begins at ``start``."""
+        end = min(start + CHAIN, len(self.points))
+        while pos < end and self.keys[pos] in self.done:
+            pos += 1
+        if pos < end:
+            heapq.heappush(self.heap, pos)
+
+    def history(self, pos: int) -> tuple[dict[str, Any], ...]:
+        start = pos // CHAIN * CHAIN
+        return tuple(self.done[self.keys[i]] for i in range(start, pos))
+
+    def ready(self) -> int | None:
+        return heapq.heappop(self.heap) if self.heap else None
+
+    def finished(self, pos: int) -> None:
+        self._advance(pos // CHAIN * CHAIN, pos + 1)
 
 
 def dask_client(workers: int | None, scheduler: str | None):
@@ -286,52 +357,76 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, worke
                         f"({space.rejected} of {space.examined} rejected)")
     _prepare_dir(spec, settings, out)
     _repair_tail(res_path)
-    wanted = [(p, eval_key(p.key, blob)) for p in space.points]
-    todo = [p for p, k in wanted if k not in done]
-    skipped = len(wanted) - len(todo)
-    if limit is not None:
-        todo = todo[:limit]
+    points = list(space.points)
+    keys = [eval_key(p.key, blob) for p in points]
+    todo = sum(1 for k in keys if k not in done)
+    skipped = len(keys) - todo
+    budget = todo if limit is None else min(todo, limit)
     failed: list[str] = []
     new = 0
     from tqdm import tqdm
-    bar = tqdm(total=len(todo), desc=f"sweep {spec.name}", unit="pt", disable=not progress,
+    bar = tqdm(total=budget, desc=f"sweep {spec.name}", unit="pt", disable=not progress,
                file=sys.stderr, dynamic_ncols=True)
     own_client = None
+    executor = None
+    pending: dict[Future, int] = {}
     try:
-        if todo:
+        if budget:
             if client is None and (workers is not None or scheduler):
                 client = own_client = dask_client(workers, scheduler)
             if client is not None:
-                stream = _dask(todo, settings, client)
-            elif processes > 1 and len(todo) > 1:
-                stream = _pool(todo, settings, min(processes, len(todo)))
+                executor, slots = client.get_executor(pure=False), math.inf
+            elif processes > 1 and todo > 1:
+                executor, slots = _pool(min(processes, todo)), math.inf
             else:
-                stream = _inline(todo, settings)
+                executor, slots = _InProcess(), 1
+            chains = _Chains(points, keys, done)
+            submitted = 0
             with res_path.open("a") as fh:
-                for p, r in stream:
-                    if isinstance(r, BaseException):
-                        failed.append(f"point {p.index} ({p.key}): {type(r).__name__}: {r}")
+                while True:
+                    while len(pending) < slots and submitted < budget:
+                        pos = chains.ready()
+                        if pos is None:
+                            break
+                        pending[executor.submit(evaluate_point, points[pos], settings, chains.history(pos))] = pos
+                        submitted += 1
+                    if not pending:
+                        break
+                    finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                    for f in sorted(finished, key=lambda f: pending[f]):
+                        pos = pending.pop(f)
+                        p = points[pos]
                         bar.update(1)
-                        continue
-                    _append(fh, r)
-                    done[r["key"]] = r
-                    new += 1
-                    bar.update(1)
-                    if r.get("latency_s") is not None:
-                        bar.set_postfix_str(f"last {r['latency_s'] * 1e3:.3g} ms, {r['area_mm2']:.3g} mm2")
-                    if on_row is not None:
-                        on_row(r)
+                        e = f.exception()
+                        if e is not None:
+                            # The rest of its chain waits for a rerun: it would learn from this point.
+                            failed.append(f"point {p.index} ({p.key}): {type(e).__name__}: {e}")
+                            continue
+                        r = f.result()
+                        _append(fh, r)
+                        done[r["key"]] = r
+                        new += 1
+                        chains.finished(pos)
+                        if r.get("latency_s") is not None:
+                            bar.set_postfix_str(f"last {r['latency_s'] * 1e3:.3g} ms, {r['area_mm2']:.3g} mm2")
+                        if on_row is not None:
+                            on_row(r)
     finally:
         bar.close()
+        for f in pending:
+            f.cancel()  # interrupted: what has not started never will
+        if executor is not None:
+            # A pool lets running points finish; a Dask executor cancels them on the cluster.
+            executor.shutdown(wait=client is None)
         if own_client is not None:
             cluster = own_client.cluster
             own_client.close()
             if cluster is not None:
                 cluster.close()
         # Tables are derived from results.jsonl; rewrite them even when interrupted.
-        rows = [done[k] for _, k in wanted if k in done]
+        rows = [done[k] for k in keys if k in done]
         if not space.complete:
-            rows += _rows_beyond(spec, done, {k for _, k in wanted}, blob)
+            rows += _rows_beyond(spec, done, set(keys), blob)
         write_csv(rows, out / "results.csv")
         front = write_pareto(rows, [m.label for m in spec.models], out / "pareto.json")
     return SweepResult(str(out), tuple(rows), new, skipped, tuple(failed), space,

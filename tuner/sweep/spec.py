@@ -88,10 +88,10 @@ class SweepSpec:
     constraints: tuple[Constraint, ...]
     models: tuple[ModelSpec, ...]
     objective: str
-    # A worker's cost model carries over between its points (faster; results then depend on which
-    # points a worker saw before). False: every point tunes from scratch, order-independent.
+    # A point's cost model starts from the one the previous point of its chain ended with
+    # (tuner.sweep.runner); False: every point starts untrained.
     share_cost_model: bool = True
-    # Seed each point's search with the best schedules of the nearest point this worker finished.
+    # Seed each point's search with the best schedules of the nearest earlier point of its chain.
     warm_start: bool = True
 
     @property

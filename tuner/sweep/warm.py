@@ -1,6 +1,10 @@
-"""Warm start across design points: the best schedules found on the most similar point already
-evaluated are measured on the new point's hardware and written to its tuning log first, so the
-search starts from them instead of from nothing.
+"""Warm start across design points: the best schedules found on the most similar earlier point of
+the same chain (``tuner.sweep.runner``: a point only ever learns from the points before it in its
+chain, so its result does not depend on the engine or the order points finish in) are measured on
+the new point's hardware and written to its tuning log first, so the search starts from them
+instead of from nothing. A finished point's best schedules are kept beside the results
+(``save_solved`` / ``load_solved``) so that a rerun after a kill starts the next point from the
+same place.
 
 Tuning records are keyed by hardware fingerprint, so a new point never finds its own records; but
 neighbouring points (one axis step apart) mostly want the same tiling and loop order. Each seed is
@@ -10,7 +14,9 @@ for the same number of measurements.
 """
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -91,3 +97,41 @@ def solved_from_plan(params: Mapping[str, Any], plan: Any) -> Solved:
         except ValueError:
             continue
     return Solved(tuple(sorted(params.items())), best)
+
+
+def _encode(s: Solved) -> dict[str, Any]:
+    return {"params": [[k, v] for k, v in s.params],
+            "best": [{"workload": {"kind": wl.kind, "dims": [list(d) for d in wl.dims],
+                                   "dtype_bytes": wl.dtype_bytes, "epilogue": list(wl.epilogue), "op": wl.op},
+                      "schedule": sch.to_dict()} for _, (wl, sch) in sorted(s.best.items())]}
+
+
+def _decode(d: Mapping[str, Any]) -> Solved:
+    import sim
+    best: dict[str, tuple[Any, Any]] = {}
+    for e in d["best"]:
+        w = e["workload"]
+        wl = sim.Workload(w["kind"], tuple((k, v) for k, v in w["dims"]), w["dtype_bytes"], tuple(w["epilogue"]),
+                          w["op"])
+        best[wl.key] = (wl, sim.Schedule.from_dict(e["schedule"]))
+    return Solved(tuple((k, v) for k, v in d["params"]), best)
+
+
+def save_solved(path: str | Path, solved: Mapping[str, Solved]) -> None:
+    """Write a point's best schedules per model label (atomically: a kill leaves the old file or
+    the new one)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps({lab: _encode(s) for lab, s in solved.items()}, sort_keys=True))
+    os.replace(tmp, p)
+
+
+def load_solved(path: str | Path) -> dict[str, Solved]:
+    """What ``save_solved`` wrote; {} when the file is missing or unreadable (the point then
+    starts cold, which is what it would do without warm start)."""
+    try:
+        d = json.loads(Path(path).read_text())
+        return {lab: _decode(v) for lab, v in d.items()}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
