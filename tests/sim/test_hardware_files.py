@@ -277,3 +277,18 @@ def test_hw_show_prints_each_fields_range(capsys):
     out = capsys.readouterr().out
     assert "rows = 16  # integer 1..4,096 PEs" in out
     assert "freq_mhz = 500.0  # number 1..100000 MHz" in out
+
+
+def test_a_modified_file_is_named_after_itself_and_its_description_stays_valid(tmp_path):
+    """A file that changes its base is another machine, named after the file; the generated
+    description of a long change (every canonical op on the vector unit) is shortened, not refused."""
+    from partition.ops import OPS
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "mid.toml").write_text('base = "edge-npu"\n[array]\nrows = 8\n')
+    (tmp_path / "wide.yaml").write_text("base: sub/mid.toml\nvector:\n  ops: [" + ", ".join(sorted(OPS)) + "]\n")
+    hw = load_hw(tmp_path / "wide.yaml")
+    assert hw.name == "wide" and hw.array.rows == 8 and set(hw.vector.ops) == set(OPS)
+    assert hw.description.startswith("mid with vector.ops = [") and len(hw.description) <= 1000
+    same = tmp_path / "same.toml"
+    same.write_text('base = "edge-npu"\n[array]\nrows = 16\n')  # changes nothing: keeps the base's name
+    assert load_hw(same).name == "edge-npu"
