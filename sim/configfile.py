@@ -3,9 +3,9 @@
 A config file is small text. ``read_config`` refuses, each time with one line naming the file,
 anything else: a path that is not a regular file (a directory, ``/dev/zero``, a FIFO that would
 block), more than ``MAX_CONFIG_BYTES``, bytes that are not UTF-8 or hold NUL (a binary file), a
-parse error, nesting deeper than the parser's recursion allows, a key given twice in one table (the second
-would silently win), and YAML anchors and aliases (an alias bomb expands a few hundred bytes into
-billions of nodes; no config needs them).
+parse error, nesting deeper than the parser's recursion allows, a key given twice in one table
+(the second would silently win), and YAML anchors and aliases (an alias bomb expands a few
+hundred bytes into billions of nodes; no config needs them).
 """
 from __future__ import annotations
 
@@ -96,5 +96,6 @@ class _StrictSafeLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the base class reports it
                 continue
             if dup:
-                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice in one mapping")
+                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice "
+                                    f"in one mapping")
         return super().construct_mapping(node, deep=deep)

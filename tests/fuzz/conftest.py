@@ -16,7 +16,6 @@ many more cases and prints the counts.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import re

@@ -23,7 +23,6 @@ import io
 import json
 import time
 import zipfile
-import zlib
 from functools import lru_cache
 from pathlib import Path
 

@@ -9,9 +9,17 @@ import zipfile
 import numpy as np
 import pytest
 
-from partition.packed import PackedFormatError, read_packed
-from test_packed import X, _error, _rewrite, plan, source_model  # noqa: F401 - plan is a fixture
 from partition import interpret
+from partition.packed import read_packed
+from test_packed import X, _error, _rewrite, source_model, write_plan
+
+
+@pytest.fixture
+def plan(tmp_path):
+    """The hand-partitioned tinynet of test_packed.py, written once per test."""
+    p = tmp_path / "plan.zip"
+    write_plan(p)
+    return p
 
 EXT = "external/npu_main_0.json"
 
