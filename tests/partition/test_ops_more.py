@@ -554,9 +554,9 @@ def test_scatter_errors(rng):
 @pytest.mark.parametrize("itype,dtype,vtype", [("int64", "int64", "float32"), ("int64", "float32", "int32"),
                                                ("int32", "int32", "float32"), ("float32", "float32", "float32")])
 def test_one_hot_vs_ort(rng, axis, itype, dtype, vtype):
+    # Integral indices only: the spec leaves a fractional index undefined (onnxruntime 1.32
+    # truncates it, onnx's reference matches no class), so no peer's choice is a contract.
     idx = np.array([[1, -1, 5, -5, 3, 0], [2, 2, -4, 4, -2, 1]]).astype(itype)
-    if itype == "float32":
-        idx[1, :3] += np.float32(0.5)  # a fraction matches no class
     values = np.array([2, 7]).astype(vtype)
     onnx_in = [idx, Const(np.array(4).astype(dtype)), Const(values)]
     vs_ort("one_hot", [idx, values], {"depth": 4, "axis": axis}, "OneHot", onnx_in, {"axis": axis}, exact=True)
