@@ -35,6 +35,11 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
 
 
 def _identity(c: _Ctx):
+    if c.node.op_type == "Dropout" and c.inp(2) is not None:
+        mode = c.inp(2)
+        if not mode.is_const or bool(np.asarray(mode.data).reshape(-1)[0]):
+            raise c.fail("training-only: Dropout with training_mode true (or computed at run time) "
+                         "samples a random mask; only inference Dropout (an identity) is supported")
     if c.node.op_type == "Dropout" and len(c.node.output) > 1 and c.node.output[1]:
         # The mask of an inference Dropout is all ones.
         x = c.need(0)
@@ -71,12 +76,23 @@ def _clip(c):
     return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
 
 
+def _cast_attrs(c: _Ctx, dtype: str) -> dict:
+    """saturate (opset 19+, default 1) matters only for float8 targets: out-of-range values clamp
+    to the type's largest finite value instead of becoming NaN/inf."""
+    attrs = {"dtype": dtype}
+    if dtype == "float8_e8m0fnu":
+        raise c.fail("element type float8_e8m0fnu (an exponent-only scale type) is not supported")
+    if dtype.startswith("float8") and dtype != "float8_e8m0fnu":
+        attrs["saturate"] = bool(c.attrs.get("saturate", 1))
+    return attrs
+
+
 def _cast(c):
-    return c.emit("cast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
+    return c.emit("cast", [c.need(0)], _cast_attrs(c, _np_dtype(int(c.attrs["to"])).name))
 
 
 def _cast_like(c):
-    return c.emit("cast", [c.need(0)], {"dtype": c.need(1).dtype})
+    return c.emit("cast", [c.need(0)], _cast_attrs(c, c.need(1).dtype))
 
 
 def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
@@ -619,7 +635,12 @@ def _variadic(op: str, mean: bool = False) -> Converter:
 
 
 def _mod(c):
-    return c.emit("mod", [c.need(0), c.need(1)], {"fmod": int(c.attrs.get("fmod", 0))})
+    fmod = int(c.attrs.get("fmod", 0))
+    a = c.need(0)
+    if fmod == 0 and c.opset < 28 and (np.issubdtype(np.dtype(a.dtype), np.floating) or a.dtype == "bfloat16"):
+        raise c.fail(f"float inputs with fmod=0 are not supported before opset 28 (the ONNX spec needs "
+                     f"fmod=1 there); this model is opset {c.opset}")
+    return c.emit("mod", [a, c.need(1)], {"fmod": fmod})
 
 
 def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
@@ -738,7 +759,8 @@ def _depth_to_space(c):
 
 
 def _space_to_depth(c):
-    return c.emit("space_to_depth", [c.need(0)], _blocksize(c))
+    # mode arrived in opset 25 (default DCR, the only order before it)
+    return c.emit("space_to_depth", [c.need(0)], {**_blocksize(c), "mode": c.attrs.get("mode", "DCR")})
 
 
 def _trilu(c):
@@ -878,8 +900,18 @@ def _pool3d(c: _Ctx, op: str) -> list[Value]:
     return c.emit(op, [x], attrs)
 
 
+# Ops only training uses (losses, random sampling): refused in one line, never computed.
+TRAINING_ONLY = ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "Bernoulli", "RandomNormal",
+                 "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial")
+
+
+def _training_only(c):
+    raise c.fail(f"training-only op {c.node.op_type} (a loss or random sampling) is not supported")
+
+
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
 CONVERTERS: Mapping[str, Converter] = MappingProxyType({
+    **{k: _training_only for k in TRAINING_ONLY},
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _binary(v) for k, v in _BINARY.items()},
     # ReduceSum took axes as an input from opset 13, the others from opset 18
