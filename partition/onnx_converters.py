@@ -12,6 +12,7 @@ import numpy as np
 
 from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
+from .onnx_composites import COMPOSITES, layer_norm_with_stats
 
 
 Converter = Callable[[_Ctx], list]
@@ -230,12 +231,13 @@ def _bn(c):
 
 
 def _ln(c):
-    if any(o for o in c.node.output[1:]):
-        raise c.fail("the Mean/InvStdDev outputs of LayerNormalization are not supported")
     ins = [c.need(0), c.need(1)] + ([c.inp(2)] if c.inp(2) is not None else [])
-    return c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
-                                      "epsilon": float(c.attrs.get("epsilon", 1e-5))},
-                  out_names=[c.node.output[0]])
+    y = c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
+                                   "epsilon": float(c.attrs.get("epsilon", 1e-5))},
+               out_names=[c.node.output[0]])
+    if any(o for o in c.node.output[1:]):  # Mean / InvStdDev, computed beside Y
+        return layer_norm_with_stats(c, y)
+    return y
 
 
 def _matmul(c):
@@ -914,6 +916,7 @@ def _training_only(c):
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
 CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     **{k: _training_only for k in TRAINING_ONLY},
+    **COMPOSITES,
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _binary(v) for k, v in _BINARY.items()},
     # ReduceSum took axes as an input from opset 13, the others from opset 18

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from partition import onnx_conformance as oc
 
 # Passing cases with onnx 1.23 (measured by experiments/onnx_conformance.py); a drop is a regression.
-PASS_FLOOR = 900
+PASS_FLOOR = 1080
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def _show(os_):
 # A float16 decomposition whose every op matches onnxruntime's unoptimized run bit for bit, but
 # whose expected data comes from a float32 reference: the result is 1 float16 ulp off at values
 # below 0.5 (rtol 1e-3). Listed so the lead sees it; any other wrong case fails.
-KNOWN_ULP = {"test_attention_4d_causal_fp16_expanded"}
+KNOWN_ULP = {"test_attention_4d_causal_fp16", "test_attention_4d_causal_fp16_expanded"}
 
 
 def test_no_wrong_output_and_no_internal_error(outcomes):
