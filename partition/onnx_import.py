@@ -21,6 +21,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .ir import Graph, IRError, Value
+from .onnx_checks import check_attributes, check_input_types, check_model
+from .onnx_external import has_external, load_external
 from .ops import get_op, infer_types
 
 MIN_OPSET, MAX_OPSET = 11, 21
@@ -147,6 +149,7 @@ def fill_stripped(model, seed: int = 0):
 def _read_model(path_or_bytes):
     import onnx
     from google.protobuf.message import DecodeError
+    base_dir = None  # the folder external data is read from (only for a model given by path)
     if hasattr(path_or_bytes, "SerializeToString") and hasattr(path_or_bytes, "graph"):
         model, label = path_or_bytes, "<ModelProto>"
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -166,12 +169,22 @@ def _read_model(path_or_bytes):
             raise OnnxImportError(f"{path}: no such ONNX file")
         if os.path.isdir(path):
             raise OnnxImportError(f"{path} is a directory, not an ONNX model")
+        if not os.path.isfile(path):  # a device or fifo (/dev/zero) would be read without end
+            raise OnnxImportError(f"{path} is not a regular file")
         try:
-            model = onnx.load(path)
+            # External data is read by onnx_external, which refuses locations outside the folder.
+            model = onnx.load(path, load_external_data=False)
         except (DecodeError, ValueError, RuntimeError, OSError) as e:
             raise OnnxImportError(f"{label} is not an ONNX model: {_one_line(e)}") from None
+        base_dir = os.path.dirname(os.path.abspath(path))
     if model.ir_version == 0 or not model.HasField("graph"):
         raise OnnxImportError(f"{label} is not an ONNX model: no IR version or graph in it")
+    check_model(model, label)
+    if has_external(model):
+        if base_dir is not None and model is not path_or_bytes:
+            load_external(model, base_dir, label)
+        else:
+            load_external(model, None, label)
     return model, label
 
 
@@ -392,8 +405,23 @@ class _Importer:
             if conv is None:
                 raise OnnxImportError(f"unsupported ONNX op '{op_type}' at node '{name}'")
             ins = [scope.lookup(i, name) if i else None for i in node.input]
+            standard = node.domain in ("", "ai.onnx")
+            fail = lambda m, n=node, nm=name: OnnxImportError(f"node '{nm}' ({n.op_type}): {m}")  # noqa: E731
+            if standard:
+                check_attributes(node, self.opset, fail)
             ctx = _Ctx(self, scope, node, name, ins)
-            outs = conv(ctx)
+            # The converter's own message about a bad input type is the more specific one; the schema
+            # check catches what a converter would accept silently (a STRING tensor in an Add).
+            try:
+                outs = conv(ctx)
+            except OnnxImportError:
+                raise
+            except Exception:
+                if standard:
+                    check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
+                raise
+            if standard:
+                check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
             for oname, v in zip(node.output, outs):
                 if oname and v is not None:
                     scope.env[oname] = v
