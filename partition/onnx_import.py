@@ -295,6 +295,7 @@ class _Scope:
         self.parent = parent
         self.env: dict[str, Value] = {}
         self.captured: list[Value] = []  # outer values, in the order of the extra body inputs
+        self.dyn: DynInfo = parent.dyn if parent is not None else DynInfo()  # data-dependent sizes
 
     def lookup(self, name: str, where: str) -> Value:
         v = self.env.get(name)
@@ -308,6 +309,7 @@ class _Scope:
         else:
             v = self.graph.add_input(name, outer.shape, outer.dtype)
             self.captured.append(outer)
+            self.dyn.inherit(outer, v)
         self.env[name] = v
         return v
 
@@ -453,6 +455,7 @@ class _Ctx:
         self.ins = ins
         self.attrs = _attr_dict(node)
         self.opset = imp.opset
+        self.dyn = scope.dyn
 
     def fail(self, msg: str) -> OnnxImportError:
         return OnnxImportError(f"node '{self.name}' ({self.node.op_type}): {msg}")
@@ -497,6 +500,7 @@ class _Ctx:
                     for a, t, nm in zip(arrs, types, self._pad_names(names, len(types)))]
         node = self.graph.add_node(op, inputs, attrs, name=node_name or self.name, out_types=types,
                                    out_names=self._pad_names(names, len(types)))
+        self.dyn.after_node(op, attrs, list(inputs), list(node.outputs), d.compute)
         return list(node.outputs)
 
     def _pad_names(self, names: list[str], n: int) -> list[str]:
@@ -510,7 +514,8 @@ class _Ctx:
         return [f"{self.node.output[0]}_{suffix}"]
 
 
-# The converters live in their own module; imported last because they use this module's _Ctx.
-from .onnx_converters import CONVERTERS  # noqa: E402
+# The converters live in their own modules; imported last because they use this module's _Ctx.
+# onnx_dynamic wraps the static converters of onnx_converters where sizes can depend on data.
+from .onnx_dynamic import CONVERTERS, DynInfo  # noqa: E402
 
 __all__ = ["load_onnx", "fill_stripped", "fill_arrays", "OnnxImportError"]
