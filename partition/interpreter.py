@@ -20,8 +20,12 @@ class Interpreter:
         self.functions: dict[str, Function] = {**(functions or {}), **graph.functions}
 
     # -- entry -------------------------------------------------------------
-    def run(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray]) -> list[np.ndarray]:
-        args = self._bind(inputs)
+    def run(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray], *,
+            bounded: bool = False) -> list[np.ndarray]:
+        """``bounded``: an input may be shorter than its type along any axis (a sub-graph or function
+        reached by a value of data-dependent size, whose type is an upper bound, docs/IR.md); the
+        graph's own inputs (``bounded`` False) must match exactly."""
+        args = self._bind(inputs, bounded)
         env: dict[int, Any] = {id(c): c.data for c in self.graph.constants}
         for v, a in zip(self.graph.inputs, args):
             env[id(v)] = a
@@ -39,7 +43,7 @@ class Interpreter:
                 env[id(o)] = a
         return [env[id(v)] for v in self.graph.outputs]
 
-    def _bind(self, inputs) -> list[np.ndarray]:
+    def _bind(self, inputs, bounded: bool = False) -> list[np.ndarray]:
         g = self.graph
         if isinstance(inputs, Mapping):
             missing = [v.name for v in g.inputs if v.name not in inputs]
@@ -52,7 +56,9 @@ class Interpreter:
         out = []
         for v, a in zip(g.inputs, inputs):
             a = np.asarray(a)
-            if tuple(a.shape) != v.shape:
+            if bounded and a.ndim == len(v.shape) and all(d <= b for d, b in zip(a.shape, v.shape)):
+                pass
+            elif tuple(a.shape) != v.shape:
                 raise InterpretError(f"input {v.name}: expected shape {list(v.shape)}, got {list(a.shape)}")
             out.append(a.astype(v.dtype, copy=False))
         return out
@@ -75,7 +81,7 @@ class Interpreter:
         return [np.asarray(o) for o in outs]
 
     def run_subgraph(self, graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return type(self)(graph, self.functions).run(args)
+        return type(self)(graph, self.functions).run(args, bounded=True)
 
     def run_function(self, fn: Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.run_subgraph(fn.graph, args)

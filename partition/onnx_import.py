@@ -21,6 +21,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .ir import Graph, IRError, Value
+from .onnx_checks import check_attributes, check_input_types, check_model
+from .onnx_external import has_external, load_external
 from .ops import get_op, infer_types
 
 MIN_OPSET = 11
@@ -155,6 +157,7 @@ def fill_stripped(model, seed: int = 0):
 def _read_model(path_or_bytes):
     import onnx
     from google.protobuf.message import DecodeError
+    base_dir = None  # the folder external data is read from (only for a model given by path)
     if hasattr(path_or_bytes, "SerializeToString") and hasattr(path_or_bytes, "graph"):
         model, label = path_or_bytes, "<ModelProto>"
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -174,12 +177,22 @@ def _read_model(path_or_bytes):
             raise OnnxImportError(f"{path}: no such ONNX file")
         if os.path.isdir(path):
             raise OnnxImportError(f"{path} is a directory, not an ONNX model")
+        if not os.path.isfile(path):  # a device or fifo (/dev/zero) would be read without end
+            raise OnnxImportError(f"{path} is not a regular file")
         try:
-            model = onnx.load(path)
+            # External data is read by onnx_external, which refuses locations outside the folder.
+            model = onnx.load(path, load_external_data=False)
         except (DecodeError, ValueError, RuntimeError, OSError) as e:
             raise OnnxImportError(f"{label} is not an ONNX model: {_one_line(e)}") from None
+        base_dir = os.path.dirname(os.path.abspath(path))
     if model.ir_version == 0 or not model.HasField("graph"):
         raise OnnxImportError(f"{label} is not an ONNX model: no IR version or graph in it")
+    check_model(model, label)
+    if has_external(model):
+        if base_dir is not None and model is not path_or_bytes:
+            load_external(model, base_dir, label)
+        else:
+            load_external(model, None, label)
     return model, label
 
 
@@ -298,6 +311,7 @@ class _Scope:
         self.parent = parent
         self.env: dict[str, Value] = {}
         self.captured: list[Value] = []  # outer values, in the order of the extra body inputs
+        self.dyn: DynInfo = parent.dyn if parent is not None else DynInfo()  # data-dependent sizes
 
     def lookup(self, name: str, where: str) -> Value:
         v = self.env.get(name)
@@ -311,6 +325,7 @@ class _Scope:
         else:
             v = self.graph.add_input(name, outer.shape, outer.dtype)
             self.captured.append(outer)
+            self.dyn.inherit(outer, v)
         self.env[name] = v
         return v
 
@@ -408,8 +423,23 @@ class _Importer:
             if conv is None:
                 raise OnnxImportError(f"unsupported ONNX op '{op_type}' at node '{name}'")
             ins = [scope.lookup(i, name) if i else None for i in node.input]
+            standard = node.domain in ("", "ai.onnx")
+            fail = lambda m, n=node, nm=name: OnnxImportError(f"node '{nm}' ({n.op_type}): {m}")  # noqa: E731
+            if standard:
+                check_attributes(node, self.opset, fail)
             ctx = _Ctx(self, scope, node, name, ins)
-            outs = conv(ctx)
+            # The converter's own message about a bad input type is the more specific one; the schema
+            # check catches what a converter would accept silently (a STRING tensor in an Add).
+            try:
+                outs = conv(ctx)
+            except OnnxImportError:
+                raise
+            except Exception:
+                if standard:
+                    check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
+                raise
+            if standard:
+                check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
             for oname, v in zip(node.output, outs):
                 if oname and v is not None:
                     scope.env[oname] = v
@@ -441,6 +471,7 @@ class _Ctx:
         self.ins = ins
         self.attrs = _attr_dict(node)
         self.opset = imp.opset
+        self.dyn = scope.dyn
 
     def fail(self, msg: str) -> OnnxImportError:
         return OnnxImportError(f"node '{self.name}' ({self.node.op_type}): {msg}")
@@ -485,6 +516,7 @@ class _Ctx:
                     for a, t, nm in zip(arrs, types, self._pad_names(names, len(types)))]
         node = self.graph.add_node(op, inputs, attrs, name=node_name or self.name, out_types=types,
                                    out_names=self._pad_names(names, len(types)))
+        self.dyn.after_node(op, attrs, list(inputs), list(node.outputs), d.compute)
         return list(node.outputs)
 
     def _pad_names(self, names: list[str], n: int) -> list[str]:
@@ -498,7 +530,8 @@ class _Ctx:
         return [f"{self.node.output[0]}_{suffix}"]
 
 
-# The converters live in their own module; imported last because they use this module's _Ctx.
-from .onnx_converters import CONVERTERS  # noqa: E402
+# The converters live in their own modules; imported last because they use this module's _Ctx.
+# onnx_dynamic wraps the static converters of onnx_converters where sizes can depend on data.
+from .onnx_dynamic import CONVERTERS, DynInfo  # noqa: E402
 
 __all__ = ["load_onnx", "fill_stripped", "fill_arrays", "OnnxImportError"]

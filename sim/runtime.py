@@ -404,7 +404,7 @@ class _DeviceInterpreter(Interpreter):
             # Identity, not name: a nested graph may define a local function of the same name.
             if fn is not None and self.externals.get(sym) is fn:
                 self.trace.call(sym)
-                return Interpreter(fn.graph, self.functions).run(args)
+                return Interpreter(fn.graph, self.functions).run(args, bounded=True)
             # A host-side function (e.g. a composite left on the host): its ops run on the host,
             # counted one by one as run_subgraph walks them.
             return super().run_node(node, args)
@@ -412,7 +412,8 @@ class _DeviceInterpreter(Interpreter):
         return super().run_node(node, args)
 
     def run_subgraph(self, graph: Graph, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return _DeviceInterpreter(graph, self.functions, externals=self.externals, trace=self.trace).run(args)
+        return _DeviceInterpreter(graph, self.functions, externals=self.externals,
+                                  trace=self.trace).run(args, bounded=True)
 
 
 # ------------------------------------------------------------------------------------- inputs

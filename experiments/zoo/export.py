@@ -3,7 +3,9 @@
     python experiments/zoo/export.py OUT_DIR [--set torch|hf] [--only NAME ...]
 
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
-architectures of experiments/zoo/hf_models.py (needs transformers too). Needs torch (and onnxscript
+architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
+detectors with their full post-processing (experiments/zoo/detection_models.py; needs torchvision),
+whose NAME.npz holds every output (boxes, scores, labels). Needs torch (and onnxscript
 for the dynamo exporter) in the running environment; accel-tune does not depend on them. For every
 model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and NAME.dynamo.onnx (torch.export-based
 exporter, opset 18), plus NAME.npz holding the example inputs ('in_0', 'in_1', ...) and torch's own
@@ -13,6 +15,7 @@ built or exported is reported and skipped: that is a limit of the installed libr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -44,7 +47,9 @@ def _one_line(e: BaseException) -> str:
 
 def export(name: str, ctor, example, out: Path) -> None:
     try:
-        model = FirstOutput(ctor()).eval()
+        built = ctor()
+        # Detectors return (boxes, scores, labels) already; everything else: its first output.
+        model = (built if getattr(built, "all_outputs", False) else FirstOutput(built)).eval()
         xs = example()
         xs = xs if isinstance(xs, tuple) else (xs,)
         with torch.no_grad():
@@ -53,11 +58,16 @@ def export(name: str, ctor, example, out: Path) -> None:
         print(f"{name}: cannot build: {_one_line(e)}")
         return
     names = [f"in_{i}" for i in range(len(xs))]
-    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)}, out_0=y.numpy())
+    ys = y if isinstance(y, tuple) else (y,)
+    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)},
+             **{f"out_{i}": t.numpy() for i, t in enumerate(ys)})
     for kind, kw in (("ts", dict(dynamo=False, opset_version=17)), ("dynamo", dict(dynamo=True, opset_version=18))):
         path = out / f"{name}.{kind}.onnx"
+        # Detectors swap in an export-friendly batched NMS for torch.export (detection_models.py).
+        ctx = getattr(model, "dynamo_context", None) if kind == "dynamo" else None
         try:
-            torch.onnx.export(model, xs, str(path), input_names=names, **kw)
+            with ctx() if ctx else contextlib.nullcontext():
+                torch.onnx.export(model, xs, str(path), input_names=names, **kw)
         except Exception as e:  # noqa: BLE001 - an exporter failure is reported, not ours
             print(f"{name} [{kind}]: export failed: {_one_line(e)}")
             path.unlink(missing_ok=True)
@@ -68,7 +78,7 @@ def export(name: str, ctor, example, out: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "det"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -77,6 +87,8 @@ def main(argv=None) -> int:
     torch.manual_seed(0)
     if a.set == "torch":
         from torch_models import ZOO as models
+    elif a.set == "det":
+        from detection_models import DETECTORS as models
     else:
         from hf_models import models
         models = models()

@@ -118,6 +118,15 @@ def test_dynamic_batch_defaults_to_one_and_input_shape_sets_it(capsys, tmp_path)
     assert four["breakdown"]["link_bytes"] == 4 * one["breakdown"]["link_bytes"]
 
 
+def test_input_shape_reads_commas_or_x_as_the_docs_say():
+    from argparse import Namespace
+
+    from tuner.cli.common import input_shapes
+    assert input_shapes(Namespace(input_shape=["pixel_values=1,3,224,224"])) == {"pixel_values": (1, 3, 224, 224)}
+    assert input_shapes(Namespace(input_shape=["pixel_values=1x3x224x224"])) == {"pixel_values": (1, 3, 224, 224)}
+    assert input_shapes(Namespace(input_shape=["a=b=2,3"])) == {"a=b": (2, 3)}
+
+
 @pytest.mark.parametrize("dims, extra, needle", [
     (["batch", 3, "h", "w"], [], "dynamic dimension 'h' at axis 2"),
     (["batch", 3, 16, 16], ["--input-shape", "x=1,3,15,16"], "dimension 2 is 16 in the model"),
@@ -125,6 +134,11 @@ def test_dynamic_batch_defaults_to_one_and_input_shape_sets_it(capsys, tmp_path)
     (["batch", 3, 16, 16], ["--input-shape", "z=1,3,16,16"], "which the model does not take"),
     (["batch", 3, 16, 16], ["--input-shape", "x"], "expected NAME=D0,D1"),
     (["batch", 3, 16, 16], ["--input-shape", "x=0,3,16,16"], "must be >= 1"),
+    # a placeholder among the dimensions is refused, never read as a shorter shape
+    (["batch", 3, "h", 16], ["--input-shape", "x=1,3,x,16"], "dimension 2 is 'x', not an integer"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=1,3,,16"], "dimension 2 is '', not an integer"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=1,3,16,-16"], "dimension 3 is '-16', not an integer"),
+    (["batch", 3, 16, 16], ["--input-shape", "x=1x3x16"], "has rank 3"),
 ])
 @pytest.mark.filterwarnings("ignore:input 'x'")
 def test_input_shape_errors_are_one_line(capsys, tmp_path, dims, extra, needle):

@@ -29,12 +29,9 @@ def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for item in getattr(args, "input_shape", None) or []:
         name, sep, dims = item.rpartition("=")
-        try:
-            shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
-        except ValueError:
-            shape = ()
-        if not sep or not name or not shape:
+        if not sep or not name:
             raise ValueError(f"--input-shape {item!r}: expected NAME=D0,D1,... (e.g. input_ids=1,128)")
+        shape = _dims(item, dims)
         if name in out:
             raise ValueError(f"--input-shape: '{name}' given twice")
         out[name] = shape
@@ -43,6 +40,18 @@ def input_shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]]:
     if getattr(args, "fold_qdq", False) and getattr(args, "model", None):
         raise ValueError("--fold-qdq applies to quantized --onnx files; built-in models are float")
     return out
+
+
+def _dims(item: str, text: str) -> tuple[int, ...]:
+    """``D0,D1,...`` (or ``D0xD1x...``, one separator throughout): every dimension a positive
+    integer, so a placeholder such as ``1,3,x,224`` is refused rather than read as rank 3."""
+    sep = "," if "," in text else "x"
+    parts = [p.strip() for p in text.split(sep)]
+    for axis, p in enumerate(parts):
+        if not p.isdigit():
+            raise ValueError(f"--input-shape {item!r}: dimension {axis} is {p!r}, not an integer "
+                             f"(expected NAME=D0,D1,..., e.g. input_ids=1,128)")
+    return tuple(int(p) for p in parts)
 
 
 def load_graph(args: argparse.Namespace):

@@ -1,0 +1,233 @@
+"""Data-dependent sizes during ONNX import: which values may be shorter at run time than their
+type (the upper bound), and the bound of values computed from such sizes.
+
+Two facts are tracked per imported value (``DynInfo``, shared by a graph and its sub-graphs):
+- *shape-dynamic*: its run-time shape may be smaller than its type. Sources are NonZero,
+  NonMaxSuppression, an If whose branches differ in shape, and the run-time forms of the ops below;
+  any node reading a shape-dynamic value makes shape-dynamic values, except ``shape``/``size``.
+- *bound*: a value computed at run time from such sizes (``Shape`` of a shape-dynamic value and
+  the arithmetic on it) also has the value it takes at the bound, computed at import like constant
+  folding. Ops that need a static attribute (Reshape's target, Slice's ends, TopK's K,
+  ConstantOfShape, Range, Expand, Tile) put the bound in the attribute, for shape inference and
+  costing, and read the actual value as an extra input at run time (``partition/ops/dynamic.py``).
+
+So costing uses the upper bound and running uses the real sizes (docs/IR.md). The converters here
+wrap the static ones of ``onnx_converters`` and defer to them whenever nothing is data-dependent.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .ir import Value
+from .onnx_converters import CONVERTERS as _STATIC
+
+if TYPE_CHECKING:
+    from .onnx_import import _Ctx
+
+# Ops whose outputs may be shorter at run time than their type, whatever their inputs.
+SOURCES = frozenset({"non_zero", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
+                     "dyn_expand", "dyn_tile", "constant_of_shape", "range"})
+# Ops whose output shape never depends on their input's run-time shape.
+_SHAPE_STATIC = frozenset({"shape", "size"})
+# Folding bound values beyond this many elements is not worth it (they are shape vectors).
+_BOUND_LIMIT = 1 << 16
+
+
+class DynInfo:
+    """Shape-dynamic values and bound data, by value identity (values live as long as the graph)."""
+
+    def __init__(self):
+        self._shaped: dict[int, Value] = {}
+        self._bounds: dict[int, tuple[Value, np.ndarray]] = {}
+
+    def is_shaped(self, v: Value | None) -> bool:
+        return v is not None and id(v) in self._shaped
+
+    def mark_shaped(self, v: Value) -> None:
+        self._shaped[id(v)] = v
+
+    def bound(self, v: Value | None) -> np.ndarray | None:
+        """The data of a constant, the bound of a bound value, else None."""
+        if v is None:
+            return None
+        if v.is_const:
+            return v.data
+        hit = self._bounds.get(id(v))
+        return None if hit is None else hit[1]
+
+    def set_bound(self, v: Value, data: np.ndarray) -> None:
+        self._bounds[id(v)] = (v, np.asarray(data))
+
+    def inherit(self, outer: Value, inner: Value) -> None:
+        """A sub-graph input standing for an outer value carries its facts."""
+        if self.is_shaped(outer):
+            self.mark_shaped(inner)
+        b = None if outer.is_const else self.bound(outer)
+        if b is not None:
+            self.set_bound(inner, b)
+
+    def after_node(self, op: str, attrs: dict, inputs: list[Value], outputs: list[Value], compute) -> None:
+        """Facts of a new node's outputs."""
+        shaped = op in SOURCES or (op not in _SHAPE_STATIC and any(self.is_shaped(v) for v in inputs))
+        if op == "if":
+            t, e = attrs["then_branch"].outputs, attrs["else_branch"].outputs
+            shaped = shaped or any(a.shape != b.shape or self.is_shaped(a) or self.is_shaped(b)
+                                   for a, b in zip(t, e))
+        if shaped:
+            for o in outputs:
+                self.mark_shaped(o)
+            return
+        if compute is None or not inputs:
+            return
+        arrays = [self.bound(v) for v in inputs]
+        if any(a is None for a in arrays) or sum(a.size for a in arrays) > _BOUND_LIMIT:
+            return
+        try:
+            outs = compute(arrays, attrs)
+        except Exception:  # noqa: BLE001 - no bound: a consumer that needs one says so
+            return
+        for o, a in zip(outputs, outs):
+            a = np.asarray(a)
+            if a.shape == o.shape:
+                self.set_bound(o, a.astype(o.dtype, copy=False))
+
+
+# ---------------------------------------------------------------------------- converters
+
+def _bound_or_const(c: "_Ctx", i: int, what: str) -> tuple[np.ndarray | None, bool]:
+    """(data, dynamic) of input ``i``: a constant's data, or a bound value's bound with dynamic
+    True; (None, False) when absent; any other run-time value is the usual static-input error."""
+    v = c.inp(i)
+    if v is None or v.is_const:
+        return (None if v is None else v.data), False
+    b = c.dyn.bound(v)
+    if b is None:
+        c.const(i, what)  # raises the one-line error naming the node
+    return b, True
+
+
+def _ints(a) -> tuple[int, ...]:
+    return tuple(int(x) for x in np.asarray(a).reshape(-1))
+
+
+def _shape(c):
+    x = c.need(0)
+    if not c.dyn.is_shaped(x):
+        return _STATIC["Shape"](c)
+    start, end = int(c.attrs.get("start", 0)), c.attrs.get("end")
+    attrs = {"start": start, "end": None if end is None else int(end)}
+    out = c.emit("shape", [x], attrs)
+    c.dyn.set_bound(out[0], np.array(x.shape, np.int64)[start:None if end is None else int(end)])
+    return out
+
+
+def _size(c):
+    x = c.need(0)
+    if not c.dyn.is_shaped(x):
+        return _STATIC["Size"](c)
+    out = c.emit("size", [x])
+    c.dyn.set_bound(out[0], np.array(x.type.size, np.int64))
+    return out
+
+
+def _nonzero(c):
+    return c.emit("non_zero", [c.need(0)])
+
+
+def _reshape(c):
+    x = c.need(0)
+    target, dynamic = _bound_or_const(c, 1, "shape")
+    if not dynamic and not c.dyn.is_shaped(x):
+        return _STATIC["Reshape"](c)
+    target = list(_ints(target))
+    allowzero = int(c.attrs.get("allowzero", 0))
+    bound = [x.shape[i] if d == 0 and not allowzero and i < len(x.shape) else d for i, d in enumerate(target)]
+    if bound.count(-1) > 1:
+        raise c.fail(f"shape {target} has more than one -1")
+    if -1 in bound:
+        known = int(np.prod([d for d in bound if d != -1], dtype=np.int64))
+        if known <= 0 or x.type.size % known:
+            raise c.fail(f"cannot reshape {list(x.shape)} to {target} (at the upper bound of its sizes)")
+        bound[bound.index(-1)] = x.type.size // known
+    return c.emit("dyn_reshape", [x, c.need(1)], {"shape": tuple(bound), "allowzero": bool(allowzero)})
+
+
+def _slice(c):
+    if c.opset < 10:
+        return _STATIC["Slice"](c)
+    starts, d1 = _bound_or_const(c, 1, "starts")
+    ends, d2 = _bound_or_const(c, 2, "ends")
+    if not (d1 or d2):
+        return _STATIC["Slice"](c)
+    x = c.need(0)
+    axes, steps = c.const(3, "axes"), c.const(4, "steps")
+    attrs = {"starts": _ints(starts), "ends": _ints(ends),
+             "axes": None if axes is None else tuple(a + len(x.shape) if a < 0 else a for a in _ints(axes)),
+             "steps": None if steps is None else _ints(steps)}
+    return c.emit("dyn_slice", [x, c.need(1), c.need(2)], attrs)
+
+
+def _topk(c):
+    if c.opset < 10:
+        return _STATIC["TopK"](c)
+    k, dynamic = _bound_or_const(c, 1, "K")
+    if not dynamic:
+        return _STATIC["TopK"](c)
+    x = c.need(0)
+    axis = int(c.attrs.get("axis", -1))
+    attrs = {"k": int(_ints(k)[0]), "axis": axis + len(x.shape) if axis < 0 else axis,
+             "largest": bool(c.attrs.get("largest", 1)), "sorted": bool(c.attrs.get("sorted", 1))}
+    return c.emit("dyn_topk", [x, c.need(1)], attrs)
+
+
+def _expand(c):
+    shape, dynamic = _bound_or_const(c, 1, "shape")
+    if not dynamic:
+        return _STATIC["Expand"](c)
+    return c.emit("dyn_expand", [c.need(0), c.need(1)], {"shape": _ints(shape)})
+
+
+def _tile(c):
+    reps, dynamic = _bound_or_const(c, 1, "repeats")
+    if not dynamic:
+        return _STATIC["Tile"](c)
+    return c.emit("dyn_tile", [c.need(0), c.need(1)], {"repeats": _ints(reps)})
+
+
+def _const_of_shape(c):
+    shape, dynamic = _bound_or_const(c, 0, "shape")
+    if not dynamic:
+        return _STATIC["ConstantOfShape"](c)
+    from onnx import numpy_helper
+    value = c.attrs.get("value")
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    return c.emit("constant_of_shape", [c.need(0)],
+                  {"shape": _ints(shape), "value": fill[0].item(), "dtype": fill.dtype.name})
+
+
+def _range(c):
+    got = [_bound_or_const(c, i, n) for i, n in enumerate(("start", "limit", "delta"))]
+    if not any(d for _, d in got):
+        return _STATIC["Range"](c)
+    start, limit, delta = (np.asarray(a).reshape(-1)[0] for a, _ in got)
+    if delta == 0:
+        raise c.fail("delta is 0")
+    length = len(np.arange(start, limit, delta))
+    return c.emit("range", [c.need(0), c.need(1), c.need(2)], {"length": length})
+
+
+CONVERTERS = {
+    **_STATIC,
+    "NonZero": _nonzero,
+    "Shape": _shape,
+    "Size": _size,
+    "Reshape": _reshape,
+    "Slice": _slice,
+    "TopK": _topk,
+    "Expand": _expand,
+    "Tile": _tile,
+    "ConstantOfShape": _const_of_shape,
+    "Range": _range,
+}

@@ -1,0 +1,159 @@
+"""Ops whose output size depends on data, and the run-time forms of ops whose static attributes
+derive from such sizes.
+
+The IR is static: a type carries the upper bound of a data-dependent size (docs/IR.md), and costing
+uses it. At run time the array may be shorter. ``non_zero`` has the bound "every element is
+non-zero". The ``dyn_*`` ops (and ``shape``, ``size``, ``constant_of_shape``, ``range``) keep the
+bound in their attributes, for shape inference and costing, and take the actual values as extra
+inputs, computed at run time from the actual sizes (e.g. ``Shape -> Gather -> Reshape`` after a
+NonMaxSuppression: the reshape target is the bound at import and the real row count at run time).
+Each run-time value is checked against its bound: a run never produces more than its type says.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import TensorType
+from .base import OpCost, OpDef, check, zero_cost
+from . import nn as _nn
+from . import tensor as _tensor
+
+
+def _ints(a, op: str, what: str) -> tuple[int, ...]:
+    arr = np.asarray(a)
+    check(arr.dtype.kind in "iu", f"{op}: {what} must be integers, got {arr.dtype}")
+    return tuple(int(v) for v in arr.reshape(-1))
+
+
+def _within(op: str, shape: tuple, bound: tuple) -> None:
+    check(len(shape) == len(bound) and all(0 <= s <= b for s, b in zip(shape, bound)),
+          f"{op}: run-time shape {list(shape)} exceeds its bound {list(bound)}")
+
+
+# ---------------------------------------------------------------------------- non_zero
+def _infer_non_zero(ins, attrs, ctx):
+    x = ins[0]
+    # Upper bound: every element non-zero (ONNX NonZero: [rank, count], one column per hit).
+    return [TensorType((max(1, len(x.shape)) if x.shape else 0, x.size), "int64")]
+
+
+def _non_zero(args, attrs):
+    x = np.asarray(args[0])
+    if x.ndim == 0:  # onnxruntime: a scalar gives shape [0, 1] when non-zero, [0, 0] when zero
+        return [np.zeros((0, int(bool(x))), np.int64)]
+    return [np.array(np.nonzero(x), dtype=np.int64).reshape(x.ndim, -1)]
+
+
+def _cost_non_zero(ins, outs, attrs):
+    return OpCost(0, ins[0].size, ins[0].nbytes, outs[0].nbytes)
+
+
+# ---------------------------------------------------------------------------- shape, size
+def _shape_slice(rank: int, attrs) -> slice:
+    start, end = int(attrs.get("start", 0)), attrs.get("end")
+    return slice(start, None if end is None else int(end))
+
+
+def _infer_shape(ins, attrs, ctx):
+    n = len(range(len(ins[0].shape))[_shape_slice(len(ins[0].shape), attrs)])
+    return [TensorType((n,), "int64")]
+
+
+def _shape(args, attrs):
+    x = np.asarray(args[0])
+    return [np.array(x.shape, dtype=np.int64)[_shape_slice(x.ndim, attrs)]]
+
+
+def _size(args, attrs):
+    return [np.array(np.asarray(args[0]).size, dtype=np.int64)]
+
+
+# ---------------------------------------------------------------------------- dyn_reshape
+def _onnx_target(shape_in: tuple, target: tuple, allowzero: bool) -> tuple[int, ...]:
+    """ONNX Reshape's target: 0 copies the input's dimension (unless allowzero), one -1 is inferred."""
+    out = list(target)
+    for i, d in enumerate(out):
+        if d == 0 and not allowzero:
+            check(i < len(shape_in), f"dyn_reshape: target {list(target)} copies dimension {i} that "
+                                     f"{list(shape_in)} lacks")
+            out[i] = shape_in[i]
+    return _tensor._reshape_target(tuple(shape_in), {"shape": tuple(out)})
+
+
+def _dyn_reshape(args, attrs):
+    x = np.asarray(args[0])
+    shape = _onnx_target(x.shape, _ints(args[1], "dyn_reshape", "shape"), bool(attrs.get("allowzero", False)))
+    _within("dyn_reshape", shape, tuple(attrs["shape"]))
+    return [x.reshape(shape)]
+
+
+# ---------------------------------------------------------------------------- dyn_slice
+def _dyn_slice(args, attrs):
+    x = np.asarray(args[0])
+    a = dict(attrs, starts=_ints(args[1], "dyn_slice", "starts"), ends=_ints(args[2], "dyn_slice", "ends"))
+    return _tensor._slice([x], a)
+
+
+# ---------------------------------------------------------------------------- dyn_topk
+def _dyn_topk(args, attrs):
+    k = _ints(args[1], "dyn_topk", "k")
+    check(len(k) == 1, f"dyn_topk: K must hold one value, got {len(k)}")
+    check(0 <= k[0] <= int(attrs["k"]), f"dyn_topk: K={k[0]} at run time exceeds its bound {attrs['k']}")
+    return _nn._topk([args[0]], dict(attrs, k=k[0]))
+
+
+# ---------------------------------------------------------------------------- dyn_expand, dyn_tile
+def _dyn_expand(args, attrs):
+    x = np.asarray(args[0])
+    shape = _tensor._expand_shape(x.shape, {"shape": _ints(args[1], "dyn_expand", "shape")})
+    return [np.broadcast_to(x, shape).copy()]
+
+
+def _dyn_tile(args, attrs):
+    x = np.asarray(args[0])
+    return [np.tile(x, _tensor._tile_reps(x.shape, {"repeats": _ints(args[1], "dyn_tile", "repeats")}))]
+
+
+# ---------------------------------------------------------------------------- constant_of_shape, range
+def _infer_cos(ins, attrs, ctx):
+    return [TensorType(tuple(int(d) for d in attrs["shape"]), str(attrs.get("dtype", "float32")))]
+
+
+def _constant_of_shape(args, attrs):
+    shape = _ints(args[0], "constant_of_shape", "shape")
+    _within("constant_of_shape", shape, tuple(attrs["shape"]))
+    return [np.full(shape, attrs.get("value", 0), dtype=np.dtype(attrs.get("dtype", "float32")))]
+
+
+def _infer_range(ins, attrs, ctx):
+    return [TensorType((int(attrs["length"]),), ins[0].dtype)]
+
+
+def _range(args, attrs):
+    start, limit, delta = (np.asarray(a).reshape(-1)[0] for a in args)
+    check(delta != 0, "range: delta cannot be 0")
+    out = np.arange(start, limit, delta).astype(np.asarray(args[0]).dtype)
+    _within("range", out.shape, (int(attrs["length"]),))
+    return [out]
+
+
+def _data_cost(ins, outs, attrs):
+    return zero_cost(ins[:1], outs, attrs)
+
+
+DEFS = [
+    OpDef("non_zero", _infer_non_zero, _non_zero, _cost_non_zero, "data", (1, 1)),
+    OpDef("shape", _infer_shape, _shape, lambda i, o, a: OpCost(), "data", (1, 1)),
+    OpDef("size", lambda i, a, c: [TensorType((), "int64")], _size, lambda i, o, a: OpCost(), "data", (1, 1)),
+    OpDef("dyn_reshape", lambda i, a, c: _tensor._same(i, _tensor._reshape_target(i[0].shape, a)),
+          _dyn_reshape, _data_cost, "data", (2, 2)),
+    OpDef("dyn_slice", lambda i, a, c: _tensor._infer_slice(i[:1], a, c), _dyn_slice, _data_cost, "data", (3, 3)),
+    OpDef("dyn_topk", lambda i, a, c: _nn._infer_topk(i[:1], a, c), _dyn_topk,
+          lambda i, o, a: _nn._cost_topk(i[:1], o, a), "data", (2, 2)),
+    OpDef("dyn_expand", lambda i, a, c: _tensor._same(i, _tensor._expand_shape(i[0].shape, a)),
+          _dyn_expand, _data_cost, "data", (2, 2)),
+    OpDef("dyn_tile", lambda i, a, c: _tensor._same(i, [d * r for d, r in zip(i[0].shape, _tensor._tile_reps(i[0].shape, a))]),
+          _dyn_tile, _data_cost, "data", (2, 2)),
+    OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
+    OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
+]
