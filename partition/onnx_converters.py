@@ -29,10 +29,12 @@ def _binary(op: str) -> Converter:
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
           "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Not": "not",
           "HardSwish": "hard_swish", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
-          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign"}
+          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign",
+          "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+          "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "BitwiseNot": "bitwise_not"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
            "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
-           "Or": "or"}
+           "Or": "or", "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _identity(c: _Ctx):
@@ -784,12 +786,26 @@ def _axis_in(rank: int, axis: int) -> int:
     return axis + rank if -rank <= axis < 0 else axis
 
 
+def _bit_shift(c):
+    return c.emit("bit_shift", [c.need(0), c.need(1)], {"direction": c.attrs.get("direction", "")})
+
+
+def _eye_like(c):
+    """EyeLike: a constant, since the shape is static (k shifts the diagonal)."""
+    x = c.need(0)
+    if len(x.shape) != 2:
+        raise c.fail(f"input must be 2-D, got shape {list(x.shape)}")
+    dtype = _np_dtype(int(c.attrs["dtype"])) if "dtype" in c.attrs else np.dtype(x.dtype)
+    return c.new_const(np.eye(x.shape[0], x.shape[1], k=int(c.attrs.get("k", 0)), dtype=dtype))
+
+
 def _cumsum(c):
     x, _ = c.need(0), c.need(1)
     axis = np.asarray(c.const(1, "axis")).reshape(-1)
     if axis.size != 1:
         raise c.fail(f"axis must hold one value, got {axis.tolist()}")
-    return c.emit("cumsum", [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
+    op = "cumprod" if c.node.op_type == "CumProd" else "cumsum"
+    return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
                                   "exclusive": bool(c.attrs.get("exclusive", 0)),
                                   "reverse": bool(c.attrs.get("reverse", 0))})
 
@@ -931,6 +947,11 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "ReduceL2": _reduce("reduce_l2", 18),
     "ReduceSumSquare": _reduce("reduce_sum_square", 18),
     "ReduceLogSumExp": _reduce("reduce_log_sum_exp", 18),
+    "ReduceLogSum": _reduce("reduce_log_sum", 18),
+    "CumProd": _cumsum,
+    "BitShift": _bit_shift,
+    "EyeLike": _eye_like,
+    "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),
     "Max": _variadic("max"),
     "Sum": _variadic("add"),

@@ -857,7 +857,7 @@ def _reduce(name: str, fn):
         axes = _reduce_axes(name, attrs, len(x.shape))
         if name in ("reduce_max", "reduce_min"):
             check(all(x.shape[a] > 0 for a in axes), f"{name}: cannot reduce an empty axis")
-        if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp"):
+        if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp", "reduce_log_sum"):
             _float(name, x, "input")
         keep = bool(attrs.get("keepdims", True))
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
@@ -903,11 +903,19 @@ def _l2(x, axes, keep):
     return np.sqrt(np.sum(np.square(x, dtype=np.float64), axis=axes, keepdims=keep))
 
 
+def _log_sum(x, axes, keep):
+    with np.errstate(divide="ignore"):  # log(0) = -inf, as onnxruntime
+        return np.log(np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype))
+
+
 def _sum_square(x, axes, keep):
     return np.sum(np.square(x), axis=axes, keepdims=keep, dtype=x.dtype)
 
 
 def _log_sum_exp(x, axes, keep):
+    if any(x.shape[a] == 0 for a in axes):  # log(sum of nothing) = log(0) = -inf, as onnxruntime
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+        return np.full(shape, -np.inf, x.dtype)
     m = np.max(x, axis=axes, keepdims=True)
     out = np.log(np.sum(np.exp(x - m, dtype=np.float64), axis=axes, keepdims=True)) + m
     return out if keep else np.squeeze(out, axis=axes)
@@ -1164,15 +1172,24 @@ def _infer_cumsum(ins, attrs, ctx):
 
 
 def _cumsum(args, attrs):
+    return _scan(args, attrs, np.cumsum, 0)
+
+
+def _cumprod(args, attrs):
+    return _scan(args, attrs, np.cumprod, 1)
+
+
+def _scan(args, attrs, fn, identity):
+    """cumsum / cumprod: inclusive or exclusive (starting from the identity), forward or reversed."""
     x = np.asarray(args[0])
     axis = norm_axis(attrs["axis"], x.ndim, "cumsum")
     rev = bool(attrs.get("reverse", False))
     xs = np.flip(x, axis) if rev else x
-    y = np.cumsum(xs, axis=axis, dtype=x.dtype)
+    y = fn(xs, axis=axis, dtype=x.dtype)
     if attrs.get("exclusive", False) and x.shape[axis]:
-        # y[i] = x[0] + ... + x[i-1], summed in the same order as the inclusive scan
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, range(x.shape[axis] - 1), axis=axis)],
-                           axis=axis)
+        # y[i] = x[0] op ... op x[i-1], in the same order as the inclusive scan
+        first = np.full_like(np.take(y, [0], axis=axis), identity)
+        y = np.concatenate([first, np.take(y, range(x.shape[axis] - 1), axis=axis)], axis=axis)
     return [np.ascontiguousarray(np.flip(y, axis) if rev else y)]
 
 
@@ -1257,6 +1274,7 @@ DEFS = [
     _reduce("reduce_l2", _l2),
     _reduce("reduce_sum_square", _sum_square),
     _reduce("reduce_log_sum_exp", _log_sum_exp),
+    _reduce("reduce_log_sum", _log_sum),
     OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
     _arg_reduce("argmax", np.argmax),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
@@ -1264,6 +1282,7 @@ DEFS = [
     _arg_reduce("argmin", np.argmin),
     OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
     OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 1)),
+    OpDef("cumprod", _infer_cumsum, _cumprod, elementwise_cost(1), "reduce", (1, 1)),
     OpDef("lrn", _infer_lrn, _lrn, _cost_lrn, "norm", (1, 1)),
     OpDef("hardmax", _infer_hardmax, _hardmax, elementwise_cost(1), "softmax", (1, 1)),
 ]
