@@ -206,6 +206,34 @@ def _avgpool(c):
     return _squeeze_1d(c, "avg_pool2d", [x], attrs) if one_d else c.emit("avg_pool2d", [x], attrs)
 
 
+def _lp_pool(c):
+    """LpPool: (sum over the window of |x|^p)^(1/p), as |x|^p averaged with the padding counted
+    (zeros), times the window size, then the p-th root; any rank the average pools take."""
+    x = c.need(0)
+    p = float(c.attrs.get("p", 2))
+    if len(x.shape) not in (3, 4, 5):
+        raise c.fail(f"only 1-D, 2-D and 3-D pooling is supported, input shape {list(x.shape)}")
+    if int(c.attrs.get("ceil_mode", 0)):
+        raise c.fail("ceil_mode=1 is not supported for LpPool")
+    pw = c.graph.add_const(np.asarray(p, x.dtype), c.tmp("p")[0], narrow=False)
+    xp = c.emit("pow", [c.emit("abs", [x], out_names=c.tmp("abs"))[0], pw], out_names=c.tmp("pow"))[0]
+    kernel = tuple(int(k) for k in c.attrs["kernel_shape"])
+    if len(x.shape) == 5:
+        attrs = {**_spatial_nd(c, xp, kernel), "kernel": kernel, "ceil_mode": False, "count_include_pad": True}
+        mean = c.emit("avg_pool3d", [xp], attrs, out_names=c.tmp("mean"))[0]
+    else:
+        one_d = len(x.shape) == 3
+        xin = _lift_1d(c, xp) if one_d else xp
+        attrs = {**_pool_attrs(c, xin), "count_include_pad": True}
+        mean = c.emit("avg_pool2d", [xin], attrs, out_names=c.tmp("mean"))[0]
+        if one_d:
+            mean = c.emit("squeeze", [mean], {"axes": (2,)}, out_names=c.tmp("mean1d"))[0]
+    area = c.graph.add_const(np.asarray(int(np.prod(kernel)), x.dtype), c.tmp("area")[0], narrow=False)
+    total = c.emit("mul", [mean, area], out_names=c.tmp("sum"))[0]
+    root = c.graph.add_const(np.asarray(1.0 / p, x.dtype), c.tmp("root")[0], narrow=False)
+    return c.emit("pow", [total, root])
+
+
 def _gap(c):
     x = c.need(0)
     if len(x.shape) == 3:
@@ -790,6 +818,14 @@ def _bit_shift(c):
     return c.emit("bit_shift", [c.need(0), c.need(1)], {"direction": c.attrs.get("direction", "")})
 
 
+def _grid_sample(c):
+    # opset 16 spells the modes bilinear/bicubic; opset 20 linear/cubic (and allows N-D)
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(c.attrs.get("mode", "linear"), c.attrs.get("mode", "linear"))
+    return c.emit("grid_sample", [c.need(0), c.need(1)], {
+        "mode": mode, "padding_mode": c.attrs.get("padding_mode", "zeros"),
+        "align_corners": bool(int(c.attrs.get("align_corners", 0)))})
+
+
 def _eye_like(c):
     """EyeLike: a constant, since the shape is static (k shifts the diagonal)."""
     x = c.need(0)
@@ -951,6 +987,8 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "CumProd": _cumsum,
     "BitShift": _bit_shift,
     "EyeLike": _eye_like,
+    "GridSample": _grid_sample,
+    "LpPool": _lp_pool,
     "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),
     "Max": _variadic("max"),

@@ -819,8 +819,9 @@ def _softmax(args, attrs):
     if low_precision(x.dtype):  # float32 math, one rounding (numpy has no bfloat16 exp)
         return [_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
+    with np.errstate(invalid="ignore"):  # a row of all -inf is NaN, as IEEE (and onnxruntime) give it
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
 
 
 def _log_softmax(args, attrs):

@@ -305,3 +305,43 @@ def test_float16_depthwise_and_dense_conv_accumulate_in_float32(rng):
         ref = run_op("conv2d", [x.astype(np.float64), w.astype(np.float64)], {"groups": group})[0]
         # one rounding of the float64 sum: within half a float16 ulp (plus float32 summation noise)
         assert np.max(np.abs(y.astype(np.float64) - ref) / np.spacing(np.abs(ref).astype(np.float16))) <= 0.51
+
+
+# ============================================================================ GridSample, LpPool
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [0, 1])
+def test_grid_sample_2d_vs_ort(rng, mode, padding_mode, align_corners):
+    x = f32(rng, 2, 3, 5, 6)
+    grid = rng.uniform(-1.4, 1.4, (2, 4, 7, 2)).astype(np.float32)  # some points outside
+    attrs = {"mode": mode, "padding_mode": padding_mode, "align_corners": align_corners}
+    if (mode, padding_mode) == ("cubic", "border"):
+        # onnxruntime clamps each cubic tap but not the coordinate; the spec's reference clamps
+        # the coordinate first (and the conformance suite expects that): compare with it
+        from onnx.reference import ReferenceEvaluator
+        model, feeds = one_node_model("GridSample", [x, grid], attrs, opset=20)
+        np.testing.assert_allclose(interpret(load_onnx(model), feeds)[0],
+                                   ReferenceEvaluator(model).run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+        return
+    vs_ort("GridSample", [x, grid], {"mode": mode, "padding_mode": padding_mode,
+                                     "align_corners": align_corners}, opset=20)
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest"])
+def test_grid_sample_3d_and_opset16_names_vs_ort(rng, mode):
+    x, grid = f32(rng, 1, 2, 3, 4, 5), rng.uniform(-1.2, 1.2, (1, 2, 3, 4, 3)).astype(np.float32)
+    vs_ort("GridSample", [x, grid], {"mode": mode, "padding_mode": "border"}, opset=20)
+    x2, grid2 = f32(rng, 1, 2, 4, 4), rng.uniform(-1, 1, (1, 3, 3, 2)).astype(np.float32)
+    vs_ort("GridSample", [x2, grid2], {"mode": "bilinear" if mode == "linear" else mode}, opset=16)
+
+
+@pytest.mark.parametrize("shape,attrs", [
+    ((1, 2, 9), {"kernel_shape": [3], "p": 2}),
+    ((1, 2, 6, 7), {"kernel_shape": [2, 3], "p": 3, "strides": [2, 1], "pads": [1, 0, 1, 1]}),
+    # SAME padding with dilations is left out: onnxruntime and onnx's reference disagree on it
+    ((1, 2, 6, 7), {"kernel_shape": [3, 3], "p": 1, "auto_pad": "SAME_UPPER"}),
+    ((1, 2, 6, 7), {"kernel_shape": [3, 3], "p": 1, "dilations": [1, 2]}),
+    ((1, 2, 4, 5, 6), {"kernel_shape": [2, 2, 2], "p": 2}),
+])
+def test_lp_pool_vs_ort(rng, shape, attrs):
+    vs_ort("LpPool", [f32(rng, *shape)], attrs, opset=22)
