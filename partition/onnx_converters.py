@@ -12,6 +12,7 @@ import numpy as np
 
 from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
+from .onnx_composites import COMPOSITES, layer_norm_with_stats
 
 
 Converter = Callable[[_Ctx], list]
@@ -35,6 +36,13 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow",
 
 
 def _identity(c: _Ctx):
+    if c.node.op_type == "Dropout" and c.inp(2) is not None and not c.inp(2).is_const:
+        # A constant training_mode=1 still imports as the identity: this is an inference compiler,
+        # and exporters leave it set for modules exported in train mode (torch dynamo's native_dropout
+        # in tests/data/zoo/hf_gpt2), whose outputs are compared in eval mode. Chosen at run time,
+        # the mode (and its random mask) cannot be decided here.
+        raise c.fail("training-only: Dropout whose training_mode is computed at run time (random "
+                     "sampling in training) is not supported; only inference Dropout (an identity) is")
     if c.node.op_type == "Dropout" and len(c.node.output) > 1 and c.node.output[1]:
         # The mask of an inference Dropout is all ones.
         x = c.need(0)
@@ -71,12 +79,23 @@ def _clip(c):
     return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
 
 
+def _cast_attrs(c: _Ctx, dtype: str) -> dict:
+    """saturate (opset 19+, default 1) matters only for float8 targets: out-of-range values clamp
+    to the type's largest finite value instead of becoming NaN/inf."""
+    attrs = {"dtype": dtype}
+    if dtype == "float8_e8m0fnu":
+        raise c.fail("element type float8_e8m0fnu (an exponent-only scale type) is not supported")
+    if dtype.startswith("float8") and dtype != "float8_e8m0fnu":
+        attrs["saturate"] = bool(c.attrs.get("saturate", 1))
+    return attrs
+
+
 def _cast(c):
-    return c.emit("cast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
+    return c.emit("cast", [c.need(0)], _cast_attrs(c, _np_dtype(int(c.attrs["to"])).name))
 
 
 def _cast_like(c):
-    return c.emit("cast", [c.need(0)], {"dtype": c.need(1).dtype})
+    return c.emit("cast", [c.need(0)], _cast_attrs(c, c.need(1).dtype))
 
 
 def _spatial(c: _Ctx, x: Value, kernel: tuple[int, int]) -> dict:
@@ -212,12 +231,13 @@ def _bn(c):
 
 
 def _ln(c):
-    if any(o for o in c.node.output[1:]):
-        raise c.fail("the Mean/InvStdDev outputs of LayerNormalization are not supported")
     ins = [c.need(0), c.need(1)] + ([c.inp(2)] if c.inp(2) is not None else [])
-    return c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
-                                      "epsilon": float(c.attrs.get("epsilon", 1e-5))},
-                  out_names=[c.node.output[0]])
+    y = c.emit("layer_norm", ins, {"axis": int(c.attrs.get("axis", -1)),
+                                   "epsilon": float(c.attrs.get("epsilon", 1e-5))},
+               out_names=[c.node.output[0]])
+    if any(o for o in c.node.output[1:]):  # Mean / InvStdDev, computed beside Y
+        return layer_norm_with_stats(c, y)
+    return y
 
 
 def _matmul(c):
@@ -619,7 +639,12 @@ def _variadic(op: str, mean: bool = False) -> Converter:
 
 
 def _mod(c):
-    return c.emit("mod", [c.need(0), c.need(1)], {"fmod": int(c.attrs.get("fmod", 0))})
+    fmod = int(c.attrs.get("fmod", 0))
+    a = c.need(0)
+    if fmod == 0 and c.opset < 28 and (np.issubdtype(np.dtype(a.dtype), np.floating) or a.dtype == "bfloat16"):
+        raise c.fail(f"float inputs with fmod=0 are not supported before opset 28 (the ONNX spec needs "
+                     f"fmod=1 there); this model is opset {c.opset}")
+    return c.emit("mod", [a, c.need(1)], {"fmod": fmod})
 
 
 def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
@@ -738,7 +763,8 @@ def _depth_to_space(c):
 
 
 def _space_to_depth(c):
-    return c.emit("space_to_depth", [c.need(0)], _blocksize(c))
+    # mode arrived in opset 25 (default DCR, the only order before it)
+    return c.emit("space_to_depth", [c.need(0)], {**_blocksize(c), "mode": c.attrs.get("mode", "DCR")})
 
 
 def _trilu(c):
@@ -878,8 +904,19 @@ def _pool3d(c: _Ctx, op: str) -> list[Value]:
     return c.emit(op, [x], attrs)
 
 
+# Ops only training uses (losses, random sampling): refused in one line, never computed.
+TRAINING_ONLY = ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss", "Bernoulli", "RandomNormal",
+                 "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial")
+
+
+def _training_only(c):
+    raise c.fail(f"training-only op {c.node.op_type} (a loss or random sampling) is not supported")
+
+
 # ONNX op type -> converter; a value built once, read by ``_Importer._nodes``.
 CONVERTERS: Mapping[str, Converter] = MappingProxyType({
+    **{k: _training_only for k in TRAINING_ONLY},
+    **COMPOSITES,
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _binary(v) for k, v in _BINARY.items()},
     # ReduceSum took axes as an input from opset 13, the others from opset 18

@@ -25,7 +25,15 @@ from .onnx_checks import check_attributes, check_input_types, check_model
 from .onnx_external import has_external, load_external
 from .ops import get_op, infer_types
 
-MIN_OPSET, MAX_OPSET = 11, 21
+MIN_OPSET = 11
+
+
+def max_opset() -> int:
+    """The newest default-domain opset the installed onnx defines (28 with onnx 1.23): the importer
+    converts every op version up to it, and a newer model is refused in one line."""
+    from onnx.defs import onnx_opset_version
+    return int(onnx_opset_version())
+
 # Folding evaluates eagerly; beyond this many elements a constant sub-computation stays a node.
 _FOLD_LIMIT = 1 << 24
 
@@ -195,7 +203,8 @@ def _one_line(e: BaseException) -> str:
 
 def load_onnx(path_or_bytes, *, fill_seed: int = 0,
               input_shapes: Mapping[str, Sequence[int]] | None = None, fold_qdq: bool = False) -> Graph:
-    """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11..21.
+    """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11 to
+    ``max_opset()``.
 
     Stripped weights (metadata ``weights_stripped=true``) are filled from ``fill_seed``; the graph's
     meta then records ``weights_stripped=True`` and ``filled_initializers``.
@@ -221,9 +230,16 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
         if imp.domain in ("", "ai.onnx"):
             opset = int(imp.version)
     if opset is None:
+        training = sorted({n.op_type for n in model.graph.node if n.domain.startswith("ai.onnx.preview.training")})
+        if training:
+            raise OnnxImportError(f"{label}: training-only ops {', '.join(training)} (domain "
+                                  f"ai.onnx.preview.training) are not supported")
+        other = sorted({f"{n.domain}.{n.op_type}" for n in model.graph.node if n.domain})
+        if other:  # e.g. ai.onnx.ml only
+            raise OnnxImportError(f"{label} imports no default-domain opset; unsupported ONNX op '{other[0]}'")
         raise OnnxImportError(f"{label} imports no default-domain opset")
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise OnnxImportError(f"{label} uses opset {opset}; supported opsets are {MIN_OPSET}..{MAX_OPSET}")
+    if not MIN_OPSET <= opset <= max_opset():
+        raise OnnxImportError(f"{label} uses opset {opset}; supported opsets are {MIN_OPSET}..{max_opset()}")
     stripped = _stripped_flag(model)
     filled = fill_arrays(model, fill_seed) if stripped else {}
     imp = _Importer(opset, filled, label, dict(input_shapes or {}))

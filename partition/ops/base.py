@@ -55,6 +55,12 @@ def scipy_special():
     return special
 
 
+def low_precision(dtype) -> bool:
+    """float16 and bfloat16 (and the float8 types): ops accumulate these in float32."""
+    name = np.dtype(dtype).name
+    return name in ("float16", "bfloat16") or name.startswith("float8")
+
+
 def check(cond: bool, msg: str) -> None:
     if not cond:
         raise OpError(msg)

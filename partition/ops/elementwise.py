@@ -53,7 +53,7 @@ _FLOPS = {
 
 
 def _is_float(dtype: str) -> bool:
-    return np.issubdtype(np.dtype(dtype), np.floating)
+    return np.issubdtype(np.dtype(dtype), np.floating) or np.dtype(dtype).name == "bfloat16"
 
 
 def result_dtype(*dtypes: str) -> str:
@@ -126,6 +126,8 @@ def _unary(name: str, fn: Callable, float_only: bool = False, flops: int = 1,
 
     def compute(args, attrs):
         x = np.asarray(args[0])
+        if x.dtype.name == "bfloat16":  # numpy has no bfloat16 math: float32, rounded once
+            return [np.asarray(fn(x.astype(np.float32), attrs)).astype(out_dtype or x.dtype)]
         return [np.asarray(fn(x, attrs)).astype(out_dtype or x.dtype, copy=False)]
 
     return OpDef(name, infer, compute, cost or elementwise_cost(flops), "elementwise", (1, 1))
@@ -278,7 +280,6 @@ def _mod_infer(ins, attrs, ctx):
     check(a.dtype == b.dtype, f"mod: inputs have different dtypes {a.dtype} and {b.dtype}")
     fmod = int(attrs.get("fmod", 0))
     check(fmod in (0, 1), f"mod: fmod must be 0 or 1, got {fmod}")
-    check(fmod == 1 or not _is_float(a.dtype), "mod: float inputs need fmod=1 (the ONNX spec)")
     return [TensorType(broadcast_shapes(a.shape, b.shape), a.dtype)]
 
 
@@ -322,6 +323,11 @@ def _cast_infer(ins, attrs, ctx):
 def _cast_compute(args, attrs):
     x = np.asarray(args[0])
     dt = _cast_dtype(attrs)
+    if attrs.get("saturate") and (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
+        # ONNX Cast saturate=1 to float8: clamp (inf included) to the largest finite value; NaN stays
+        import ml_dtypes
+        info = ml_dtypes.finfo(dt)
+        return [np.clip(x, info.min, info.max).astype(dt)]
     if np.issubdtype(x.dtype, np.floating) and np.issubdtype(dt, np.integer):
         with np.errstate(invalid="ignore"):
             return [x.astype(dt)]

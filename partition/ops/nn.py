@@ -27,7 +27,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..ir import TensorType
-from .base import OpCost, OpDef, broadcast_shapes, check, elementwise_cost
+from .base import OpCost, OpDef, broadcast_shapes, check, elementwise_cost, low_precision
 from .tensor import int_tuple, norm_axis
 
 
@@ -36,7 +36,8 @@ def _nbytes(ts: Sequence[TensorType]) -> int:
 
 
 def _float(name: str, t: TensorType, what: str) -> None:
-    check(np.issubdtype(np.dtype(t.dtype), np.floating), f"{name}: {what} must be a float tensor, got {t.dtype}")
+    check(np.issubdtype(np.dtype(t.dtype), np.floating) or t.dtype == "bfloat16",
+          f"{name}: {what} must be a float tensor, got {t.dtype}")
 
 
 # ============================================================================ conv2d
@@ -112,6 +113,11 @@ def _conv2d(args, attrs):
     k, cg, r, s = w.shape
     oh = _out_len(h, r, strides[0], pt, pb, dil[0])
     ow = _out_len(wd, s, strides[1], pl, pr, dil[1])
+    if low_precision(x.dtype):
+        # float16/bfloat16: products summed in float32 and rounded once, as onnxruntime does
+        ys = _conv2d([x.astype(np.float32), w.astype(np.float32)]
+                     + ([] if bias is None else [bias.astype(np.float32)]), attrs)
+        return [ys[0].astype(x.dtype)]
     dt = x.dtype
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr))) if (pt or pl or pb or pr) else x
     xp = np.ascontiguousarray(xp)
@@ -257,9 +263,17 @@ def _infer_matmul(ins, attrs, ctx):
     return [TensorType(out, a.dtype)]
 
 
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul; float16/bfloat16 operands are summed in float32 (the caller rounds once), as
+    onnxruntime accumulates them."""
+    if low_precision(a.dtype):
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return np.matmul(a, b)
+
+
 def _matmul(args, attrs):
     a, b = np.asarray(args[0]), np.asarray(args[1])
-    return [np.matmul(a, b).astype(a.dtype, copy=False)]
+    return [_mm(a, b).astype(a.dtype, copy=False)]
 
 
 def _cost_matmul(ins, outs, attrs):
@@ -285,7 +299,7 @@ def _dense(args, attrs):
     x, w = np.asarray(args[0]), np.asarray(args[1])
     # w @ x.T runs 2-3x faster in OpenBLAS than x @ w.T for transformer-sized layers
     x2 = x.reshape(-1, x.shape[-1])
-    out = np.ascontiguousarray(np.matmul(w, x2.T).T).reshape(x.shape[:-1] + (w.shape[0],))
+    out = np.ascontiguousarray(_mm(w, x2.T).T).reshape(x.shape[:-1] + (w.shape[0],))
     if len(args) > 2:
         out = out + np.asarray(args[2]).astype(x.dtype, copy=False)
     return [out.astype(x.dtype, copy=False)]
@@ -321,7 +335,7 @@ def _bmm(args, attrs):
         a = np.swapaxes(a, -1, -2)
     if attrs.get("transpose_b", False):
         b = np.swapaxes(b, -1, -2)
-    return [np.matmul(a, b).astype(args[0].dtype, copy=False)]
+    return [_mm(a, b).astype(args[0].dtype, copy=False)]
 
 
 def _cost_bmm(ins, outs, attrs):
@@ -360,7 +374,7 @@ def _gemm(args, attrs):
     if int(attrs.get("trans_b", 0)):
         b = b.T
     alpha, beta = float(attrs.get("alpha", 1.0)), float(attrs.get("beta", 1.0))
-    y = np.matmul(a, b)
+    y = _mm(a, b).astype(dt, copy=False)
     if alpha != 1.0:
         y = y * np.asarray(alpha, dt)
     if len(args) > 2:
@@ -806,6 +820,8 @@ def _infer_softmax(ins, attrs, ctx):
 
 def _softmax(args, attrs):
     x = np.asarray(args[0])
+    if low_precision(x.dtype):  # float32 math, one rounding (numpy has no bfloat16 exp)
+        return [_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
@@ -813,6 +829,8 @@ def _softmax(args, attrs):
 
 def _log_softmax(args, attrs):
     x = np.asarray(args[0])
+    if low_precision(x.dtype):
+        return [_log_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "log_softmax")
     # x - max - log(sum(exp(x - max))): finite wherever softmax would underflow to 0.
     z = x - x.max(axis=axis, keepdims=True)
@@ -1125,6 +1143,8 @@ def _infer_einsum(ins, attrs, ctx):
 def _einsum(args, attrs):
     xs = [np.asarray(a) for a in args]
     eq, _, _ = _einsum_plan(attrs["equation"], [x.shape for x in xs])
+    if low_precision(xs[0].dtype):  # sums in float32, one rounding (numpy has no bfloat16 einsum)
+        return [np.einsum(eq, *(x.astype(np.float32) for x in xs), optimize=len(xs) > 1).astype(xs[0].dtype)]
     # optimize routes contractions through BLAS (tensordot); a lone operand is a sum or a diagonal
     return [np.array(np.einsum(eq, *xs, optimize=len(xs) > 1), dtype=xs[0].dtype)]
 

@@ -356,7 +356,11 @@ def _space_to_depth(args, attrs):
     out = _s2d_shape(x.shape, attrs)
     n, c, h, w = x.shape
     b = int(attrs["blocksize"])
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    mode = attrs.get("mode", "DCR")
+    check(mode in ("DCR", "CRD"), f"space_to_depth: mode must be 'DCR' or 'CRD', got {mode!r}")
+    # the inverse of depth_to_space: DCR puts the block offsets first, CRD after the channel
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(*perm)
     return [np.ascontiguousarray(y).reshape(out)]
 
 
