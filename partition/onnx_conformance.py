@@ -45,6 +45,8 @@ REFUSAL_REASONS: tuple[tuple[str, str, str], ...] = (
     ("runtime-attribute", "a shape, axes, pads, K or other static parameter computed at run time",
      r"must be a constant \(it is computed at run time\)|computed at run time"),
     ("empty-input", "a zero-size input (the IR's static shapes are >= 1)", r"dimension \d+ must be >= 1"),
+    ("ill-typed", "input types the op's schema does not allow together (a model breaking its own type "
+     "constraints, e.g. Mul of double by float)", r"needs both of one type|; \S+ takes tensor\("),
     ("unsupported-op", "an op the importer has no converter for", r"unsupported ONNX op"),
     ("unsupported-attribute", "an attribute value or input combination the op does not support",
      r"not supported|only .* (is|are) supported"),

@@ -459,6 +459,10 @@ class _Importer:
         return g, scope
 
 
+def _as_type(a: np.ndarray, shape: tuple) -> np.ndarray:
+    return a.reshape(shape) if a.size == int(np.prod(shape, dtype=np.int64)) else a
+
+
 class _Ctx:
     """One ONNX node being converted: its attributes, inputs and the ``emit`` helper."""
 
@@ -512,7 +516,8 @@ class _Ctx:
                 arrs = d.compute([v.data for v in inputs], attrs)
             except Exception as e:  # numpy errors carry no context; add the node
                 raise self.fail(f"constant folding failed: {_one_line(e)}") from None
-            return [self.graph.add_const(np.asarray(a).astype(t.dtype, copy=False).reshape(t.shape), nm)
+            # A folded data-dependent size (NonZero of a constant) is its actual size, not the bound.
+            return [self.graph.add_const(_as_type(np.asarray(a).astype(t.dtype, copy=False), t.shape), nm)
                     for a, t, nm in zip(arrs, types, self._pad_names(names, len(types)))]
         node = self.graph.add_node(op, inputs, attrs, name=node_name or self.name, out_types=types,
                                    out_names=self._pad_names(names, len(types)))

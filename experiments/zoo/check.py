@@ -4,7 +4,8 @@
 
 For every DIR/*.onnx (e.g. written by experiments/zoo/export.py): import; interpret and compare with
 the reference outputs in DIR/NAME.npz when present (rtol 1e-3, atol 1e-4: torch and numpy differ in
-float32 summation order); then per preset: tune (partition search + kernel tuning), save the packed
+float32 summation order), or with ``--against ort`` with onnxruntime's on the example input and
+``--extra-inputs`` more seeded inputs (so data-dependent output sizes are compared on several); then per preset: tune (partition search + kernel tuning), save the packed
 plan, load it back and run it on the example input, and compare the run's outputs with the
 interpreter's. A step that raises is reported as its one-line message: the aim is that each is
 either a pass or a clear, deliberate "unsupported" message, never a traceback.
@@ -36,7 +37,27 @@ def _close(got, want, what: str) -> None:
         raise AssertionError(f"{what}: max abs error {err:.3g}")
 
 
-def check_file(path: Path, presets: list[str], trials: int) -> dict:
+def _ort_outputs(path: Path, xs: list) -> list:
+    """onnxruntime's outputs for inputs ``xs`` (stripped weights filled as the importer fills them)."""
+    import onnx
+    import onnxruntime as ort
+
+    from partition.onnx_import import fill_stripped
+    model = onnx.load(str(path))
+    model = fill_stripped(model) if any(p.key == "weights_stripped" for p in model.metadata_props) else model
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1  # the CPU is shared
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), xs)})
+
+
+def _more_inputs(xs: list, n: int) -> list[list]:
+    """``n`` further seeded inputs like ``xs``: floats uniform in [0, 1) (images), integers kept."""
+    rng = np.random.default_rng(7)
+    return [[rng.random(x.shape).astype(x.dtype) if x.dtype.kind == "f" else x for x in xs] for _ in range(n)]
+
+
+def check_file(path: Path, presets: list[str], trials: int, against: str = "torch", extra: int = 2) -> dict:
     import sim
     import tuner
     from partition import interpret, load_onnx
@@ -54,9 +75,17 @@ def check_file(path: Path, presets: list[str], trials: int) -> dict:
             xs = list(sim.runtime.example_inputs(g).values())
         step = "interpret"
         outs = interpret(g, xs)
-        if ref.exists():
+        if ref.exists() and against == "torch":
             for i, o in enumerate(outs):
                 _close(o, data[f"out_{i}"], f"output {i} vs torch")
+        if against == "ort":
+            # the example input and a few more: data-dependent output sizes must agree too
+            step = "ort"
+            for k, ins in enumerate([xs] + _more_inputs(xs, extra)):
+                got = outs if k == 0 else interpret(g, ins)
+                for i, (o, w) in enumerate(zip(got, _ort_outputs(path, ins))):
+                    _close(o, w, f"input {k} output {i} vs onnxruntime")
+            row["inputs_vs_ort"] = 1 + extra
         row["nodes"] = len(list(g.nodes))
         for preset in presets:
             step = f"tune[{preset}]"
@@ -92,6 +121,10 @@ def main(argv=None) -> int:
     ap.add_argument("--presets", nargs="*", default=list(sim.presets.names()),
                     help="hardware presets (default: every preset)")
     ap.add_argument("--trials", type=int, default=8)
+    ap.add_argument("--against", choices=("torch", "ort"), default="torch",
+                    help="reference outputs: torch's (NAME.npz) or onnxruntime's on the example input "
+                         "and --extra-inputs more seeded ones")
+    ap.add_argument("--extra-inputs", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "zoo"),
@@ -101,7 +134,7 @@ def main(argv=None) -> int:
     for p in sorted(Path(a.dir).glob("*.onnx")):
         if a.only and p.name.split(".")[0] not in a.only:
             continue
-        r = check_file(p, a.presets, a.trials)
+        r = check_file(p, a.presets, a.trials, a.against, a.extra_inputs)
         rows.append(r)
         if not a.json:
             extra = " ".join(f"{k}={v['latency_s'] * 1e3:.3f}ms/x{v['speedup_greedy']:.2f}" for k, v in r.items()

@@ -58,9 +58,13 @@ def _conv_params(attrs: dict, name: str = "conv2d", dims: int = 2) -> tuple[tupl
 def _out_len(size: int, k: int, stride: int, pad0: int, pad1: int, dil: int, ceil: bool = False) -> int:
     span = dil * (k - 1) + 1
     num = size + pad0 + pad1 - span
-    if num < 0:
+    if num < 0 and not ceil:
         return 0
+    # ceil_mode: ceil(num / stride) + 1, which is 1 for a kernel up to one stride larger than the
+    # padded input (valid ONNX, run by onnxruntime; dynamo exports of adaptive pooling emit it).
     out = (-(-num // stride) if ceil else num // stride) + 1
+    if out < 1:
+        return 0
     # A window may not start inside the trailing padding (ONNX/PyTorch ceil_mode rule).
     if ceil and (out - 1) * stride >= size + pad0:
         out -= 1
