@@ -5,6 +5,7 @@ combination is a one-line ``c.fail(...)``.
 """
 from __future__ import annotations
 
+import math
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -722,22 +723,20 @@ def _conv_transpose(c):
     return c.emit("conv_transpose2d", ins, attrs)
 
 
-_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
 
 
 def _resize_check(c: _Ctx, x: Value) -> None:
     a = c.attrs
     mode = a.get("mode", "nearest")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear"):
-        raise c.fail(f"mode '{mode}' is not supported (only nearest and linear)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise c.fail(f"mode '{mode}' is not supported (only nearest, linear and cubic)")
     if ctm not in _RESIZE_COORD_MODES:
         raise c.fail(f"coordinate_transformation_mode '{ctm}' is not supported (only "
                      f"{', '.join(_RESIZE_COORD_MODES)})")
-    if int(a.get("antialias", 0)):
-        raise c.fail("antialias=1 is not supported")
-    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported (only stretch)")
+    if a.get("keep_aspect_ratio_policy", "stretch") not in ("stretch", "not_larger", "not_smaller"):
+        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported")
     if len(x.shape) != 4:
         raise c.fail(f"only 4-D NCHW inputs are supported, got shape {list(x.shape)}")
 
@@ -758,6 +757,15 @@ def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
                      f"{len(axes)} axes")
     sc = [np.float32(1.0)] * 4
     out = list(x.shape)
+    policy = c.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if sizes is not None and policy != "stretch":
+        # one scale for all the given axes, the largest (not_smaller) or smallest (not_larger)
+        # that fits, and sizes rounded half up from it (the spec)
+        ratios = [float(v) / x.shape[ax] for ax, v in zip(axes, given)]
+        r = min(ratios) if policy == "not_larger" else max(ratios)
+        for ax in axes:
+            sc[ax], out[ax] = np.float32(r), int(math.floor(r * x.shape[ax] + 0.5))
+        given = []
     for ax, v in zip(axes, given):
         if scales is not None:
             sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
@@ -775,6 +783,11 @@ def _resize(c):
     attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
              "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
              "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
+    if attrs["mode"] == "cubic":
+        attrs["cubic_coeff_a"] = float(c.attrs.get("cubic_coeff_a", -0.75))
+        attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
+    if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
+        attrs["antialias"] = True
     return c.emit("resize", [x], attrs)
 
 

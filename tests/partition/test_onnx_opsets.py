@@ -345,3 +345,28 @@ def test_grid_sample_3d_and_opset16_names_vs_ort(rng, mode):
 ])
 def test_lp_pool_vs_ort(rng, shape, attrs):
     vs_ort("LpPool", [f32(rng, *shape)], attrs, opset=22)
+
+
+# ============================================================================ Resize (opset 18+ attributes)
+RESIZE = [
+    ("cubic-up", {"mode": "cubic"}, [1.0, 1.0, 1.6, 2.0], None),
+    ("cubic-down-A-exclude", {"mode": "cubic", "cubic_coeff_a": -0.5, "exclude_outside": 1}, [1.0, 1.0, 0.6, 0.75], None),
+    ("cubic-align", {"mode": "cubic", "coordinate_transformation_mode": "align_corners"}, [1.0, 1.0, 2.0, 1.5], None),
+    ("cubic-asym", {"mode": "cubic", "coordinate_transformation_mode": "asymmetric"}, [1.0, 1.0, 2.0, 2.0], None),
+    ("linear-symmetric", {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric"},
+     [1.0, 1.0, 0.6, 1.7], None),
+    ("linear-antialias", {"mode": "linear", "antialias": 1}, [1.0, 1.0, 0.6, 0.4], None),
+    ("cubic-antialias", {"mode": "cubic", "antialias": 1}, None, [1, 2, 4, 3]),
+    ("nearest-not-larger", {"mode": "nearest", "keep_aspect_ratio_policy": "not_larger"}, None, [1, 2, 7, 8]),
+    ("nearest-not-smaller", {"mode": "nearest", "keep_aspect_ratio_policy": "not_smaller"}, None, [1, 2, 3, 8]),
+]
+
+
+@pytest.mark.parametrize("name,attrs,scales,sizes", RESIZE, ids=[r[0] for r in RESIZE])
+def test_resize_new_modes_vs_ort(rng, name, attrs, scales, sizes):
+    x = f32(rng, 1, 2, 6, 7)
+    roi = Const(np.zeros(0, np.float32))
+    if scales is not None:
+        vs_ort("Resize", [x, roi, Const(np.array(scales, np.float32))], attrs, opset=19)
+    else:
+        vs_ort("Resize", [x, roi, None, Const(np.array(sizes, np.int64))], attrs, opset=19)
