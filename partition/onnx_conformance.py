@@ -32,8 +32,6 @@ OUTCOMES = ("pass", "wrong", "internal", "refused", "unclassified")
 # The documented reasons a case may be refused, in match order: (key, what it means, pattern
 # searched in the one-line OnnxImportError message). docs/IR.md lists them with their counts.
 REFUSAL_REASONS: tuple[tuple[str, str, str], ...] = (
-    ("invalid-model", "a model that breaks the ONNX spec (input types against the op schema)",
-     r"needs both of one type"),
     ("opset", "a default-domain opset outside 11..max_opset() (opset 10 and older models)",
      r"uses opset \d+; supported opsets are"),
     ("training-only", "training-only op (losses, gradients, optimizers, random sampling, "
