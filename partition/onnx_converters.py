@@ -839,6 +839,10 @@ def _grid_sample(c):
         "align_corners": bool(int(c.attrs.get("align_corners", 0)))})
 
 
+def _bitcast(c):
+    return c.emit("bitcast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
+
+
 def _eye_like(c):
     """EyeLike: a constant, since the shape is static (k shifts the diagonal)."""
     x = c.need(0)
@@ -990,6 +994,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "ReduceSum": _reduce("reduce_sum", 13),
     "LSTM": _recurrent("lstm", 2),
     "GRU": _recurrent("gru", 1),
+    "RNN": _recurrent("rnn", 1),
     "ReduceMin": _reduce("reduce_min", 18),
     "ReduceProd": _reduce("reduce_prod", 18),
     "ReduceL1": _reduce("reduce_l1", 18),
@@ -1002,6 +1007,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "EyeLike": _eye_like,
     "GridSample": _grid_sample,
     "LpPool": _lp_pool,
+    "BitCast": _bitcast,
     "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),
     "Max": _variadic("max"),

@@ -229,6 +229,23 @@ def _bit_shift(a, b, attrs):
     return np.where(big, np.where(a < 0, -1, 0).astype(a.dtype), np.right_shift(a, s))
 
 
+def _bitcast_infer(ins, attrs, ctx):
+    x = ins[0]
+    dt = _cast_dtype(attrs)
+    check(np.dtype(x.dtype).itemsize == dt.itemsize,
+          f"bitcast: {x.dtype} ({np.dtype(x.dtype).itemsize * 8} bits) and {dt.name} ({dt.itemsize * 8} bits) "
+          f"differ in width")
+    return [TensorType(x.shape, dt.name)]
+
+
+def _bitcast_compute(args, attrs):
+    # ONNX BitCast: the same bytes read as another type of the same width, little endian
+    x = np.asarray(args[0])
+    dt = _cast_dtype(attrs)
+    flat = np.ascontiguousarray(x.reshape(-1), dtype=x.dtype.newbyteorder("<"))
+    return [flat.view(dt.newbyteorder("<")).astype(dt).reshape(x.shape)]
+
+
 def _leaky_relu(x, attrs):
     alpha = np.asarray(attrs.get("alpha", 0.01), x.dtype)
     return np.where(x >= 0, x, alpha * x)
@@ -532,6 +549,7 @@ DEFS = [
     _int_binary("bitwise_xor", lambda a, b, at: np.bitwise_xor(a, b)),
     _int_binary("bit_shift", _bit_shift),
     _unary("bitwise_not", lambda x, a: np.invert(x)),
+    OpDef("bitcast", _bitcast_infer, _bitcast_compute, elementwise_cost(0), "elementwise", (1, 1)),
     OpDef("where", _where_infer, _where_compute, elementwise_cost(1), "elementwise", (3, 3)),
     OpDef("cast", _cast_infer, _cast_compute, elementwise_cost(1), "elementwise", (1, 1)),
     _binary("xor", np.logical_xor, out_bool=True, need_bool=True),

@@ -370,3 +370,32 @@ def test_resize_new_modes_vs_ort(rng, name, attrs, scales, sizes):
         vs_ort("Resize", [x, roi, Const(np.array(scales, np.float32))], attrs, opset=19)
     else:
         vs_ort("Resize", [x, roi, None, Const(np.array(sizes, np.int64))], attrs, opset=19)
+
+
+# ============================================================================ RNN, BitCast
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize("layout", [0, 1])
+def test_rnn_vs_ort(rng, direction, layout):
+    d, h, i, s, n = (2 if direction == "bidirectional" else 1), 4, 3, 5, 2
+    x, h0 = f32(rng, s, n, i), f32(rng, d, n, h)
+    w, r, b = f32(rng, d, h, i), f32(rng, d, h, h), f32(rng, d, 2 * h)
+    attrs = {"hidden_size": h, "direction": direction}
+    want = ort_node("RNN", [x, w, r, b, None, h0], attrs, 2, 22)
+    if layout == 1:  # onnxruntime has no batch-first RNN: the same run, transposed
+        x, h0 = x.transpose(1, 0, 2), h0.transpose(1, 0, 2)
+        want = [want[0].transpose(2, 0, 1, 3), want[1].transpose(1, 0, 2)]
+    g, got = ours("RNN", [x, w, r, b, None, h0], {**attrs, "layout": layout}, opset=22, n_out=2)
+    assert_same(got, want)
+    (node,) = [nd for nd in g.nodes if nd.op == "rnn"]
+    assert op_cost(node).macs == s * n * d * h * (i + h)
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, np.int32), (np.int64, np.float64), (np.bool_, np.uint8),
+                                     (np.float16, np.int16)])
+def test_bitcast_keeps_the_bits(rng, src, dst):
+    x = (rng.standard_normal((2, 3)) * 100).astype(src)
+    _, (y,) = ours("BitCast", [x], {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dst))}, opset=26)
+    assert y.dtype == dst and y.shape == x.shape
+    assert y.tobytes() == x.astype(x.dtype.newbyteorder("<")).tobytes()
+    assert "differ in width" in import_error("BitCast", [x], {"to": TensorProto.INT8 if src != np.bool_
+                                                               else TensorProto.INT32}, opset=26)

@@ -814,7 +814,7 @@ def test_every_canonical_op_is_registered():
         scatter_elements one_hot thresholded_relu shrink hardmax conv3d max_pool3d avg_pool3d""".split()
     # opsets 22..28 (issue 14)
     canonical += """tan asin acos atan sinh cosh asinh acosh atanh swish bitwise_and bitwise_or bitwise_xor
-        bitwise_not bit_shift cumprod reduce_log_sum grid_sample""".split()
+        bitwise_not bit_shift cumprod reduce_log_sum grid_sample rnn bitcast""".split()
     # data-dependent sizes (issue 14, branch onnxdd)
     canonical += "constant_of_shape dyn_expand dyn_reshape dyn_slice dyn_tile dyn_topk non_zero range shape size".split()
     assert sorted(canonical) == sorted(OPS)
