@@ -71,6 +71,8 @@ def _gelu(c):
 
 
 def _clip(c):
+    if any(v is not None and not v.is_const for v in c.ins[1:3]):
+        return _clip_runtime(c)
     if c.opset < 11:
         lo, hi = c.attrs.get("min"), c.attrs.get("max")
     else:
@@ -80,6 +82,18 @@ def _clip(c):
     if lo == 0.0 and hi == 6.0:
         return c.emit("relu6", [c.need(0)])
     return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
+
+
+def _clip_runtime(c):
+    """Bounds computed at run time leave the shape alone: max with min, then min with max (the
+    order of ONNX's definition, so min > max gives max everywhere)."""
+    y = c.need(0)
+    for i, op in ((1, "max"), (2, "min")):
+        bound = c.inp(i)
+        if bound is not None:
+            last = i == 2 or c.inp(2) is None
+            y = c.emit(op, [y, bound], out_names=None if last else c.tmp(f"clip_{op}"))[0]
+    return [y]
 
 
 def _cast_attrs(c: _Ctx, dtype: str) -> dict:
@@ -811,9 +825,28 @@ def _space_to_depth(c):
 
 
 def _trilu(c):
+    kv = c.inp(1)
+    if kv is not None and not kv.is_const:
+        return _trilu_runtime(c, kv)
     k = c.const(1, "k")
     return c.emit("trilu", [c.need(0)], {"upper": bool(c.attrs.get("upper", 1)),
                                          "k": 0 if k is None else int(np.asarray(k).reshape(-1)[0])})
+
+
+def _trilu_runtime(c, kv: Value):
+    """A k computed at run time moves the diagonal, not the shape: keep x where column - row is
+    >= k (upper) or <= k (lower), else 0."""
+    x = c.need(0)
+    if len(x.shape) < 2:
+        raise c.fail(f"input must have rank >= 2, got shape {list(x.shape)}")
+    rows, cols = x.shape[-2:]
+    diag = c.graph.add_const(np.arange(cols)[None, :] - np.arange(rows)[:, None], c.tmp("diag")[0])
+    k = kv if kv.dtype == "int64" else c.emit("cast", [kv], {"dtype": "int64"}, out_names=c.tmp("k"))[0]
+    k = c.emit("reshape", [k], {"shape": ()}, out_names=c.tmp("k0"))[0] if k.shape != () else k
+    cmp = "greater_equal" if bool(c.attrs.get("upper", 1)) else "less_equal"
+    keep = c.emit(cmp, [diag, k], out_names=c.tmp("keep"))[0]
+    zero = c.graph.add_const(np.zeros((), x.dtype), c.tmp("zero")[0], narrow=False)
+    return c.emit("where", [keep, x, zero])
 
 
 def _einsum(c):
