@@ -50,6 +50,12 @@ def check_elem_type(elem_type: int, what: str, label: str, *, allow_undefined: b
         raise _fail(label, f"{what} has elem_type {name}, which has no numpy type") from None
 
 
+def _text(field, where: str, label: str) -> None:
+    """protobuf hands back a string field holding invalid UTF-8 as bytes; names must be text."""
+    if not isinstance(field, str):
+        raise _fail(label, f"{where}: name {field[:40]!r} is not valid UTF-8 text")
+
+
 def _check_graph(gp, label: str, where: str) -> None:
     """SSA and element types of one graph (not its sub-graphs: ``check_model`` walks those)."""
     defined: dict[str, str] = {}
@@ -64,10 +70,13 @@ def _check_graph(gp, label: str, where: str) -> None:
 
     inits = set()
     for t in gp.initializer:
+        _text(t.name, f"an initializer of {where}", label)
         if t.name in inits:
             raise _fail(label, f"initializer '{t.name}' appears twice in {where}")
         inits.add(t.name)
         check_elem_type(t.data_type, f"initializer '{t.name}'", label)
+        if any(int(d) < 0 for d in t.dims):
+            raise _fail(label, f"initializer '{t.name}' has negative dims {list(t.dims)}")
         define(t.name, f"initializer '{t.name}'")
     for vi in gp.input:
         if vi.type.HasField("tensor_type"):
@@ -78,8 +87,19 @@ def _check_graph(gp, label: str, where: str) -> None:
     for vi in list(gp.output) + list(gp.value_info):
         if vi.type.HasField("tensor_type"):
             check_elem_type(vi.type.tensor_type.elem_type, f"value '{vi.name}'", label, allow_undefined=True)
+    for vi in list(gp.input) + list(gp.output) + list(gp.value_info):
+        _text(vi.name, f"a value name in {where}", label)
     for i, n in enumerate(gp.node):
+        for field in (n.name, n.op_type, n.domain, *n.input, *n.output):
+            _text(field, f"node #{i} of {where}", label)
         who = f"node '{n.name or n.op_type}' (#{i}, {n.op_type})"
+        for a in n.attribute:
+            _text(a.name, who, label)
+            for raw in ([a.s] if a.type == 3 else list(a.strings) if a.type == 8 else []):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _fail(label, f"{who}: attribute '{a.name}' is not valid UTF-8 text") from None
         for o in n.output:
             define(o, who)
 
@@ -108,10 +128,26 @@ _ATTR_TYPE_NAMES = {1: "FLOAT", 2: "INT", 3: "STRING", 4: "TENSOR", 5: "GRAPH", 
                     13: "TYPE_PROTO", 14: "TYPE_PROTOS"}
 
 
-def check_attributes(node, opset: int, fail: Callable[[str], Exception]) -> None:
+def check_node_signature(node, opset: int, fail: Callable[[str], Exception]) -> None:
     """Each attribute of a default-domain node has the type its schema declares (``axis`` given as
-    floats is a file error, not a crash in the converter)."""
+    floats is a file error, not a crash in the converter), every required one is there, and the
+    node has as many inputs and outputs as the schema allows."""
     schema = _schema(node, opset)
+    if schema is not None:
+        n_in = len(node.input)
+        if n_in > schema.max_input:
+            raise fail(f"{n_in} inputs; {node.op_type} takes at most {schema.max_input}")
+        formals = list(schema.inputs)
+        for i in range(schema.min_input):
+            optional = i < len(formals) and formals[i].option == formals[i].option.Optional
+            if not optional and (i >= n_in or not node.input[i]):
+                raise fail(f"required input {i} is missing ({node.op_type} takes at least {schema.min_input})")
+        if len(node.output) > schema.max_output:
+            raise fail(f"{len(node.output)} outputs; {node.op_type} has at most {schema.max_output}")
+        given = {a.name for a in node.attribute}
+        missing = sorted(n for n, a in schema.attributes.items() if a.required and n not in given)
+        if missing:
+            raise fail(f"missing attribute '{missing[0]}'")
     for a in node.attribute:
         got = _ATTR_TYPE_NAMES.get(int(a.type))
         if got is None:

@@ -512,6 +512,17 @@ def _tile(c):
     return c.emit("tile", [c.need(0)], {"repeats": reps})
 
 
+def _roi_align(c):
+    # Before opset 16 the only transformation was output_half_pixel (no half-pixel shift).
+    ctm = c.attrs.get("coordinate_transformation_mode", "half_pixel" if c.opset >= 16 else "output_half_pixel")
+    return c.emit("roi_align", [c.need(0), c.need(1), c.need(2)],
+                  {"output_height": int(c.attrs.get("output_height", 1)),
+                   "output_width": int(c.attrs.get("output_width", 1)),
+                   "sampling_ratio": int(c.attrs.get("sampling_ratio", 0)),
+                   "spatial_scale": float(c.attrs.get("spatial_scale", 1.0)),
+                   "mode": c.attrs.get("mode", "avg"), "coordinate_transformation_mode": ctm})
+
+
 def _nms(c):
     mo, iou, st = c.const(2, "max_output_boxes_per_class"), c.const(3, "iou_threshold"), c.const(4, "score_threshold")
     scalar = lambda a, f: None if a is None else f(np.asarray(a).reshape(-1)[0])  # noqa: E731
@@ -1109,6 +1120,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "Expand": _expand,
     "Tile": _tile,
     "NonMaxSuppression": _nms,
+    "RoiAlign": _roi_align,
     "Constant": _constant,
     "Shape": _shape,
     "Size": _size,

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .ir import Graph, IRError, Value
-from .onnx_checks import check_attributes, check_input_types, check_model
+from .onnx_checks import check_node_signature, check_input_types, check_model
 from .onnx_external import has_external, load_external
 from .ops import get_op, infer_types
 
@@ -123,13 +123,25 @@ def _stripped_flag(model) -> bool:
                for p in model.metadata_props)
 
 
+# Filling allocates what the dims declare; a stripped file is a few kB whatever it declares, so
+# the declared size is capped (2**28 float32 elements is 1 GiB, beyond any model the IR can cost).
+MAX_FILL_ELEMENTS = 1 << 28
+
+
 def fill_arrays(model, seed: int = 0) -> dict[str, np.ndarray]:
     """Data for every stripped initializer of ``model`` (in every sub-graph), by name."""
     first, consumers = _uses(model)
     out: dict[str, np.ndarray] = {}
+    total = 0
     for g in _all_graphs(model.graph):
         for t in g.initializer:
             if _is_stripped(t):
+                if any(int(d) < 0 for d in t.dims):
+                    raise OnnxImportError(f"stripped initializer '{t.name}' has negative dims {list(t.dims)}")
+                total += int(np.prod([int(d) for d in t.dims], dtype=object))
+                if total > MAX_FILL_ELEMENTS:
+                    raise OnnxImportError(f"stripped initializers up to '{t.name}' declare {total} elements; "
+                                          f"filling more than {MAX_FILL_ELEMENTS} is refused")
                 use = first.get(t.name)
                 feeds_add = use is not None and any(
                     "Add" in consumers.get(o, ()) for o in use[0].output)
@@ -426,7 +438,7 @@ class _Importer:
             standard = node.domain in ("", "ai.onnx")
             fail = lambda m, n=node, nm=name: OnnxImportError(f"node '{nm}' ({n.op_type}): {m}")  # noqa: E731
             if standard:
-                check_attributes(node, self.opset, fail)
+                check_node_signature(node, self.opset, fail)
             ctx = _Ctx(self, scope, node, name, ins)
             # The converter's own message about a bad input type is the more specific one; the schema
             # check catches what a converter would accept silently (a STRING tensor in an Add).

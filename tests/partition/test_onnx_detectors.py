@@ -68,3 +68,30 @@ def test_detector_costs_at_the_upper_bound(fname):
     assert dyn and all(o.type.size > 0 for n in dyn for o in n.outputs)
     cost = sim.cost_graph(g, sim.load_hw("edge-npu"))
     assert cost.host_s > 0 and np.isfinite(cost.host_s)
+
+
+# ---------------------------------------------------------------------------- RoiAlign (Faster R-CNN's box head)
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("ctm, opset", [("half_pixel", 16), ("output_half_pixel", 16), (None, 13)])
+@pytest.mark.parametrize("ratio", [0, 2])
+def test_roi_align_matches_onnxruntime(mode, ctm, opset, ratio):
+    from onnx import TensorProto, helper
+    attrs = dict(mode=mode, output_height=3, output_width=4, sampling_ratio=ratio, spatial_scale=0.5)
+    if ctm is not None:
+        attrs["coordinate_transformation_mode"] = ctm
+    node = helper.make_node("RoiAlign", ["x", "rois", "idx"], ["y"], **attrs)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 9, 11]),
+                                        helper.make_tensor_value_info("rois", TensorProto.FLOAT, [5, 4]),
+                                        helper.make_tensor_value_info("idx", TensorProto.INT64, [5])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    rng = np.random.default_rng(opset + ratio)
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    # boxes inside, across the border, beyond it, degenerate (zero size) and tiny
+    rois = np.array([[2, 3, 14, 12], [-4, -2, 6, 5], [18, 14, 30, 26], [5, 5, 5, 5], [1, 1, 1.5, 2]], np.float32)
+    idx = np.array([0, 1, 1, 0, 1], np.int64)
+    feeds = {"x": x, "rois": rois, "idx": idx}
+    ours = interpret(load_onnx(model.SerializeToString()), feeds)[0]
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(ours, sess.run(None, feeds)[0], rtol=1e-5, atol=1e-5)

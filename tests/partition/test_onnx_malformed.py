@@ -206,3 +206,35 @@ def test_zoo_dynamo_exports_with_external_data_still_load():
     assert os.path.exists(str(path) + ".data")
     g = load_onnx(str(path))
     assert any(c.data.size > 100 for c in g.constants)
+
+
+# ---------------------------------------------------------------------------- found by the fuzz family
+
+def test_node_signature_against_the_schema():
+    """Too few or too many inputs, and a required attribute missing (an op type swapped under a
+    node), are one line naming the node, not a crash in the converter."""
+    m = _model([helper.make_node("Reshape", ["x"], ["y"], name="r")])
+    assert _error(m) == "node 'r' (Reshape): required input 1 is missing (Reshape takes at least 2)"
+    m = _model([helper.make_node("Relu", ["x", "x"], ["y"], name="r")])
+    assert _error(m) == "node 'r' (Relu): 2 inputs; Relu takes at most 1"
+    m = _model([helper.make_node("Loop", ["", "", "x"], ["y"], name="l")])
+    assert _error(m) == "node 'l' (Loop): missing attribute 'body'"
+
+
+def test_names_that_are_not_utf8_are_refused():
+    m = _model([helper.make_node("Relu", ["x"], ["y"], name="relu")])
+    raw = m.SerializeToString().replace(b"relu", b"r\xf1lu")
+    with pytest.raises(OnnxImportError, match="is not valid UTF-8 text"):
+        load_onnx(raw)
+
+
+def test_stripped_weights_declaring_huge_or_negative_dims_are_refused():
+    from partition.onnx_import import MAX_FILL_ELEMENTS
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[MAX_FILL_ELEMENTS + 1])
+    m = _model([helper.make_node("Add", ["x", "w"], ["y"])], [w])
+    m.metadata_props.add(key="weights_stripped", value="true")
+    assert "filling more than" in _error(m)
+    w2 = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[-1, 4])
+    m = _model([helper.make_node("Add", ["x", "w"], ["y"])], [w2])
+    m.metadata_props.add(key="weights_stripped", value="true")
+    assert "initializer 'w' has negative dims [-1, 4]" in _error(m)

@@ -812,11 +812,11 @@ def test_every_canonical_op_is_registered():
         conv_transpose2d resize instance_norm depth_to_space space_to_depth lstm gru
         trilu einsum cumsum argmin xor isnan isinf lrn quantize_linear dequantize_linear scatter_nd
         scatter_elements one_hot thresholded_relu shrink hardmax conv3d max_pool3d avg_pool3d""".split()
-    # opsets 22..28 (issue 14)
+    # opsets 22..28 (issue 14, branch onnxops)
     canonical += """tan asin acos atan sinh cosh asinh acosh atanh swish bitwise_and bitwise_or bitwise_xor
         bitwise_not bit_shift cumprod reduce_log_sum grid_sample rnn bitcast""".split()
-    # data-dependent sizes (issue 14, branch onnxdd)
-    canonical += "constant_of_shape dyn_expand dyn_reshape dyn_slice dyn_tile dyn_topk non_zero range shape size".split()
+    canonical += """non_zero shape size dyn_reshape dyn_slice dyn_topk dyn_expand dyn_tile
+        constant_of_shape range roi_align""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):
