@@ -883,6 +883,24 @@ def _grid_sample(c):
         "align_corners": bool(int(c.attrs.get("align_corners", 0)))})
 
 
+def _dft(c):
+    """DFT: opset 17 takes axis as an attribute (default 1), opset 20 as an input (default -2);
+    dft_length is an input in both."""
+    x = c.need(0)
+    rank = len(x.shape)
+    if c.opset >= 20:
+        a = c.const(2, "axis")
+        axis = -2 if a is None else int(np.asarray(a).reshape(-1)[0])
+    else:
+        axis = int(c.attrs.get("axis", 1))
+    n = c.const(1, "dft_length")
+    attrs = {"axis": axis + rank if axis < 0 else axis, "inverse": bool(int(c.attrs.get("inverse", 0))),
+             "onesided": bool(int(c.attrs.get("onesided", 0)))}
+    if n is not None:
+        attrs["length"] = int(np.asarray(n).reshape(-1)[0])
+    return c.emit("dft", [x], attrs)
+
+
 def _bitcast(c):
     return c.emit("bitcast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
 
@@ -1052,6 +1070,8 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "GridSample": _grid_sample,
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
+    "DFT": _dft,
+    "Det": _unary("det"),
     "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),
     "Max": _variadic("max"),
