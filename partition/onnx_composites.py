@@ -388,7 +388,25 @@ def _swiglu(c: _Ctx):
     return [b.op("mul", [sw, val], name=b.out_name(0))]
 
 
+def _dynamic_quantize(c: _Ctx):
+    """DynamicQuantizeLinear: uint8 with scale = (max(x, 0) - min(x, 0)) / 255 and zero point
+    round(-min / scale) clamped to [0, 255] (ties to even), then QuantizeLinear with them."""
+    b = _Build(c)
+    x = c.need(0)
+    if x.dtype != "float32":
+        raise c.fail(f"input type {x.dtype} is not supported; the spec defines float32 only")
+    zero = b.const(np.float32(0))
+    lo = b.op("min", [b.op("reduce_min", [x], {"axes": None, "keepdims": False}), zero])
+    hi = b.op("max", [b.op("reduce_max", [x], {"axes": None, "keepdims": False}), zero])
+    scale = b.op("div", [b.op("sub", [hi, lo]), b.const(np.float32(255))], name=b.out_name(1))
+    zp = b.op("clip", [b.op("round", [b.op("neg", [b.op("div", [lo, scale])])])], {"min": 0.0, "max": 255.0})
+    zp = b.op("cast", [zp], {"dtype": "uint8"}, name=b.out_name(2))
+    y = b.op("quantize_linear", [x, scale, zp], {"axis": 1}, name=b.out_name(0))
+    return [y, scale, zp]
+
+
 COMPOSITES = {
+    "DynamicQuantizeLinear": _dynamic_quantize,
     "LpNormalization": _lp_norm,
     "GroupNormalization": _group_norm,
     "MeanVarianceNormalization": _mvn,

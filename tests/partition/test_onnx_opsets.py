@@ -428,3 +428,8 @@ def test_dft_vs_numpy_float64(rng, opset, complex_in, inverse, onesided, length)
 def test_det_vs_ort(rng):
     vs_ort("Det", [f32(rng, 3, 2, 4, 4)], opset=22)
     vs_ort("Det", [f32(rng, 3, 3)], opset=22)
+
+
+def test_dynamic_quantize_linear_vs_ort(rng):
+    for x in (f32(rng, 3, 4) * 5, np.abs(f32(rng, 2, 5)) + 1, -np.abs(f32(rng, 6))):
+        vs_ort("DynamicQuantizeLinear", [x.astype(np.float32)], opset=11, n_out=3)
