@@ -915,14 +915,17 @@ def _eye_like(c):
 
 
 def _cumsum(c):
-    x, _ = c.need(0), c.need(1)
+    x, axis_v = c.need(0), c.need(1)
+    op = "cumprod" if c.node.op_type == "CumProd" else "cumsum"
+    flags = {"exclusive": bool(c.attrs.get("exclusive", 0)), "reverse": bool(c.attrs.get("reverse", 0))}
+    if not axis_v.is_const:  # an axis computed at run time leaves the shape alone: read it then
+        if axis_v.type.size != 1:
+            raise c.fail(f"axis must hold one value, got shape {list(axis_v.shape)}")
+        return c.emit(op, [x, axis_v], flags)
     axis = np.asarray(c.const(1, "axis")).reshape(-1)
     if axis.size != 1:
         raise c.fail(f"axis must hold one value, got {axis.tolist()}")
-    op = "cumprod" if c.node.op_type == "CumProd" else "cumsum"
-    return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
-                                  "exclusive": bool(c.attrs.get("exclusive", 0)),
-                                  "reverse": bool(c.attrs.get("reverse", 0))})
+    return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(axis[0])), **flags})
 
 
 def _arg_reduce(op: str) -> Converter:

@@ -1218,6 +1218,10 @@ def _cost_einsum(ins, outs, attrs):
 def _infer_cumsum(ins, attrs, ctx):
     x = ins[0]
     check(x.dtype != "bool", "cumsum: input must be numeric, got bool")
+    if len(ins) == 2:  # the axis computed at run time: a scalar integer (the shape is x's either way)
+        check(ins[1].size == 1 and np.issubdtype(np.dtype(ins[1].dtype), np.integer),
+              f"cumsum: the axis input must be one integer, got {ins[1]}")
+        return [TensorType(x.shape, x.dtype)]
     check("axis" in attrs, "cumsum: missing attribute 'axis'")
     norm_axis(attrs["axis"], len(x.shape), "cumsum")
     return [TensorType(x.shape, x.dtype)]
@@ -1234,7 +1238,8 @@ def _cumprod(args, attrs):
 def _scan(args, attrs, fn, identity):
     """cumsum / cumprod: inclusive or exclusive (starting from the identity), forward or reversed."""
     x = np.asarray(args[0])
-    axis = norm_axis(attrs["axis"], x.ndim, "cumsum")
+    axis = int(np.asarray(args[1]).reshape(-1)[0]) if len(args) > 1 else attrs["axis"]
+    axis = norm_axis(axis, x.ndim, "cumsum")
     rev = bool(attrs.get("reverse", False))
     xs = np.flip(x, axis) if rev else x
     y = fn(xs, axis=axis, dtype=x.dtype)
@@ -1333,8 +1338,8 @@ DEFS = [
     OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 2)),
     _arg_reduce("argmin", np.argmin),
     OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
-    OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 1)),
-    OpDef("cumprod", _infer_cumsum, _cumprod, elementwise_cost(1), "reduce", (1, 1)),
+    OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 2)),
+    OpDef("cumprod", _infer_cumsum, _cumprod, elementwise_cost(1), "reduce", (1, 2)),
     OpDef("lrn", _infer_lrn, _lrn, _cost_lrn, "norm", (1, 1)),
     OpDef("hardmax", _infer_hardmax, _hardmax, elementwise_cost(1), "softmax", (1, 1)),
 ]
