@@ -405,7 +405,39 @@ def _dynamic_quantize(c: _Ctx):
     return [y, scale, zp]
 
 
+def _causal_conv_with_state(c: _Ctx):
+    """CausalConvWithState (opset 27): the past state (zeros when absent) prepended to the input,
+    a depthwise conv2d over the length (so the accelerator targets see a convolution), optional
+    SiLU, and the last k-1 positions as the present state."""
+    b = _Build(c)
+    x, w, bias, past = c.need(0), c.need(1), c.inp(2), c.inp(3)
+    _float_dtype(c, x)
+    if len(x.shape) != 3 or len(w.shape) != 3 or w.shape[0] != x.shape[1] or w.shape[1] != 1:
+        raise c.fail(f"input (B, C, L) and weight (C, 1, k) are needed, got {list(x.shape)} and {list(w.shape)}")
+    bsz, ch, length = x.shape
+    k = w.shape[2]
+    act = c.attrs.get("activation", "none")
+    if act not in ("none", "silu", "swish"):
+        raise c.fail(f"activation '{act}' is not supported (only none, silu and swish)")
+    if k < 2:
+        raise c.fail("a kernel of length 1 (an empty carry state) is not supported")
+    if past is None:
+        past = b.const(np.zeros((bsz, ch, k - 1), np.dtype(x.dtype)))
+    full = b.op("concat", [past, x], {"axis": 2})
+    ins = [b.op("unsqueeze", [full], {"axes": (2,)}), b.op("unsqueeze", [w], {"axes": (2,)})]
+    if bias is not None:
+        ins.append(bias)
+    y = b.op("conv2d", ins, {"strides": (1, 1), "pads": (0, 0, 0, 0), "dilations": (1, 1), "groups": ch})
+    y = b.op("squeeze", [y], {"axes": (2,)}, name=None if act != "none" else b.out_name(0))
+    if act != "none":
+        y = b.op("silu", [y], name=b.out_name(0))
+    state = b.op("slice", [full], {"starts": (length,), "ends": (length + k - 1,), "axes": (2,), "steps": None},
+                 name=b.out_name(1))
+    return [y, state]
+
+
 COMPOSITES = {
+    "CausalConvWithState": _causal_conv_with_state,
     "DynamicQuantizeLinear": _dynamic_quantize,
     "LpNormalization": _lp_norm,
     "GroupNormalization": _group_norm,

@@ -433,3 +433,22 @@ def test_det_vs_ort(rng):
 def test_dynamic_quantize_linear_vs_ort(rng):
     for x in (f32(rng, 3, 4) * 5, np.abs(f32(rng, 2, 5)) + 1, -np.abs(f32(rng, 6))):
         vs_ort("DynamicQuantizeLinear", [x.astype(np.float32)], opset=11, n_out=3)
+
+
+@pytest.mark.parametrize("with_past,with_bias,activation", [(0, 0, "none"), (1, 1, "silu"), (1, 0, "swish")])
+def test_causal_conv_with_state_against_float64(rng, with_past, with_bias, activation):
+    b, ch, length, k = 2, 3, 5, 4
+    x, w = f32(rng, b, ch, length), f32(rng, ch, 1, k)
+    bias, past = f32(rng, ch), f32(rng, b, ch, k - 1)
+    ins = [x, w, bias if with_bias else None, past if with_past else None]
+    g, (y, state) = ours("CausalConvWithState", ins, {"activation": activation}, opset=27, n_out=2)
+    full = np.concatenate([past if with_past else np.zeros_like(past), x], axis=2).astype(np.float64)
+    want = np.stack([sum(full[:, :, t + j] * w[:, 0, j].astype(np.float64) for j in range(k))
+                     for t in range(length)], axis=2)
+    if with_bias:
+        want = want + bias[:, None]
+    if activation != "none":
+        want = want / (1 + np.exp(-want))
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(state, full[:, :, length:].astype(np.float32))
+    assert [n.op for n in g.nodes if n.op == "conv2d"] == ["conv2d"]  # offloadable as a convolution
