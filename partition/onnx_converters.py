@@ -901,6 +901,31 @@ def _dft(c):
     return c.emit("dft", [x], attrs)
 
 
+def _linear_attention(c):
+    """LinearAttention (opset 27): a missing past_state is zeros; decay/beta follow update_rule."""
+    q, k, v = c.need(0), c.need(1), c.need(2)
+    rule = c.attrs.get("update_rule", "gated_delta")
+    hk = int(c.attrs.get("kv_num_heads", 0))
+    hq = int(c.attrs.get("q_num_heads", 0))
+    if hk <= 0 or hq <= 0 or q.shape[-1] % hq or v.shape[-1] % hk:
+        raise c.fail(f"q_num_heads {hq} and kv_num_heads {hk} must divide the hidden sizes")
+    state = c.inp(3)
+    if state is None:
+        state = c.graph.add_const(np.zeros((q.shape[0], hk, q.shape[-1] // hq, v.shape[-1] // hk), q.dtype),
+                                  c.tmp("state0")[0], narrow=False)
+    ins = [q, k, v, state]
+    for i, what, used in ((4, "decay", rule in ("gated", "gated_delta")), (5, "beta", rule in ("delta", "gated_delta"))):
+        if used != (c.inp(i) is not None):
+            raise c.fail(f"update_rule '{rule}' {'needs' if used else 'takes no'} {what} input")
+        if used:
+            ins.append(c.inp(i))
+    attrs = {"update_rule": rule, "q_num_heads": hq, "kv_num_heads": hk}
+    if c.attrs.get("scale"):
+        attrs["scale"] = float(c.attrs["scale"])
+    return c.emit("linear_attention", ins, attrs, out_names=[o or f"{c.name}_{j}" for j, o in
+                                                            enumerate(list(c.node.output) + [""] * 2)][:2])
+
+
 def _bitcast(c):
     return c.emit("bitcast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
 
@@ -1074,6 +1099,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
     "DFT": _dft,
+    "LinearAttention": _linear_attention,
     "Det": _unary("det"),
     "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),

@@ -220,8 +220,95 @@ def _rnn(args, attrs):
     return _layout_out(y, [hn], layout)
 
 
+# ============================================================================ linear attention
+_RULES = ("linear", "gated", "delta", "gated_delta")
+
+
+def _la_dims(ins: list[TensorType], attrs: dict):
+    """(b, t, hq, hk, dk, dv, rule) of linear_attention(q, k, v, state, decay?, beta?): q/k/v
+    [B, T, H*D], state [B, Hk, dk, dv], decay [B, T, Hk or Hk*dk] (gated rules), beta
+    [B, T, Hk or 1] (delta rules)."""
+    rule = attrs.get("update_rule", "gated_delta")
+    check(rule in _RULES, f"linear_attention: update_rule must be one of {', '.join(_RULES)}, got {rule!r}")
+    hq, hk = int(attrs.get("q_num_heads", 0)), int(attrs.get("kv_num_heads", 0))
+    check(hq > 0 and hk > 0 and hq % hk == 0,
+          f"linear_attention: q_num_heads {hq} must be a positive multiple of kv_num_heads {hk}")
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    check(len(ins) == 4 + gated + delta,
+          f"linear_attention: update_rule {rule!r} takes {4 + gated + delta} inputs, got {len(ins)}")
+    q, k, v, s = ins[:4]
+    check(len(q.shape) == len(k.shape) == len(v.shape) == 3,
+          f"linear_attention: query, key and value must be 3-D, got {list(q.shape)}, {list(k.shape)}, {list(v.shape)}")
+    b, t = q.shape[:2]
+    check(q.shape[2] % hq == 0 and k.shape[2] % hk == 0 and v.shape[2] % hk == 0,
+          "linear_attention: hidden sizes must divide by the head counts")
+    dk, dv = q.shape[2] // hq, v.shape[2] // hk
+    check(k.shape == (b, t, hk * dk) and v.shape[:2] == (b, t),
+          f"linear_attention: key {list(k.shape)} / value {list(v.shape)} do not match query {list(q.shape)}")
+    check(s.shape == (b, hk, dk, dv), f"linear_attention: state must have shape {[b, hk, dk, dv]}, got {list(s.shape)}")
+    extra = ins[4:]
+    if gated:
+        check(extra[0].shape in ((b, t, hk), (b, t, hk * dk)),
+              f"linear_attention: decay must have shape {[b, t, hk]} or {[b, t, hk * dk]}, got {list(extra[0].shape)}")
+    if delta:
+        check(extra[-1].shape in ((b, t, hk), (b, t, 1)),
+              f"linear_attention: beta must have shape {[b, t, hk]} or {[b, t, 1]}, got {list(extra[-1].shape)}")
+    return b, t, hq, hk, dk, dv, rule
+
+
+def _la_infer(ins, attrs, ctx):
+    b, t, hq, hk, dk, dv, _ = _la_dims(ins, attrs)
+    return [TensorType((b, t, hq * dv), ins[0].dtype), TensorType((b, hk, dk, dv), ins[3].dtype)]
+
+
+def _heads(x: np.ndarray, h: int) -> np.ndarray:
+    b, t, hd = x.shape
+    return x.reshape(b, t, h, hd // h).transpose(0, 2, 1, 3).astype(np.float64)
+
+
+def _linear_attention(args, attrs):
+    """The spec's recurrence, token by token, in float64: (gated) decay of the state by exp(g),
+    (delta) the value corrected by what the state already retrieves for the key, times beta, the
+    outer-product update, and the read scale * q^T S (a KV head's state shared by its query heads)."""
+    b, t, hq, hk, dk, dv, rule = _la_dims([TensorType(np.shape(a), np.asarray(a).dtype.name) for a in args], attrs)
+    q, k, v = _heads(np.asarray(args[0]), hq), _heads(np.asarray(args[1]), hk), _heads(np.asarray(args[2]), hk)
+    state = np.asarray(args[3]).astype(np.float64)
+    extra = list(args[4:])
+    gated, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
+    decay = None
+    if gated:
+        g = np.asarray(extra[0]).astype(np.float64)
+        decay = (g.reshape(b, t, hk, 1) if g.shape[-1] == hk else g.reshape(b, t, hk, dk)).transpose(0, 2, 1, 3)
+    beta = None
+    if delta:
+        bt = np.asarray(extra[-1]).astype(np.float64)
+        beta = bt.reshape(b, t, bt.shape[-1], 1).transpose(0, 2, 1, 3)
+    scale = float(attrs.get("scale") or 0.0) or 1.0 / np.sqrt(dk)
+    group = hq // hk
+    out = np.zeros((b, hq, t, dv))
+    for i in range(t):
+        kt, vt = k[:, :, i], v[:, :, i]
+        if gated:
+            state = state * np.exp(decay[:, :, i])[..., None]
+        if delta:
+            vt = beta[:, :, i] * (vt - np.einsum("bhdm,bhd->bhm", state, kt))
+        state = state + kt[..., :, None] * vt[..., None, :]
+        read = state if group == 1 else np.repeat(state, group, axis=1)
+        out[:, :, i] = scale * np.einsum("bhd,bhdm->bhm", q[:, :, i], read)
+    y = out.transpose(0, 2, 1, 3).reshape(b, t, hq * dv)
+    return [y.astype(np.asarray(args[0]).dtype), state.astype(np.asarray(args[3]).dtype)]
+
+
+def _la_cost(ins, outs, attrs):
+    b, t, hq, hk, dk, dv, rule = _la_dims(ins, attrs)
+    per_token = hk * dk * dv * (2 if rule in ("delta", "gated_delta") else 1) + hq * dk * dv
+    macs = b * t * per_token
+    return OpCost(macs, 2 * macs, sum(x.nbytes for x in ins), sum(o.nbytes for o in outs))
+
+
 DEFS = (
     OpDef("lstm", _infer("lstm"), _lstm, _cost("lstm"), "other", (3, 7)),
     OpDef("gru", _infer("gru"), _gru, _cost("gru"), "other", (3, 5)),
     OpDef("rnn", _infer("rnn"), _rnn, _cost("rnn"), "other", (3, 5)),
+    OpDef("linear_attention", _la_infer, _linear_attention, _la_cost, "other", (4, 6)),
 )

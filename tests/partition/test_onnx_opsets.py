@@ -452,3 +452,35 @@ def test_causal_conv_with_state_against_float64(rng, with_past, with_bias, activ
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(state, full[:, :, length:].astype(np.float32))
     assert [n.op for n in g.nodes if n.op == "conv2d"] == ["conv2d"]  # offloadable as a convolution
+
+
+@pytest.mark.parametrize("rule,heads,decay_per_key,with_past", [
+    ("linear", (2, 2), False, False), ("gated", (2, 2), True, True), ("delta", (4, 2), False, True),
+    ("gated_delta", (4, 1), False, False)])
+def test_linear_attention_against_the_recurrence(rng, rule, heads, decay_per_key, with_past):
+    """The spec's recurrence written out in float64 (onnxruntime has no LinearAttention)."""
+    b, t, dk, dv = 2, 4, 3, 5
+    hq, hk = heads
+    q, k, v = f32(rng, b, t, hq * dk), f32(rng, b, t, hk * dk), f32(rng, b, t, hk * dv)
+    past = f32(rng, b, hk, dk, dv) if with_past else None
+    decay = -np.abs(f32(rng, b, t, hk * dk if decay_per_key else hk)) if "gated" in rule else None
+    beta = rng.uniform(0, 1, (b, t, hk)).astype(np.float32) if "delta" in rule else None
+    _, (y, state) = ours("LinearAttention", [q, k, v, past, decay, beta],
+                         {"update_rule": rule, "q_num_heads": hq, "kv_num_heads": hk}, opset=27, n_out=2)
+    s = np.zeros((b, hk, dk, dv)) if past is None else past.astype(np.float64)
+    want = np.zeros((b, t, hq, dv))
+    for i in range(t):
+        for bb in range(b):
+            for h in range(hk):
+                kt, vt = k[bb, i, h * dk:(h + 1) * dk].astype(np.float64), v[bb, i, h * dv:(h + 1) * dv]
+                if decay is not None:
+                    g = decay[bb, i, h * dk:(h + 1) * dk] if decay_per_key else decay[bb, i, h]
+                    s[bb, h] = s[bb, h] * np.exp(np.asarray(g, np.float64)).reshape(-1, 1)
+                if beta is not None:
+                    vt = beta[bb, i, h] * (vt - s[bb, h].T @ kt)
+                s[bb, h] = s[bb, h] + np.outer(kt, vt)
+            for h in range(hq):
+                qt = q[bb, i, h * dk:(h + 1) * dk].astype(np.float64)
+                want[bb, i, h] = qt @ s[bb, h // (hq // hk)] / np.sqrt(dk)
+    np.testing.assert_allclose(y, want.reshape(b, t, hq * dv), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(state, s, rtol=1e-4, atol=1e-5)
