@@ -14,6 +14,7 @@ import numpy as np
 from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
+from .onnx_scan import scan
 
 
 Converter = Callable[[_Ctx], list]
@@ -1099,6 +1100,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
     "DFT": _dft,
+    "Scan": scan,
     "LinearAttention": _linear_attention,
     "Det": _unary("det"),
     "Swish": _with_attrs("swish", alpha=1.0),

@@ -484,3 +484,32 @@ def test_linear_attention_against_the_recurrence(rng, rule, heads, decay_per_key
                 want[bb, i, h] = qt @ s[bb, h // (hq // hk)] / np.sqrt(dk)
     np.testing.assert_allclose(y, want.reshape(b, t, hq * dv), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(state, s, rtol=1e-4, atol=1e-5)
+
+
+# ============================================================================ Scan
+@pytest.mark.parametrize("in_axis,in_dir,out_axis,out_dir", [(0, 0, 0, 0), (1, 1, 1, 0), (0, 1, 1, 1)])
+def test_scan_vs_ort(rng, in_axis, in_dir, out_axis, out_dir):
+    """A running sum and product over the scan axis, with a scan output per step; the body also
+    reads an outer value (captured)."""
+    FLOAT = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "x_t"], ["s_add"]),
+         helper.make_node("Mul", ["s_add", "w"], ["s_out"]),
+         helper.make_node("Tanh", ["s_out"], ["y_t"])],
+        "body", [helper.make_tensor_value_info("s_in", FLOAT, [3]), helper.make_tensor_value_info("x_t", FLOAT, [3])],
+        [helper.make_tensor_value_info("s_out", FLOAT, [3]), helper.make_tensor_value_info("y_t", FLOAT, [3])])
+    x = f32(rng, 5, 3) if in_axis == 0 else f32(rng, 3, 5)
+    s0, w = f32(rng, 3), rng.uniform(0.5, 1.0, 3).astype(np.float32)
+    node = helper.make_node("Scan", ["s0", "x"], ["s_final", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[in_axis], scan_input_directions=[in_dir],
+                            scan_output_axes=[out_axis], scan_output_directions=[out_dir])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("s0", FLOAT, [3]),
+                                            helper.make_tensor_value_info("x", FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("s_final", FLOAT, None),
+                               helper.make_tensor_value_info("ys", FLOAT, None)],
+                              initializer=[onnx.numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    import onnxruntime as ort
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"s0": s0, "x": x})
+    got = interpret(load_onnx(model.SerializeToString()), {"s0": s0, "x": x})
+    assert_same(got, want)
