@@ -813,7 +813,7 @@ def test_every_canonical_op_is_registered():
         trilu einsum cumsum argmin xor isnan isinf lrn quantize_linear dequantize_linear scatter_nd
         scatter_elements one_hot thresholded_relu shrink hardmax conv3d max_pool3d avg_pool3d""".split()
     canonical += """non_zero shape size dyn_reshape dyn_slice dyn_topk dyn_expand dyn_tile
-        constant_of_shape range roi_align""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
+        constant_of_shape range roi_align dyn_split""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):
