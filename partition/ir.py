@@ -142,9 +142,10 @@ class Graph:
         self.inputs.append(v)
         return v
 
-    def add_const(self, data: Any, name: str = "const") -> Value:
+    def add_const(self, data: Any, name: str = "const", narrow: bool = True) -> Value:
+        """``narrow``: float64 data (Python floats) becomes float32; False keeps a model's float64."""
         arr = np.asarray(data)
-        if arr.dtype == np.float64:
+        if narrow and arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         v = Value(self._fresh(name), TensorType(arr.shape, arr.dtype.name), data=arr)
         self.constants.append(v)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .ir import TensorType, Value
+from .ir import Value
 from .onnx_import import _Ctx
 
 
@@ -32,12 +32,8 @@ class _Build:
     def const(self, data, dtype=None) -> Value:
         self.k += 1
         arr = np.asarray(data) if dtype is None else np.asarray(data).astype(dtype)
-        v = self.c.graph.add_const(arr, f"{self.c.node.output[0]}_c{self.k}")
-        if arr.dtype == np.float64:
-            # add_const narrows float64 (Python floats folded); these constants meet float64
-            # tensors in where/add, so they keep the model's float64 type
-            v.data, v.type = arr, TensorType(arr.shape, "float64")
-        return v
+        # these constants meet the model's float64 tensors in where/add: keep them float64
+        return self.c.graph.add_const(arr, f"{self.c.node.output[0]}_c{self.k}", narrow=False)
 
     def out_name(self, i: int) -> str | None:
         outs = self.c.node.output
@@ -314,7 +310,107 @@ def _rotary(c: _Ctx):
     return [b.op("reshape", [r], {"shape": tuple(x.shape)}, name=b.out_name(0))]
 
 
+# ---------------------------------------------------------------------------- more normalizations
+
+def _lp_norm(c: _Ctx):
+    """LpNormalization: x / ||x||_p along one axis (p 1 or 2); a zero norm gives 0, as onnxruntime."""
+    b = _Build(c)
+    x = c.need(0)
+    _float_dtype(c, x)
+    p = int(c.attrs.get("p", 2))
+    if p not in (1, 2):
+        raise c.fail(f"p={p} is not supported (only 1 and 2, as the spec defines)")
+    rank = len(x.shape)
+    axis = int(c.attrs.get("axis", -1))
+    axis = axis + rank if axis < 0 else axis
+    norm = b.op("reduce_l2" if p == 2 else "reduce_l1", [x], {"axes": (axis,), "keepdims": True})
+    zero = b.op("equal", [norm, b.const(np.asarray(0, x.dtype))])
+    q = b.op("div", [x, norm])
+    return [b.op("where", [zero, b.const(np.asarray(0, x.dtype)), q], name=b.out_name(0))]
+
+
+def _group_norm(c: _Ctx):
+    """GroupNormalization: statistics per (N, group) in stash_type; scale/bias per channel (opset 21)
+    or per group (opset 18, later deprecated)."""
+    b = _Build(c)
+    x, scale, bias = c.need(0), c.need(1), c.need(2)
+    _float_dtype(c, x)
+    if "num_groups" not in c.attrs:
+        raise c.fail("missing attribute 'num_groups'")
+    g = int(c.attrs["num_groups"])
+    n, ch = x.shape[0], x.shape[1]
+    if g <= 0 or ch % g:
+        raise c.fail(f"num_groups {g} does not divide the {ch} channels")
+    st = _stash(c, x) if c.opset >= 21 else x.dtype
+    xu = x if x.dtype == st else b.op("cast", [x], {"dtype": st})
+    grouped = b.op("reshape", [xu], {"shape": (n, g, x.type.size // (n * g))})
+    mean = b.op("reduce_mean", [grouped], {"axes": (2,), "keepdims": True})
+    dev = b.op("sub", [grouped, mean])
+    var = b.op("reduce_mean", [b.op("mul", [dev, dev])], {"axes": (2,), "keepdims": True})
+    eps = b.const(np.asarray(float(c.attrs.get("epsilon", 1e-5)), st))
+    normed = b.op("div", [dev, b.op("sqrt", [b.op("add", [var, eps])])])
+    normed = b.op("reshape", [normed], {"shape": tuple(x.shape)})
+    if normed.dtype != x.dtype:
+        normed = b.op("cast", [normed], {"dtype": x.dtype})
+    per = (1, ch) + (1,) * (len(x.shape) - 2)
+    if scale.shape == (g,) and g != ch:  # opset 18: one scale per group
+        scale = b.op("reshape", [b.op("expand", [b.op("reshape", [scale], {"shape": (g, 1)})],
+                                      {"shape": (g, ch // g)})], {"shape": (ch,)})
+        bias = b.op("reshape", [b.op("expand", [b.op("reshape", [bias], {"shape": (g, 1)})],
+                                     {"shape": (g, ch // g)})], {"shape": (ch,)})
+    s = b.op("reshape", [scale], {"shape": per})
+    t = b.op("reshape", [bias], {"shape": per})
+    return [b.op("add", [b.op("mul", [normed, s]), t], name=b.out_name(0))]
+
+
+def _mvn(c: _Ctx):
+    """MeanVarianceNormalization: (x - mean) / sqrt(mean((x - mean)^2)) over axes (default 0, 2, 3);
+    the spec's body adds 1e-9 under the root."""
+    b = _Build(c)
+    x = c.need(0)
+    _float_dtype(c, x)
+    rank = len(x.shape)
+    axes = tuple(sorted(int(a) + rank if int(a) < 0 else int(a) for a in c.attrs.get("axes", (0, 2, 3))))
+    mean = b.op("reduce_mean", [x], {"axes": axes, "keepdims": True})
+    sq_mean = b.op("reduce_mean", [b.op("mul", [x, x])], {"axes": axes, "keepdims": True})
+    var = b.op("sub", [sq_mean, b.op("mul", [mean, mean])])
+    std = b.op("sqrt", [b.op("add", [var, b.const(np.asarray(1e-9, x.dtype))])])
+    return [b.op("div", [b.op("sub", [x, mean]), std], name=b.out_name(0))]
+
+
+def _swiglu(c: _Ctx):
+    """SwiGLU (opset 28): Swish_alpha(A) * B, A and B of one shape."""
+    b = _Build(c)
+    gate, val = c.need(0), c.need(1)
+    if gate.shape != val.shape:
+        raise c.fail(f"A and B must have one shape, got {list(gate.shape)} and {list(val.shape)}")
+    sw = b.op("swish", [gate], {"alpha": float(c.attrs.get("alpha", 1.0))})
+    return [b.op("mul", [sw, val], name=b.out_name(0))]
+
+
+def _dynamic_quantize(c: _Ctx):
+    """DynamicQuantizeLinear: uint8 with scale = (max(x, 0) - min(x, 0)) / 255 and zero point
+    round(-min / scale) clamped to [0, 255] (ties to even), then QuantizeLinear with them."""
+    b = _Build(c)
+    x = c.need(0)
+    if x.dtype != "float32":
+        raise c.fail(f"input type {x.dtype} is not supported; the spec defines float32 only")
+    zero = b.const(np.float32(0))
+    lo = b.op("min", [b.op("reduce_min", [x], {"axes": None, "keepdims": False}), zero])
+    hi = b.op("max", [b.op("reduce_max", [x], {"axes": None, "keepdims": False}), zero])
+    scale = b.op("div", [b.op("sub", [hi, lo]), b.const(np.float32(255))], name=b.out_name(1))
+    zp = b.op("clip", [b.op("round", [b.op("neg", [b.op("div", [lo, scale])])])], {"min": 0.0, "max": 255.0})
+    zp = b.op("cast", [zp], {"dtype": "uint8"}, name=b.out_name(2))
+    y = b.op("quantize_linear", [x, scale, zp], {"axis": 1}, name=b.out_name(0))
+    return [y, scale, zp]
+
+
 COMPOSITES = {
+    "DynamicQuantizeLinear": _dynamic_quantize,
+    "LpNormalization": _lp_norm,
+    "GroupNormalization": _group_norm,
+    "MeanVarianceNormalization": _mvn,
+    "SwiGLU": _swiglu,
     "Attention": _attention,
     "RMSNormalization": _rms_norm,
     "RotaryEmbedding": _rotary,

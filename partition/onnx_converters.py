@@ -5,6 +5,7 @@ combination is a one-line ``c.fail(...)``.
 """
 from __future__ import annotations
 
+import math
 from types import MappingProxyType
 from typing import Callable, Mapping
 
@@ -29,10 +30,12 @@ def _binary(op: str) -> Converter:
 _UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Exp": "exp", "Log": "log", "Sqrt": "sqrt",
           "Erf": "erf", "Abs": "abs", "Neg": "neg", "Reciprocal": "reciprocal", "Not": "not",
           "HardSwish": "hard_swish", "Softplus": "softplus", "Softsign": "softsign", "Mish": "mish",
-          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign"}
+          "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round", "Sign": "sign",
+          "Tan": "tan", "Asin": "asin", "Acos": "acos", "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh",
+          "Asinh": "asinh", "Acosh": "acosh", "Atanh": "atanh", "BitwiseNot": "bitwise_not"}
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Equal": "equal", "Less": "less",
            "Greater": "greater", "LessOrEqual": "less_equal", "GreaterOrEqual": "greater_equal", "And": "and",
-           "Or": "or"}
+           "Or": "or", "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor"}
 
 
 def _identity(c: _Ctx):
@@ -68,6 +71,8 @@ def _gelu(c):
 
 
 def _clip(c):
+    if any(v is not None and not v.is_const for v in c.ins[1:3]):
+        return _clip_runtime(c)
     if c.opset < 11:
         lo, hi = c.attrs.get("min"), c.attrs.get("max")
     else:
@@ -77,6 +82,18 @@ def _clip(c):
     if lo == 0.0 and hi == 6.0:
         return c.emit("relu6", [c.need(0)])
     return c.emit("clip", [c.need(0)], {"min": lo, "max": hi})
+
+
+def _clip_runtime(c):
+    """Bounds computed at run time leave the shape alone: max with min, then min with max (the
+    order of ONNX's definition, so min > max gives max everywhere)."""
+    y = c.need(0)
+    for i, op in ((1, "max"), (2, "min")):
+        bound = c.inp(i)
+        if bound is not None:
+            last = i == 2 or c.inp(2) is None
+            y = c.emit(op, [y, bound], out_names=None if last else c.tmp(f"clip_{op}"))[0]
+    return [y]
 
 
 def _cast_attrs(c: _Ctx, dtype: str) -> dict:
@@ -202,6 +219,34 @@ def _avgpool(c):
     attrs = _pool_attrs(c, x)
     attrs["count_include_pad"] = bool(c.attrs.get("count_include_pad", 0))
     return _squeeze_1d(c, "avg_pool2d", [x], attrs) if one_d else c.emit("avg_pool2d", [x], attrs)
+
+
+def _lp_pool(c):
+    """LpPool: (sum over the window of |x|^p)^(1/p), as |x|^p averaged with the padding counted
+    (zeros), times the window size, then the p-th root; any rank the average pools take."""
+    x = c.need(0)
+    p = float(c.attrs.get("p", 2))
+    if len(x.shape) not in (3, 4, 5):
+        raise c.fail(f"only 1-D, 2-D and 3-D pooling is supported, input shape {list(x.shape)}")
+    if int(c.attrs.get("ceil_mode", 0)):
+        raise c.fail("ceil_mode=1 is not supported for LpPool")
+    pw = c.graph.add_const(np.asarray(p, x.dtype), c.tmp("p")[0], narrow=False)
+    xp = c.emit("pow", [c.emit("abs", [x], out_names=c.tmp("abs"))[0], pw], out_names=c.tmp("pow"))[0]
+    kernel = tuple(int(k) for k in c.attrs["kernel_shape"])
+    if len(x.shape) == 5:
+        attrs = {**_spatial_nd(c, xp, kernel), "kernel": kernel, "ceil_mode": False, "count_include_pad": True}
+        mean = c.emit("avg_pool3d", [xp], attrs, out_names=c.tmp("mean"))[0]
+    else:
+        one_d = len(x.shape) == 3
+        xin = _lift_1d(c, xp) if one_d else xp
+        attrs = {**_pool_attrs(c, xin), "count_include_pad": True}
+        mean = c.emit("avg_pool2d", [xin], attrs, out_names=c.tmp("mean"))[0]
+        if one_d:
+            mean = c.emit("squeeze", [mean], {"axes": (2,)}, out_names=c.tmp("mean1d"))[0]
+    area = c.graph.add_const(np.asarray(int(np.prod(kernel)), x.dtype), c.tmp("area")[0], narrow=False)
+    total = c.emit("mul", [mean, area], out_names=c.tmp("sum"))[0]
+    root = c.graph.add_const(np.asarray(1.0 / p, x.dtype), c.tmp("root")[0], narrow=False)
+    return c.emit("pow", [total, root])
 
 
 def _gap(c):
@@ -703,22 +748,20 @@ def _conv_transpose(c):
     return c.emit("conv_transpose2d", ins, attrs)
 
 
-_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
 
 
 def _resize_check(c: _Ctx, x: Value) -> None:
     a = c.attrs
     mode = a.get("mode", "nearest")
     ctm = a.get("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("nearest", "linear"):
-        raise c.fail(f"mode '{mode}' is not supported (only nearest and linear)")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise c.fail(f"mode '{mode}' is not supported (only nearest, linear and cubic)")
     if ctm not in _RESIZE_COORD_MODES:
         raise c.fail(f"coordinate_transformation_mode '{ctm}' is not supported (only "
                      f"{', '.join(_RESIZE_COORD_MODES)})")
-    if int(a.get("antialias", 0)):
-        raise c.fail("antialias=1 is not supported")
-    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported (only stretch)")
+    if a.get("keep_aspect_ratio_policy", "stretch") not in ("stretch", "not_larger", "not_smaller"):
+        raise c.fail(f"keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}' is not supported")
     if len(x.shape) != 4:
         raise c.fail(f"only 4-D NCHW inputs are supported, got shape {list(x.shape)}")
 
@@ -739,6 +782,15 @@ def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
                      f"{len(axes)} axes")
     sc = [np.float32(1.0)] * 4
     out = list(x.shape)
+    policy = c.attrs.get("keep_aspect_ratio_policy", "stretch")
+    if sizes is not None and policy != "stretch":
+        # one scale for all the given axes, the largest (not_smaller) or smallest (not_larger)
+        # that fits, and sizes rounded half up from it (the spec)
+        ratios = [float(v) / x.shape[ax] for ax, v in zip(axes, given)]
+        r = min(ratios) if policy == "not_larger" else max(ratios)
+        for ax in axes:
+            sc[ax], out[ax] = np.float32(r), int(math.floor(r * x.shape[ax] + 0.5))
+        given = []
     for ax, v in zip(axes, given):
         if scales is not None:
             sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
@@ -756,6 +808,11 @@ def _resize(c):
     attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
              "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
              "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
+    if attrs["mode"] == "cubic":
+        attrs["cubic_coeff_a"] = float(c.attrs.get("cubic_coeff_a", -0.75))
+        attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
+    if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
+        attrs["antialias"] = True
     return c.emit("resize", [x], attrs)
 
 
@@ -779,9 +836,28 @@ def _space_to_depth(c):
 
 
 def _trilu(c):
+    kv = c.inp(1)
+    if kv is not None and not kv.is_const:
+        return _trilu_runtime(c, kv)
     k = c.const(1, "k")
     return c.emit("trilu", [c.need(0)], {"upper": bool(c.attrs.get("upper", 1)),
                                          "k": 0 if k is None else int(np.asarray(k).reshape(-1)[0])})
+
+
+def _trilu_runtime(c, kv: Value):
+    """A k computed at run time moves the diagonal, not the shape: keep x where column - row is
+    >= k (upper) or <= k (lower), else 0."""
+    x = c.need(0)
+    if len(x.shape) < 2:
+        raise c.fail(f"input must have rank >= 2, got shape {list(x.shape)}")
+    rows, cols = x.shape[-2:]
+    diag = c.graph.add_const(np.arange(cols)[None, :] - np.arange(rows)[:, None], c.tmp("diag")[0])
+    k = kv if kv.dtype == "int64" else c.emit("cast", [kv], {"dtype": "int64"}, out_names=c.tmp("k"))[0]
+    k = c.emit("reshape", [k], {"shape": ()}, out_names=c.tmp("k0"))[0] if k.shape != () else k
+    cmp = "greater_equal" if bool(c.attrs.get("upper", 1)) else "less_equal"
+    keep = c.emit(cmp, [diag, k], out_names=c.tmp("keep"))[0]
+    zero = c.graph.add_const(np.zeros((), x.dtype), c.tmp("zero")[0], narrow=False)
+    return c.emit("where", [keep, x, zero])
 
 
 def _einsum(c):
@@ -795,12 +871,56 @@ def _axis_in(rank: int, axis: int) -> int:
     return axis + rank if -rank <= axis < 0 else axis
 
 
+def _bit_shift(c):
+    return c.emit("bit_shift", [c.need(0), c.need(1)], {"direction": c.attrs.get("direction", "")})
+
+
+def _grid_sample(c):
+    # opset 16 spells the modes bilinear/bicubic; opset 20 linear/cubic (and allows N-D)
+    mode = {"bilinear": "linear", "bicubic": "cubic"}.get(c.attrs.get("mode", "linear"), c.attrs.get("mode", "linear"))
+    return c.emit("grid_sample", [c.need(0), c.need(1)], {
+        "mode": mode, "padding_mode": c.attrs.get("padding_mode", "zeros"),
+        "align_corners": bool(int(c.attrs.get("align_corners", 0)))})
+
+
+def _dft(c):
+    """DFT: opset 17 takes axis as an attribute (default 1), opset 20 as an input (default -2);
+    dft_length is an input in both."""
+    x = c.need(0)
+    rank = len(x.shape)
+    if c.opset >= 20:
+        a = c.const(2, "axis")
+        axis = -2 if a is None else int(np.asarray(a).reshape(-1)[0])
+    else:
+        axis = int(c.attrs.get("axis", 1))
+    n = c.const(1, "dft_length")
+    attrs = {"axis": axis + rank if axis < 0 else axis, "inverse": bool(int(c.attrs.get("inverse", 0))),
+             "onesided": bool(int(c.attrs.get("onesided", 0)))}
+    if n is not None:
+        attrs["length"] = int(np.asarray(n).reshape(-1)[0])
+    return c.emit("dft", [x], attrs)
+
+
+def _bitcast(c):
+    return c.emit("bitcast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
+
+
+def _eye_like(c):
+    """EyeLike: a constant, since the shape is static (k shifts the diagonal)."""
+    x = c.need(0)
+    if len(x.shape) != 2:
+        raise c.fail(f"input must be 2-D, got shape {list(x.shape)}")
+    dtype = _np_dtype(int(c.attrs["dtype"])) if "dtype" in c.attrs else np.dtype(x.dtype)
+    return c.new_const(np.eye(x.shape[0], x.shape[1], k=int(c.attrs.get("k", 0)), dtype=dtype))
+
+
 def _cumsum(c):
     x, _ = c.need(0), c.need(1)
     axis = np.asarray(c.const(1, "axis")).reshape(-1)
     if axis.size != 1:
         raise c.fail(f"axis must hold one value, got {axis.tolist()}")
-    return c.emit("cumsum", [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
+    op = "cumprod" if c.node.op_type == "CumProd" else "cumsum"
+    return c.emit(op, [x], {"axis": _axis_in(len(x.shape), int(axis[0])),
                                   "exclusive": bool(c.attrs.get("exclusive", 0)),
                                   "reverse": bool(c.attrs.get("reverse", 0))})
 
@@ -936,12 +1056,23 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "ReduceSum": _reduce("reduce_sum", 13),
     "LSTM": _recurrent("lstm", 2),
     "GRU": _recurrent("gru", 1),
+    "RNN": _recurrent("rnn", 1),
     "ReduceMin": _reduce("reduce_min", 18),
     "ReduceProd": _reduce("reduce_prod", 18),
     "ReduceL1": _reduce("reduce_l1", 18),
     "ReduceL2": _reduce("reduce_l2", 18),
     "ReduceSumSquare": _reduce("reduce_sum_square", 18),
     "ReduceLogSumExp": _reduce("reduce_log_sum_exp", 18),
+    "ReduceLogSum": _reduce("reduce_log_sum", 18),
+    "CumProd": _cumsum,
+    "BitShift": _bit_shift,
+    "EyeLike": _eye_like,
+    "GridSample": _grid_sample,
+    "LpPool": _lp_pool,
+    "BitCast": _bitcast,
+    "DFT": _dft,
+    "Det": _unary("det"),
+    "Swish": _with_attrs("swish", alpha=1.0),
     "Min": _variadic("min"),
     "Max": _variadic("max"),
     "Sum": _variadic("add"),

@@ -541,7 +541,8 @@ class _Ctx:
         return [names[i] if i < len(names) and names[i] else f"{base}.{i}" for i in range(n)]
 
     def new_const(self, data, name: str | None = None) -> list[Value]:
-        return [self.graph.add_const(np.asarray(data), name or self.node.output[0])]
+        # the op's own data: a float64 Constant/EyeLike stays float64
+        return [self.graph.add_const(np.asarray(data), name or self.node.output[0], narrow=False)]
 
     def tmp(self, suffix: str) -> list[str]:
         return [f"{self.node.output[0]}_{suffix}"]

@@ -10,11 +10,12 @@ import numpy as np
 from ..ir import TensorType
 from .base import InferContext, OpCost, OpDef, OpError, check
 
-from . import nn, elementwise, tensor, control, recurrent, dynamic, roi  # noqa: E402
+from . import nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral  # noqa: E402
 
 # Read-only: the registry is a value assembled once from the op modules, never extended at run time.
 OPS: Mapping[str, OpDef] = MappingProxyType(
-    {d.name: d for mod in (nn, elementwise, tensor, control, recurrent, dynamic, roi) for d in mod.DEFS})
+    {d.name: d for mod in (nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral)
+     for d in mod.DEFS})
 
 
 def get_op(name: str) -> OpDef:

@@ -194,6 +194,58 @@ def _hard_swish(x, attrs):
                        np.asarray(0, x.dtype), np.asarray(1, x.dtype))
 
 
+def _swish(x, attrs):
+    # ONNX Swish (opset 24): x * sigmoid(alpha * x)
+    return x * scipy_special().expit(np.asarray(attrs.get("alpha", 1.0), x.dtype) * x)
+
+
+def _int_binary(name: str, fn: Callable) -> OpDef:
+    """Bitwise ops: integer inputs of one dtype (ONNX BitwiseAnd/Or/Xor, BitShift)."""
+    def infer(ins, attrs, ctx):
+        a, b = ins
+        check(a.dtype == b.dtype and np.issubdtype(np.dtype(a.dtype), np.integer),
+              f"{name}: inputs must be integers of one dtype, got {a.dtype} and {b.dtype}")
+        if name == "bit_shift":
+            check(attrs.get("direction") in ("LEFT", "RIGHT"),
+                  f"bit_shift: direction must be 'LEFT' or 'RIGHT', got {attrs.get('direction')!r}")
+        return [TensorType(broadcast_shapes(a.shape, b.shape), a.dtype)]
+
+    def compute(args, attrs):
+        a, b = (np.asarray(x) for x in args)
+        return [np.asarray(fn(a, b, attrs)).astype(a.dtype, copy=False)]
+
+    return OpDef(name, infer, compute, elementwise_cost(1), "elementwise", (2, 2))
+
+
+def _bit_shift(a, b, attrs):
+    # ONNX BitShift is on unsigned types; bits shifted past the width are gone (0), as in C++
+    # for shifts below the width; numpy's shift by >= width is platform-defined, so clamp it.
+    width = a.dtype.itemsize * 8
+    big = b >= width
+    s = np.where(big, 0, b).astype(a.dtype)
+    if attrs["direction"] == "LEFT":
+        return np.where(big, np.zeros((), a.dtype), np.left_shift(a, s))
+    # an arithmetic right shift by >= the width leaves only the sign: 0 or -1
+    return np.where(big, np.where(a < 0, -1, 0).astype(a.dtype), np.right_shift(a, s))
+
+
+def _bitcast_infer(ins, attrs, ctx):
+    x = ins[0]
+    dt = _cast_dtype(attrs)
+    check(np.dtype(x.dtype).itemsize == dt.itemsize,
+          f"bitcast: {x.dtype} ({np.dtype(x.dtype).itemsize * 8} bits) and {dt.name} ({dt.itemsize * 8} bits) "
+          f"differ in width")
+    return [TensorType(x.shape, dt.name)]
+
+
+def _bitcast_compute(args, attrs):
+    # ONNX BitCast: the same bytes read as another type of the same width, little endian
+    x = np.asarray(args[0])
+    dt = _cast_dtype(attrs)
+    flat = np.ascontiguousarray(x.reshape(-1), dtype=x.dtype.newbyteorder("<"))
+    return [flat.view(dt.newbyteorder("<")).astype(dt).reshape(x.shape)]
+
+
 def _leaky_relu(x, attrs):
     alpha = np.asarray(attrs.get("alpha", 0.01), x.dtype)
     return np.where(x >= 0, x, alpha * x)
@@ -488,6 +540,16 @@ DEFS = [
     _float_unary("ceil", lambda x, a: np.ceil(x)),
     _float_unary("round", _round),
     _unary("sign", _sign),
+    *[_float_unary(n, (lambda f: lambda x, a: f(x))(getattr(np, fn)), 5) for n, fn in (
+        ("tan", "tan"), ("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan"), ("sinh", "sinh"),
+        ("cosh", "cosh"), ("asinh", "arcsinh"), ("acosh", "arccosh"), ("atanh", "arctanh"))],
+    _float_unary("swish", _swish, _FLOPS["silu"] + 1),
+    _int_binary("bitwise_and", lambda a, b, at: np.bitwise_and(a, b)),
+    _int_binary("bitwise_or", lambda a, b, at: np.bitwise_or(a, b)),
+    _int_binary("bitwise_xor", lambda a, b, at: np.bitwise_xor(a, b)),
+    _int_binary("bit_shift", _bit_shift),
+    _unary("bitwise_not", lambda x, a: np.invert(x)),
+    OpDef("bitcast", _bitcast_infer, _bitcast_compute, elementwise_cost(0), "elementwise", (1, 1)),
     OpDef("where", _where_infer, _where_compute, elementwise_cost(1), "elementwise", (3, 3)),
     OpDef("cast", _cast_infer, _cast_compute, elementwise_cost(1), "elementwise", (1, 1)),
     _binary("xor", np.logical_xor, out_bool=True, need_bool=True),

@@ -719,8 +719,8 @@ def _cost_pool3d(extra: int):
 # ============================================================================ resize
 # ONNX Resize on the two spatial axes of NCHW. Coordinates are computed in float32 the way
 # onnxruntime does, so nearest-neighbour picks the same pixels at exact .5 ties.
-RESIZE_MODES = ("nearest", "linear")
-RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+RESIZE_MODES = ("nearest", "linear", "cubic")
+RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
 RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -747,8 +747,8 @@ def _infer_resize(ins, attrs, ctx):
     x = ins[0]
     check(len(x.shape) == 4, f"resize: input must be 4-D NCHW, got shape {list(x.shape)}")
     size, _, mode, _, _ = _resize_params(attrs)
-    if mode == "linear":
-        _float("resize", x, "input (linear mode)")
+    if mode != "nearest":
+        _float("resize", x, f"input ({mode} mode)")
     check(x.shape[2] >= 1 and x.shape[3] >= 1, f"resize: cannot resize an empty {list(x.shape[2:])} image")
     return [TensorType(x.shape[:2] + size, x.dtype)]
 
@@ -765,7 +765,50 @@ def _resize_coords(out_len: int, in_len: int, scale: float, ctm: str) -> np.ndar
         return x * np.float32(in_len - 1) / np.float32(out_len - 1)
     if ctm == "pytorch_half_pixel" and out_len == 1:
         return np.zeros(1, np.float32)
+    if ctm == "half_pixel_symmetric":
+        # the spec: keep the sampled grid centred when out_len rounds scale * in_len
+        adjust = np.float32(out_len) / (sc * np.float32(in_len))
+        return np.float32(in_len) / np.float32(2) * (np.float32(1) - adjust) + (x + half) / sc - half
     return (x + half) / sc - half
+
+
+def _keys(t: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic kernel at distance |t| (a: cubic_coeff_a)."""
+    t = np.abs(t)
+    return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                    np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
+
+
+def _resize_matrix(out_len: int, in_len: int, scale: float, attrs: dict) -> np.ndarray:
+    """(out_len, in_len) interpolation weights along one axis for cubic, and for linear with
+    antialias: taps around each source coordinate, clamped to the edge (or dropped and the rest
+    renormalised with exclude_outside). With antialias and scale < 1 the kernel is stretched by
+    1/scale and normalised (the spec's reference)."""
+    mode = attrs.get("mode", "nearest")
+    a = float(attrs.get("cubic_coeff_a", -0.75))
+    ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
+    x = _resize_coords(out_len, in_len, scale, ctm).astype(np.float64)
+    if ctm == "pytorch_half_pixel" and out_len == 1:
+        x = np.full(1, -0.5)
+    base = np.floor(x)
+    ratio = x - base
+    whole = ratio == 0  # the reference takes ratio 1 from the tap below
+    base, ratio = np.where(whole, base - 1, base), np.where(whole, 1.0, ratio)
+    s = min(scale, 1.0) if attrs.get("antialias") else 1.0
+    reach = 2 if mode == "cubic" else 1
+    start = int(np.floor(-reach / s) + 1)
+    offsets = np.arange(start, 2 - start)  # taps base + offsets
+    dist = (offsets[None, :] - ratio[:, None]) * s
+    w = _keys(dist, a) if mode == "cubic" else np.clip(1 - np.abs(dist), 0, 1)
+    pos = base[:, None].astype(np.int64) + offsets[None, :]
+    if attrs.get("exclude_outside"):
+        w = np.where((pos < 0) | (pos >= in_len), 0.0, w)
+    if s < 1.0 or attrs.get("exclude_outside"):
+        w = w / w.sum(axis=1, keepdims=True)
+    m = np.zeros((out_len, in_len))
+    np.add.at(m, (np.repeat(np.arange(out_len), len(offsets)), np.clip(pos, 0, in_len - 1).reshape(-1)),
+              w.reshape(-1))
+    return m
 
 
 def _nearest_index(coord: np.ndarray, nm: str, in_len: int) -> np.ndarray:
@@ -800,13 +843,17 @@ def _resize(args, attrs):
     if mode == "nearest":
         ih, iw = (_nearest_index(cd, nm, i) for cd, i in zip(coords, x.shape[2:]))
         return [np.ascontiguousarray(x[:, :, ih[:, None], iw[None, :]])]
+    if mode == "cubic" or attrs.get("antialias") or ctm == "half_pixel_symmetric":
+        mh, mw = (_resize_matrix(o, i, s, attrs) for o, i, s in zip(size, x.shape[2:], scales))
+        return [np.einsum("oh,nchw,pw->ncop", mh, x.astype(np.float64), mw, optimize=True).astype(x.dtype)]
     y = _lerp_axis(_lerp_axis(x.astype(np.float64), coords[0], 2), coords[1], 3)
     return [y.astype(x.dtype)]
 
 
 def _cost_resize(ins, outs, attrs):
-    # linear: the four neighbours weighted and summed (4 multiplies, 3 adds) per output element
-    per = 7 if attrs.get("mode", "nearest") == "linear" else 0
+    # linear: the four neighbours weighted and summed (4 multiplies, 3 adds) per output element;
+    # cubic: 16 neighbours (antialiased kernels are wider, counted as cubic)
+    per = {"linear": 7, "cubic": 31}.get(attrs.get("mode", "nearest"), 0)
     return OpCost(0, outs[0].size * per, _nbytes(ins), _nbytes(outs))
 
 
@@ -823,8 +870,9 @@ def _softmax(args, attrs):
     if low_precision(x.dtype):  # float32 math, one rounding (numpy has no bfloat16 exp)
         return [_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
+    with np.errstate(invalid="ignore"):  # a row of all -inf is NaN, as IEEE (and onnxruntime) give it
+        e = np.exp(x - x.max(axis=axis, keepdims=True))
+        return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
 
 
 def _log_softmax(args, attrs):
@@ -861,7 +909,7 @@ def _reduce(name: str, fn):
         axes = _reduce_axes(name, attrs, len(x.shape))
         if name in ("reduce_max", "reduce_min"):
             check(all(x.shape[a] > 0 for a in axes), f"{name}: cannot reduce an empty axis")
-        if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp"):
+        if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp", "reduce_log_sum"):
             _float(name, x, "input")
         keep = bool(attrs.get("keepdims", True))
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
@@ -907,11 +955,19 @@ def _l2(x, axes, keep):
     return np.sqrt(np.sum(np.square(x, dtype=np.float64), axis=axes, keepdims=keep))
 
 
+def _log_sum(x, axes, keep):
+    with np.errstate(divide="ignore"):  # log(0) = -inf, as onnxruntime
+        return np.log(np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype))
+
+
 def _sum_square(x, axes, keep):
     return np.sum(np.square(x), axis=axes, keepdims=keep, dtype=x.dtype)
 
 
 def _log_sum_exp(x, axes, keep):
+    if any(x.shape[a] == 0 for a in axes):  # log(sum of nothing) = log(0) = -inf, as onnxruntime
+        shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
+        return np.full(shape, -np.inf, x.dtype)
     m = np.max(x, axis=axes, keepdims=True)
     out = np.log(np.sum(np.exp(x - m, dtype=np.float64), axis=axes, keepdims=True)) + m
     return out if keep else np.squeeze(out, axis=axes)
@@ -1168,15 +1224,24 @@ def _infer_cumsum(ins, attrs, ctx):
 
 
 def _cumsum(args, attrs):
+    return _scan(args, attrs, np.cumsum, 0)
+
+
+def _cumprod(args, attrs):
+    return _scan(args, attrs, np.cumprod, 1)
+
+
+def _scan(args, attrs, fn, identity):
+    """cumsum / cumprod: inclusive or exclusive (starting from the identity), forward or reversed."""
     x = np.asarray(args[0])
     axis = norm_axis(attrs["axis"], x.ndim, "cumsum")
     rev = bool(attrs.get("reverse", False))
     xs = np.flip(x, axis) if rev else x
-    y = np.cumsum(xs, axis=axis, dtype=x.dtype)
+    y = fn(xs, axis=axis, dtype=x.dtype)
     if attrs.get("exclusive", False) and x.shape[axis]:
-        # y[i] = x[0] + ... + x[i-1], summed in the same order as the inclusive scan
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis=axis)), np.take(y, range(x.shape[axis] - 1), axis=axis)],
-                           axis=axis)
+        # y[i] = x[0] op ... op x[i-1], in the same order as the inclusive scan
+        first = np.full_like(np.take(y, [0], axis=axis), identity)
+        y = np.concatenate([first, np.take(y, range(x.shape[axis] - 1), axis=axis)], axis=axis)
     return [np.ascontiguousarray(np.flip(y, axis) if rev else y)]
 
 
@@ -1261,6 +1326,7 @@ DEFS = [
     _reduce("reduce_l2", _l2),
     _reduce("reduce_sum_square", _sum_square),
     _reduce("reduce_log_sum_exp", _log_sum_exp),
+    _reduce("reduce_log_sum", _log_sum),
     OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
     _arg_reduce("argmax", np.argmax),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
@@ -1268,6 +1334,7 @@ DEFS = [
     _arg_reduce("argmin", np.argmin),
     OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
     OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 1)),
+    OpDef("cumprod", _infer_cumsum, _cumprod, elementwise_cost(1), "reduce", (1, 1)),
     OpDef("lrn", _infer_lrn, _lrn, _cost_lrn, "norm", (1, 1)),
     OpDef("hardmax", _infer_hardmax, _hardmax, elementwise_cost(1), "softmax", (1, 1)),
 ]

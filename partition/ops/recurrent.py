@@ -1,4 +1,5 @@
-"""Recurrent ops: ``lstm`` and ``gru``, the ONNX LSTM and GRU with their default activations.
+"""Recurrent ops: ``lstm``, ``gru`` and ``rnn``, the ONNX LSTM, GRU and RNN with their default
+activations (rnn(x, w, r, b?, initial_h?): Tanh; outputs Y, Y_h as GRU's; 7 elementwise FLOPs).
 
 Inputs are ONNX's in ONNX's order with the optional ones trailing and no holes:
 lstm(x, w, r, b?, initial_h?, initial_c?, p?) and gru(x, w, r, b?, initial_h?). The importer fills a
@@ -27,9 +28,10 @@ from ..ir import TensorType
 from .base import scipy_special, OpCost, OpDef, check
 
 _DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
-_DEFAULT_ACTS = {"lstm": ("Sigmoid", "Tanh", "Tanh"), "gru": ("Sigmoid", "Tanh")}
-_GATES = {"lstm": 4, "gru": 3}
-_EW_FLOPS = {"lstm": 43, "gru": 31}
+_DEFAULT_ACTS = {"lstm": ("Sigmoid", "Tanh", "Tanh"), "gru": ("Sigmoid", "Tanh"), "rnn": ("Tanh",)}
+_GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+# rnn: 2 (sum of the two projections and the bias) + 5 (tanh)
+_EW_FLOPS = {"lstm": 43, "gru": 31, "rnn": 7}
 _PEEPHOLE_FLOPS = 6
 
 
@@ -51,7 +53,7 @@ def _check_attrs(op: str, attrs: dict) -> tuple[str, int]:
     if op == "lstm":
         check(attrs.get("input_forget", 0) in (0, False),
               "lstm: input_forget=1 (coupled input and forget gates) is not supported")
-    else:
+    elif op == "gru":
         check(attrs.get("linear_before_reset", 0) in (0, 1),
               f"gru: linear_before_reset must be 0 or 1, got {attrs.get('linear_before_reset')!r}")
     return direction, int(layout)
@@ -85,7 +87,7 @@ def _dims(op: str, ins: list[TensorType], attrs: dict) -> tuple[int, int, int, i
 
 
 def _infer(op: str):
-    n_out = 3 if op == "lstm" else 2
+    n_out = 3 if op == "lstm" else 2  # rnn: Y and Y_h as GRU
 
     def infer(ins, attrs, ctx):
         seq, batch, _, h, d, layout = _dims(op, ins, attrs)
@@ -198,7 +200,28 @@ def _gru(args, attrs):
     return _layout_out(y, [hn], layout)
 
 
+def _rnn(args, attrs):
+    """ONNX RNN with its default Tanh: h = tanh(x W^T + h R^T + Wb + Rb)."""
+    direction, layout = _check_attrs("rnn", attrs)
+    x, w, r, *rest = _sequence_first([np.asarray(a) for a in args], layout)
+    seq, batch, _ = x.shape
+    d, hs = w.shape[0], r.shape[2]
+    b = rest[0] if len(rest) > 0 else np.zeros((d, 2 * hs), x.dtype)
+    h0 = rest[1] if len(rest) > 1 else np.zeros((d, batch, hs), x.dtype)
+    y = np.empty((seq, d, batch, hs), x.dtype)
+    hn = np.empty((d, batch, hs), x.dtype)
+    for k in range(d):
+        xw = x @ w[k].T + (b[k, :hs] + b[k, hs:])
+        h = h0[k]
+        for t in _steps(direction, k, seq):
+            h = np.tanh(xw[t] + h @ r[k].T)
+            y[t, k] = h
+        hn[k] = h
+    return _layout_out(y, [hn], layout)
+
+
 DEFS = (
     OpDef("lstm", _infer("lstm"), _lstm, _cost("lstm"), "other", (3, 7)),
     OpDef("gru", _infer("gru"), _gru, _cost("gru"), "other", (3, 5)),
+    OpDef("rnn", _infer("rnn"), _rnn, _cost("rnn"), "other", (3, 5)),
 )

@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from partition import onnx_conformance as oc
 
 # Passing cases with onnx 1.23 (measured by experiments/onnx_conformance.py); a drop is a regression.
-PASS_FLOOR = 1080
+PASS_FLOOR = 1238
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,9 @@ def _show(os_):
     return "\n".join(f"{o.status} {o.kind}/{o.name}: {o.message}" for o in os_[:40])
 
 
-# A float16 decomposition whose every op matches onnxruntime's unoptimized run bit for bit, but
-# whose expected data comes from a float32 reference: the result is 1 float16 ulp off at values
-# below 0.5 (rtol 1e-3). Listed so the lead sees it; any other wrong case fails.
+# float16 Attention (and its expanded function) whose expected data is 1 float16 ulp off at values
+# below 0.5 (rtol 1e-3): onnxruntime misses it by the same ulp, and both it and this importer are
+# nearer the float64 result than the expected data (docs/IR.md). Any other wrong case fails.
 KNOWN_ULP = {"test_attention_4d_causal_fp16", "test_attention_4d_causal_fp16_expanded"}
 
 

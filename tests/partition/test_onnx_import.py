@@ -410,9 +410,7 @@ def test_non_constant_shape_input_is_an_error():
     model = _model([helper.make_node("Reshape", ["x", "s"], ["y"], name="rs")],
                    [_vi("x", [2, 3]), _vi("s", [2], TensorProto.INT64)], [_vi("y", [3, 2])])
     _one_line_error(model.SerializeToString(), "node 'rs' (Reshape): shape input 's' must be a constant")
-    clip = _model([helper.make_node("Clip", ["x", "lo"], ["y"], name="cl")],
-                  [_vi("x", [2]), _vi("lo", [], TensorProto.FLOAT)], [_vi("y", [2])])
-    _one_line_error(clip.SerializeToString(), "node 'cl' (Clip): min input 'lo' must be a constant")
+    # (Clip bounds and Trilu's k computed at run time import: they do not change the shape)
 
 
 def test_dynamic_dims_and_bad_opsets_are_errors():

@@ -59,6 +59,18 @@ def test_mod_vs_ort(rng, fmod, dtype):
     check_vs_ort("mod", [a, b], {"fmod": fmod}, "Mod", onnx_attrs={"fmod": fmod}, exact=dtype != np.float32)
 
 
+def test_clip_bounds_computed_at_run_time_vs_ort(rng):
+    from partition import interpret, load_onnx
+    from test_ops import one_node_model, ort_node
+    x = (rng.standard_normal((3, 4)) * 3).astype(np.float32)
+    for ins in ([x, np.array(-1.0, np.float32), np.array(0.5, np.float32)],
+                [x, np.array(2.0, np.float32), np.array(-1.0, np.float32)],  # min > max: max everywhere
+                [x, None, np.array(0.25, np.float32)], [x, np.array(0.0, np.float32)]):
+        model, feeds = one_node_model("Clip", ins, opset=13)
+        got = interpret(load_onnx(model.SerializeToString()), feeds)
+        np.testing.assert_array_equal(got[0], ort_node("Clip", ins, opset=13)[0])
+
+
 def test_mod_float_floor_against_the_formula(rng):
     # opset 28 defines float fmod=0 as A - floor(A / B) * B (the sign of the divisor)
     a = (rng.standard_normal((4, 6)) * 20).astype(np.float32)

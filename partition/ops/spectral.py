@@ -1,0 +1,89 @@
+"""dft (ONNX DFT, opsets 17 and 20) and det (ONNX Det): host-only numerics.
+
+dft: x [..., N, ..., 1 | 2] (real, or complex as (re, im) pairs in the last axis) transformed along
+``axis`` (< rank - 1) with ``length`` points (zero-padded or truncated): forward, ``onesided`` keeping
+the first length // 2 + 1 frequencies; ``inverse`` divides by length, and inverse + onesided takes
+a half spectrum back to a real signal (last axis 1). Cost: 5 N log2 N FLOPs per transformed line.
+det: the determinant of each trailing [M, M] matrix (LU: 2/3 M^3 FLOPs each).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir import TensorType
+from .base import OpCost, OpDef, check
+
+
+def _dft_params(x: TensorType, attrs: dict) -> tuple[int, int, bool, bool]:
+    rank = len(x.shape)
+    check(rank >= 2 and x.shape[-1] in (1, 2),
+          f"dft: input must end in an axis of 1 (real) or 2 (complex), got shape {list(x.shape)}")
+    check(np.issubdtype(np.dtype(x.dtype), np.floating), f"dft: input must be float, got {x.dtype}")
+    axis = int(attrs.get("axis", 1))
+    check(0 <= axis < rank - 1, f"dft: axis {axis} must name a signal axis of shape {list(x.shape)} "
+                                f"(not the last, complex one)")
+    inverse, onesided = bool(attrs.get("inverse", False)), bool(attrs.get("onesided", False))
+    length = attrs.get("length")
+    if length is None:
+        length = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
+    check(int(length) >= 1, f"dft: length must be >= 1, got {length}")
+    return axis, int(length), inverse, onesided
+
+
+def _dft_infer(ins, attrs, ctx):
+    x = ins[0]
+    axis, n, inverse, onesided = _dft_params(x, attrs)
+    shape = list(x.shape)
+    shape[axis] = n // 2 + 1 if onesided and not inverse else n
+    shape[-1] = 1 if inverse and onesided else 2
+    return [TensorType(tuple(shape), x.dtype)]
+
+
+def _dft(args, attrs):
+    x = np.asarray(args[0])
+    axis, n, inverse, onesided = _dft_params(TensorType(x.shape, x.dtype.name), attrs)
+    # in the input's precision (numpy's FFT keeps float32 as complex64), as onnx's reference does
+    sig = x[..., 0] + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
+    if inverse and onesided:
+        out = np.fft.irfft(sig, n=n, axis=axis)[..., None]
+    elif inverse:
+        y = np.fft.ifft(sig, n=n, axis=axis)
+        out = np.stack([y.real, y.imag], axis=-1)
+    else:
+        y = np.fft.fft(sig, n=n, axis=axis)
+        if onesided:
+            y = np.take(y, range(n // 2 + 1), axis=axis)
+        out = np.stack([y.real, y.imag], axis=-1)
+    return [out.astype(x.dtype)]
+
+
+def _dft_cost(ins, outs, attrs):
+    axis, n, _, _ = _dft_params(ins[0], attrs)
+    lines = outs[0].size // max(1, outs[0].shape[axis] * outs[0].shape[-1])
+    return OpCost(0, int(lines * 5 * n * max(1.0, math.log2(n))), ins[0].nbytes, outs[0].nbytes)
+
+
+def _det_infer(ins, attrs, ctx):
+    x = ins[0]
+    check(len(x.shape) >= 2 and x.shape[-1] == x.shape[-2],
+          f"det: input must end in square matrices, got shape {list(x.shape)}")
+    check(np.issubdtype(np.dtype(x.dtype), np.floating), f"det: input must be float, got {x.dtype}")
+    return [TensorType(x.shape[:-2], x.dtype)]
+
+
+def _det(args, attrs):
+    x = np.asarray(args[0])
+    return [np.asarray(np.linalg.det(x.astype(np.float64))).astype(x.dtype)]
+
+
+def _det_cost(ins, outs, attrs):
+    m = ins[0].shape[-1]
+    return OpCost(0, max(1, outs[0].size) * (2 * m ** 3) // 3, ins[0].nbytes, outs[0].nbytes)
+
+
+DEFS = [
+    OpDef("dft", _dft_infer, _dft, _dft_cost, "other", (1, 1)),
+    OpDef("det", _det_infer, _det, _det_cost, "other", (1, 1)),
+]
