@@ -7,7 +7,8 @@ Two facts are tracked per imported value (``DynInfo``, shared by a graph and its
   any node reading a shape-dynamic value makes shape-dynamic values, except ``shape``/``size``.
 - *bound*: a value computed at run time from such sizes (``Shape`` of a shape-dynamic value and
   the arithmetic on it) also has the value it takes at the bound, computed at import like constant
-  folding. Ops that need a static attribute (Reshape's target, Slice's ends, TopK's K,
+  folding. For the monotone arithmetic of exports (min, +, *) that is an upper bound; where it is
+  not (``axis - n``), the run-time check of each op against its bound says so in one line. Ops that need a static attribute (Reshape's target, Slice's ends, TopK's K,
   ConstantOfShape, Range, Expand, Tile) put the bound in the attribute, for shape inference and
   costing, and read the actual value as an extra input at run time (``partition/ops/dynamic.py``).
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 # Ops whose outputs may be shorter at run time than their type, whatever their inputs.
 SOURCES = frozenset({"non_zero", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
-                     "dyn_expand", "dyn_tile", "constant_of_shape", "range"})
+                     "dyn_expand", "dyn_tile", "dyn_split", "constant_of_shape", "range", "roi_align"})
 # Ops whose output shape never depends on their input's run-time shape.
 _SHAPE_STATIC = frozenset({"shape", "size"})
 # Folding bound values beyond this many elements is not worth it (they are shape vectors).
@@ -182,6 +183,20 @@ def _topk(c):
     return c.emit("dyn_topk", [x, c.need(1)], attrs)
 
 
+def _split(c):
+    """Split sizes computed at run time (e.g. boxes per pyramid level in Faster R-CNN's pooler):
+    each part is bounded by the whole axis. (A part's value at the bound is no bound: with n at
+    its bound, ``axis - n`` is at its least.)"""
+    v = c.inp(1)
+    if c.opset < 13 or v is None or v.is_const:
+        return _STATIC["Split"](c)
+    x = c.need(0)
+    axis = int(c.attrs.get("axis", 0))
+    axis = axis + len(x.shape) if axis < 0 else axis
+    sizes = (x.shape[axis],) * len(c.node.output)
+    return c.emit("dyn_split", [x, v], {"axis": axis, "sizes": sizes})
+
+
 def _expand(c):
     shape, dynamic = _bound_or_const(c, 1, "shape")
     if not dynamic:
@@ -227,6 +242,7 @@ CONVERTERS = {
     "Slice": _slice,
     "TopK": _topk,
     "Expand": _expand,
+    "Split": _split,
     "Tile": _tile,
     "ConstantOfShape": _const_of_shape,
     "Range": _range,

@@ -109,7 +109,7 @@ def fasterrcnn():
     m = FasterRCNN(bb, None, min_size=SIZE, max_size=SIZE, rpn_anchor_generator=anchors,
                    box_roi_pool=pool, box_head=TwoMLPHead(bb.out_channels * 49, 64),
                    box_predictor=FastRCNNPredictor(64, 5), rpn_pre_nms_top_n_test=100,
-                   rpn_post_nms_top_n_test=40, box_score_thresh=0.205, box_detections_per_img=30)
+                   rpn_post_nms_top_n_test=40, box_score_thresh=0.205, box_detections_per_img=20)
     return Detections(m)
 
 

@@ -114,6 +114,28 @@ def _dyn_tile(args, attrs):
     return [np.tile(x, _tensor._tile_reps(x.shape, {"repeats": _ints(args[1], "dyn_tile", "repeats")}))]
 
 
+# ---------------------------------------------------------------------------- dyn_split
+def _infer_dyn_split(ins, attrs, ctx):
+    x = ins[0]
+    axis = _tensor.norm_axis(attrs.get("axis", 0), len(x.shape), "dyn_split")
+    sizes = tuple(int(s) for s in attrs["sizes"])
+    check(all(0 <= s <= x.shape[axis] for s in sizes),
+          f"dyn_split: bounds {list(sizes)} must lie in [0, {x.shape[axis]}]")
+    return [TensorType(tuple(s if i == axis else d for i, d in enumerate(x.shape)), x.dtype) for s in sizes]
+
+
+def _dyn_split(args, attrs):
+    x = np.asarray(args[0])
+    axis = _tensor.norm_axis(attrs.get("axis", 0), x.ndim, "dyn_split")
+    sizes = _ints(args[1], "dyn_split", "split")
+    check(len(sizes) == len(attrs["sizes"]), f"dyn_split: {len(sizes)} sizes for {len(attrs['sizes'])} outputs")
+    check(all(s >= 0 for s in sizes) and sum(sizes) == x.shape[axis],
+          f"dyn_split: sizes {list(sizes)} do not add up to {x.shape[axis]}")
+    for s, b in zip(sizes, attrs["sizes"]):
+        check(s <= int(b), f"dyn_split: a part of {s} exceeds its bound {b}")
+    return [p.copy() for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]
+
+
 # ---------------------------------------------------------------------------- constant_of_shape, range
 def _infer_cos(ins, attrs, ctx):
     return [TensorType(tuple(int(d) for d in attrs["shape"]), str(attrs.get("dtype", "float32")))]
@@ -154,6 +176,7 @@ DEFS = [
           _dyn_expand, _data_cost, "data", (2, 2)),
     OpDef("dyn_tile", lambda i, a, c: _tensor._same(i, [d * r for d, r in zip(i[0].shape, _tensor._tile_reps(i[0].shape, a))]),
           _dyn_tile, _data_cost, "data", (2, 2)),
+    OpDef("dyn_split", _infer_dyn_split, _dyn_split, _data_cost, "data", (2, 2)),
     OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
     OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
 ]

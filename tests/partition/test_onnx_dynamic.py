@@ -193,6 +193,34 @@ def test_slice_expand_tile_constant_of_shape_and_range_from_run_time_sizes():
     assert [v.shape for v in g.outputs] == [(5,), (2, 5), (15, 2), (3, 2), ()]
 
 
+def test_split_by_run_time_sizes_matches_onnxruntime():
+    """Split sizes computed from data (boxes per pyramid level in Faster R-CNN's pooler): from a
+    run-time count (bounded by its value at the bound) and from a sum of a mask (no bound but the
+    whole axis)."""
+    nodes = [
+        helper.make_node("Greater", ["x", "t"], ["m"]),
+        helper.make_node("NonZero", ["m"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["s"]),
+        helper.make_node("Slice", ["s", "one1", "two1"], ["n"]),              # [n]
+        helper.make_node("Sub", ["six", "n"], ["rest"]),
+        helper.make_node("Concat", ["n", "rest"], ["sizes"], axis=0),
+        helper.make_node("Split", ["x", "sizes"], ["a", "b"], axis=0),
+        helper.make_node("Cast", ["m"], ["mi"], to=I64),
+        helper.make_node("ReduceSum", ["mi", "zero1"], ["k"], keepdims=1),  # data, not a shape
+        helper.make_node("Sub", ["six", "k"], ["rest2"]),
+        helper.make_node("Concat", ["k", "rest2"], ["sizes2"], axis=0),
+        helper.make_node("Split", ["x", "sizes2"], ["c", "d"], axis=0),
+    ]
+    inits = [_c("t", np.float32(0.5)), _c("one1", np.array([1], np.int64)), _c("two1", np.array([2], np.int64)),
+             _c("six", np.array([6], np.int64)), _c("zero1", np.array([0], np.int64))]
+    m = _model(nodes, [("x", F, [6])], [("a", F), ("b", F), ("c", F), ("d", F)], inits, opset=18)
+    feeds = [{"x": np.array(v, np.float32)} for v in ([0, 1, 0, 1, 1, 0], [0] * 6, [1] * 6, [0.9, 0, 0, 0, 0, 0])]
+    g, sizes = _same_as_ort(m, feeds)
+    assert {s[0] for s in sizes} == {(3,), (0,), (6,), (1,)}
+    splits = [n for n in g.nodes if n.op == "dyn_split"]
+    assert len(splits) == 2 and all(o.shape == (6,) for n in splits for o in n.outputs)
+
+
 def test_if_whose_branches_differ_in_shape_feeds_a_reshape():
     """TorchScript exports guard ``boxes.numel() == 0`` with an If: its output is as long as the
     longer branch at import, and as the branch taken at run time."""

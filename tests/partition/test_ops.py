@@ -816,7 +816,7 @@ def test_every_canonical_op_is_registered():
     canonical += """tan asin acos atan sinh cosh asinh acosh atanh swish bitwise_and bitwise_or bitwise_xor
         bitwise_not bit_shift cumprod reduce_log_sum grid_sample rnn bitcast dft det linear_attention""".split()
     canonical += """non_zero shape size dyn_reshape dyn_slice dyn_topk dyn_expand dyn_tile
-        constant_of_shape range roi_align""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
+        constant_of_shape range roi_align dyn_split""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):
