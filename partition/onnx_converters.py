@@ -777,7 +777,8 @@ def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
         raise c.fail("exactly one of the scales and sizes inputs must be given")
     given = scales if scales is not None else sizes
     axes = c.attrs.get("axes")
-    axes = list(range(4)) if axes is None else _norm_axes([int(v) for v in axes], 4)
+    # in the given order, not sorted: scales/sizes pair with the axes as listed (axes=[3, 2])
+    axes = list(range(4)) if axes is None else [int(v) + 4 if int(v) < 0 else int(v) for v in axes]
     if len(given) != len(axes):
         raise c.fail(f"{'scales' if sizes is None else 'sizes'} {given.tolist()} has {len(given)} entries for "
                      f"{len(axes)} axes")

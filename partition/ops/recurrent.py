@@ -185,39 +185,37 @@ def _gru_dir(x, w, r, b, h, steps, y, linear_before_reset: bool):
     return h
 
 
-def _gru(args, attrs):
-    direction, layout = _check_attrs("gru", attrs)
-    x, w, r, *rest = _sequence_first([np.asarray(a) for a in args], layout)
-    seq, batch, _ = x.shape
-    d, hs = w.shape[0], r.shape[2]
-    b = rest[0] if len(rest) > 0 else np.zeros((d, 6 * hs), x.dtype)
-    h0 = rest[1] if len(rest) > 1 else np.zeros((d, batch, hs), x.dtype)
-    y = np.empty((seq, d, batch, hs), x.dtype)
-    hn = np.empty((d, batch, hs), x.dtype)
-    lbr = bool(attrs.get("linear_before_reset", 0))
-    for k in range(d):
-        hn[k] = _gru_dir(x, w[k], r[k], b[k], h0[k], _steps(direction, k, seq), y[:, k], lbr)
-    return _layout_out(y, [hn], layout)
-
-
-def _rnn(args, attrs):
+def _rnn_dir(x, w, r, b, h, steps, y, attrs):
     """ONNX RNN with its default Tanh: h = tanh(x W^T + h R^T + Wb + Rb)."""
-    direction, layout = _check_attrs("rnn", attrs)
-    x, w, r, *rest = _sequence_first([np.asarray(a) for a in args], layout)
-    seq, batch, _ = x.shape
-    d, hs = w.shape[0], r.shape[2]
-    b = rest[0] if len(rest) > 0 else np.zeros((d, 2 * hs), x.dtype)
-    h0 = rest[1] if len(rest) > 1 else np.zeros((d, batch, hs), x.dtype)
-    y = np.empty((seq, d, batch, hs), x.dtype)
-    hn = np.empty((d, batch, hs), x.dtype)
-    for k in range(d):
-        xw = x @ w[k].T + (b[k, :hs] + b[k, hs:])
-        h = h0[k]
-        for t in _steps(direction, k, seq):
-            h = np.tanh(xw[t] + h @ r[k].T)
-            y[t, k] = h
-        hn[k] = h
-    return _layout_out(y, [hn], layout)
+    hs = r.shape[1]
+    xw = x @ w.T + (b[:hs] + b[hs:])
+    for t in steps:
+        h = np.tanh(xw[t] + h @ r.T)
+        y[t] = h
+    return h
+
+
+def _single_state(op: str, run_dir):
+    """gru / rnn: one hidden state, each direction run by ``run_dir``; absent B and initial_h are
+    zeros."""
+    def compute(args, attrs):
+        direction, layout = _check_attrs(op, attrs)
+        x, w, r, *rest = _sequence_first([np.asarray(a) for a in args], layout)
+        seq, batch, _ = x.shape
+        d, hs = w.shape[0], r.shape[2]
+        b = rest[0] if len(rest) > 0 else np.zeros((d, 2 * _GATES[op] * hs), x.dtype)
+        h0 = rest[1] if len(rest) > 1 else np.zeros((d, batch, hs), x.dtype)
+        y = np.empty((seq, d, batch, hs), x.dtype)
+        hn = np.empty((d, batch, hs), x.dtype)
+        for k in range(d):
+            hn[k] = run_dir(x, w[k], r[k], b[k], h0[k], _steps(direction, k, seq), y[:, k], attrs)
+        return _layout_out(y, [hn], layout)
+    return compute
+
+
+_gru = _single_state("gru", lambda x, w, r, b, h, steps, y, attrs: _gru_dir(
+    x, w, r, b, h, steps, y, bool(attrs.get("linear_before_reset", 0))))
+_rnn = _single_state("rnn", _rnn_dir)
 
 
 # ============================================================================ linear attention

@@ -513,3 +513,12 @@ def test_scan_vs_ort(rng, in_axis, in_dir, out_axis, out_dir):
     want = ort.InferenceSession(model.SerializeToString()).run(None, {"s0": s0, "x": x})
     got = interpret(load_onnx(model.SerializeToString()), {"s0": s0, "x": x})
     assert_same(got, want)
+
+
+@pytest.mark.parametrize("axes", [[2, 3], [3, 2], [-1, -2]])
+def test_resize_axes_in_any_order_vs_ort(rng, axes):
+    """scales/sizes pair with the axes in the order listed (issue 14: [3, 2] was sorted)."""
+    x = f32(rng, 1, 2, 4, 6)
+    roi = Const(np.zeros(0, np.float32))
+    vs_ort("Resize", [x, roi, Const(np.array([2.0, 0.5], np.float32))], {"axes": axes, "mode": "nearest"}, opset=19)
+    vs_ort("Resize", [x, roi, None, Const(np.array([3, 8], np.int64))], {"axes": axes, "mode": "linear"}, opset=19)
