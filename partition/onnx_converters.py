@@ -978,8 +978,10 @@ def _lrn(c):
 
 
 # ONNX element types QuantizeLinear may produce here (output_dtype codes); float8 and int4 are not.
-_QUANT_CODES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16"}
-_QUANT_TYPES = "int8, uint8, int16 and uint16"
+_QUANT_CODES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz",
+                19: "float8_e5m2", 20: "float8_e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4_e2m1fn",
+                25: "uint2", 26: "int2"}
+_QUANT_TYPES = "8/16/4/2-bit integer and float8/float4"
 
 
 def _quant_attrs(c: _Ctx, x: Value) -> dict:
@@ -1004,6 +1006,8 @@ def _quantize(c):
     from onnx import TensorProto
     x, zp = c.need(0), c.inp(2)
     attrs = _quant_attrs(c, x)
+    if not int(c.attrs.get("saturate", 1)):  # float8 targets only (opset 19+)
+        attrs["saturate"] = False
     code = int(c.attrs.get("output_dtype", 0))
     if code and code not in _QUANT_CODES:
         raise c.fail(f"output_dtype {TensorProto.DataType.Name(code)} is not supported; only {_QUANT_TYPES} "

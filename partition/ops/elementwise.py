@@ -410,8 +410,15 @@ def _shrink(x, attrs):
 
 
 # ----------------------------------------------------------------------------- quantization
-# ONNX QuantizeLinear/DequantizeLinear with integer types; float8 and int4 stay import errors.
-QUANT_DTYPES = ("int8", "uint8", "int16", "uint16")
+# ONNX QuantizeLinear/DequantizeLinear: integers (8/16 bits, and the 4- and 2-bit ones of opsets
+# 21/25), rounded half to even and saturated; float8/float4 (opsets 19/23), rounded by the cast
+# and clamped to the type's largest finite value unless saturate=False.
+QUANT_DTYPES = ("int8", "uint8", "int16", "uint16", "int4", "uint4", "int2", "uint2", "float8_e4m3fn",
+                "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn")
+
+
+def _quant_float(dtype) -> bool:
+    return np.dtype(dtype).name.startswith(("float8", "float4"))
 
 
 def _quant_axis(name: str, x: TensorType, scale: TensorType, zp: TensorType | None, attrs: dict) -> int | None:
@@ -458,11 +465,19 @@ def _quantize_compute(args, attrs):
     out = np.dtype(args[2].dtype if len(args) > 2 else attrs.get("dtype", "uint8"))
     zp = np.asarray(args[2]) if len(args) > 2 else np.zeros(scale.shape, out)
     # x / scale in float32 (float16 inputs too), rounded half to even, then saturated: onnxruntime's order.
+    import ml_dtypes
     acc = np.float64 if x.dtype == np.float64 else np.float32
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        q = np.rint(x.astype(acc) / _along(scale, axis, x.ndim).astype(acc)) + _along(zp, axis, x.ndim).astype(acc)
-        info = np.iinfo(out)
-        return [np.clip(q, info.min, info.max).astype(out)]
+        ratio = x.astype(acc) / _along(scale, axis, x.ndim).astype(acc)
+        if _quant_float(out):  # the cast rounds; saturate clamps (inf too), else out of range is NaN/inf
+            q = ratio + _along(zp, axis, x.ndim).astype(acc)
+            if attrs.get("saturate", True):
+                info = ml_dtypes.finfo(out)
+                q = np.clip(q, float(info.min), float(info.max))
+            return [q.astype(out)]
+        q = np.rint(ratio) + _along(zp, axis, x.ndim).astype(acc)
+        info = ml_dtypes.iinfo(out)
+        return [np.clip(q, int(info.min), int(info.max)).astype(out)]
 
 
 def _dequantize_infer(ins, attrs, ctx):
@@ -483,7 +498,8 @@ def _dequantize_compute(args, attrs):
     zp = np.asarray(args[2]) if len(args) > 2 else np.zeros(scale.shape, x.dtype)
     # (x - zero_point) exactly in integers, then one multiply in float32 (float16 scales too), as onnxruntime.
     acc = np.float64 if scale.dtype == np.float64 else np.float32
-    d = (x.astype(np.int64) - _along(zp, axis, x.ndim).astype(np.int64)).astype(acc)
+    exact = acc if _quant_float(x.dtype) else np.int64  # float8/float4 values are exact in float32
+    d = (x.astype(exact) - _along(zp, axis, x.ndim).astype(exact)).astype(acc)
     return [(d * _along(scale, axis, x.ndim).astype(acc)).astype(scale.dtype)]
 
 

@@ -522,3 +522,32 @@ def test_resize_axes_in_any_order_vs_ort(rng, axes):
     roi = Const(np.zeros(0, np.float32))
     vs_ort("Resize", [x, roi, Const(np.array([2.0, 0.5], np.float32))], {"axes": axes, "mode": "nearest"}, opset=19)
     vs_ort("Resize", [x, roi, None, Const(np.array([3, 8], np.int64))], {"axes": axes, "mode": "linear"}, opset=19)
+
+
+# ============================================================================ low-bit quantization
+@pytest.mark.parametrize("code", [TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2,
+                                  TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT4E2M1])
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_low_bit_quantize_and_dequantize_vs_onnx_reference(rng, code, saturate):
+    """onnxruntime cannot return these types to numpy; onnx's reference evaluator is the peer."""
+    from onnx.reference import ReferenceEvaluator
+    dt = helper.tensor_dtype_to_np_dtype(code)
+    is_float = np.dtype(dt).name.startswith("float")
+    if saturate == 0 and not is_float:
+        pytest.skip("saturate applies to float targets only")
+    x = (f32(rng, 3, 4) * 40).astype(np.float32)
+    x[0, :2] = [1e6, -1e6]  # out of range: clamped (saturate) or NaN/inf
+    scale = Const(np.float32([0.5, 2.0, 1.0, 4.0]))
+    zp = Const(np.zeros(4, dt) if is_float else np.array([0, 1, -1, 0]).clip(*(
+        (0, 1) if np.dtype(dt).name.startswith("u") else (-1, 1))).astype(dt))
+    attrs = {"axis": 1, **({"saturate": saturate} if is_float else {})}
+    opset = 25
+    for op, ins in (("QuantizeLinear", [x, scale, zp]),):
+        model, feeds = one_node_model(op, ins, attrs, opset=opset)
+        q = interpret(load_onnx(model), feeds)[0]
+        want = ReferenceEvaluator(model).run(None, feeds)[0]
+        assert q.dtype == want.dtype
+        np.testing.assert_array_equal(q.astype(np.float32), want.astype(np.float32))
+    model, feeds = one_node_model("DequantizeLinear", [q, scale, zp], {"axis": 1}, opset=opset)
+    got = interpret(load_onnx(model), feeds)[0]
+    np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])

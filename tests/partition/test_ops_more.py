@@ -427,11 +427,9 @@ def test_quantize_import_errors(rng):
     msg = import_error("DequantizeLinear", [x.astype(np.int8), Const(np.ones((2, 2), np.float32))],
                        {"block_size": 2, "axis": 1})
     assert "block quantization (block_size=2) is not supported" in msg
-    msg = import_error("QuantizeLinear", [x, Const(np.float32(1.0))], {"output_dtype": TensorProto.FLOAT8E4M3FN})
-    assert msg == ("node 'n0' (QuantizeLinear): output_dtype FLOAT8E4M3FN is not supported; only int8, uint8, "
-                   "int16 and uint16 quantization is")
-    msg = import_error("QuantizeLinear", [x, Const(np.float32(1.0))], {"output_dtype": TensorProto.INT4})
-    assert "output_dtype INT4 is not supported" in msg
+    msg = import_error("QuantizeLinear", [x, Const(np.float32(1.0))], {"output_dtype": TensorProto.INT32})
+    assert msg == ("node 'n0' (QuantizeLinear): output_dtype INT32 is not supported; only 8/16/4/2-bit integer "
+                   "and float8/float4 quantization is")
     msg = import_error("QuantizeLinear", [x, Const(np.float32([1, 2, 3, 4])), Const(np.int8([0, 0, 0, 0]))],
                        opset=12)
     assert msg == ("node 'n0' (QuantizeLinear): a per-axis scale (shape [4]) needs opset 13 or later; opset 12 "
@@ -443,20 +441,20 @@ def test_quantize_import_errors(rng):
     assert msg == ("node 'n0' (QuantizeLinear): quantize_linear: per-axis scale has 3 entries but axis 1 of "
                    "input [2, 4] has 4")
     msg = import_error("DequantizeLinear", [np.ones((2, 3), np.int64), Const(np.float32(1.0))])
-    assert msg == ("node 'n0' (DequantizeLinear): input type int64 is not supported; only int8, uint8, int16 "
-                   "and uint16 quantization is")
+    assert msg == ("node 'n0' (DequantizeLinear): input type int64 is not supported; only 8/16/4/2-bit integer "
+                   "and float8/float4 quantization is")
 
 
-def test_float8_zero_point_is_an_import_error(rng):
+def test_float8_zero_point_quantizes_to_float8(rng):
+    """(Refused before opset 19 support: now a float8 zero point gives float8 output, saturated.)"""
     zp = helper.make_tensor("in2", TensorProto.FLOAT8E4M3FN, [], [0.0])
     node = helper.make_node("QuantizeLinear", ["x", "in1", "in2"], ["y"], name="n0")
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT8E4M3FN, [2])],
                               initializer=[helper.make_tensor("in1", TensorProto.FLOAT, [], [1.0]), zp])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
-    with pytest.raises(OnnxImportError, match=r"^node 'n0' \(QuantizeLinear\): zero_point type float8\S* is not "
-                                              r"supported; only int8, uint8, int16 and uint16 quantization is$"):
-        load_onnx(model.SerializeToString())
+    (y,) = interpret(load_onnx(model.SerializeToString()), [np.array([1000.0, 3.0], np.float32)])
+    assert y.dtype.name == "float8_e4m3fn" and y.astype(np.float32).tolist() == [448.0, 3.0]
 
 
 def test_quantize_op_errors(rng):
@@ -464,7 +462,8 @@ def test_quantize_op_errors(rng):
     op_error("quantize_linear", [x.astype(np.int32), np.float32(1)], {},
              r"^quantize_linear: input must be a float tensor, got int32$")
     op_error("quantize_linear", [x, np.float32(1)], {"dtype": "int32"},
-             r"^quantize_linear: output type int32 is not one of int8, uint8, int16, uint16$")
+             r"^quantize_linear: output type int32 is not one of int8, uint8, int16, uint16, int4, uint4, int2, "
+             r"uint2, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float4_e2m1fn$")
     op_error("quantize_linear", [x, np.float32([1, 2, 3]), np.int8([1, 2])], {"axis": 1},
              r"^quantize_linear: zero_point shape \[2\] differs from scale shape \[3\]$")
     op_error("quantize_linear", [x, np.ones((2, 3), np.float32)], {},
