@@ -985,11 +985,10 @@ _QUANT_TYPES = "8/16/4/2-bit integer and float8/float4"
 
 
 def _quant_attrs(c: _Ctx, x: Value) -> dict:
-    """The axis of a per-axis scale; block quantization and pre-13 per-axis scales are errors."""
+    """The axis of a per-axis or blocked scale (block_size, opset 21); pre-13 per-axis scales are errors."""
     block = int(c.attrs.get("block_size", 0))
     if block:
-        raise c.fail(f"block quantization (block_size={block}) is not supported; only per-tensor and "
-                     f"per-axis scales are")
+        return {"axis": _axis_in(len(x.shape), int(c.attrs.get("axis", 1))), "block_size": block}
     scale = c.need(1)
     if scale.type.size != 1 and c.opset < 13:
         raise c.fail(f"a per-axis scale (shape {list(scale.shape)}) needs opset 13 or later; opset {c.opset} "

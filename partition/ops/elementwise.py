@@ -422,8 +422,19 @@ def _quant_float(dtype) -> bool:
 
 
 def _quant_axis(name: str, x: TensorType, scale: TensorType, zp: TensorType | None, attrs: dict) -> int | None:
-    """The axis of a per-axis scale, None for a per-tensor one (a scalar or a one-element 1-D)."""
+    """The axis of a per-axis or blocked scale, None for a per-tensor one (a scalar or a one-element
+    1-D). Blocked (block_size > 0, opset 21): the scale has the input's rank, ceil(size / block_size)
+    along the axis, and each entry serves block_size consecutive elements."""
     check(_is_float(scale.dtype), f"{name}: scale must be a float tensor, got {scale.dtype}")
+    block = int(attrs.get("block_size", 0))
+    if block:
+        axis = norm_axis(attrs.get("axis", 1), len(x.shape), name)
+        want = tuple(-(-d // block) if i == axis else d for i, d in enumerate(x.shape))
+        check(scale.shape == want, f"{name}: blocked scale shape {list(scale.shape)} must be {list(want)} for "
+                                   f"input {list(x.shape)}, axis {axis}, block_size {block}")
+        check(zp is None or zp.shape == scale.shape,
+              f"{name}: zero_point shape {list(zp.shape) if zp else []} differs from scale shape {list(scale.shape)}")
+        return axis
     per_tensor = len(scale.shape) == 0 or scale.shape == (1,)
     if zp is not None:
         # A scalar and a one-element 1-D are both per-tensor; quantizers mix them (onnxruntime's does).
@@ -437,6 +448,14 @@ def _quant_axis(name: str, x: TensorType, scale: TensorType, zp: TensorType | No
           f"{name}: per-axis scale has {scale.shape[0]} entries but axis {axis} of input {list(x.shape)} "
           f"has {x.shape[axis]}")
     return axis
+
+
+def _q_param(v: np.ndarray, axis: int | None, x: np.ndarray, attrs: dict) -> np.ndarray:
+    """scale/zero_point broadcastable against x: per tensor, per axis, or repeated per block."""
+    block = int(attrs.get("block_size", 0))
+    if block:
+        return np.take(np.repeat(v, block, axis=axis), range(x.shape[axis]), axis=axis)
+    return _along(v, axis, x.ndim)
 
 
 def _along(v: np.ndarray, axis: int | None, rank: int) -> np.ndarray:
@@ -468,14 +487,14 @@ def _quantize_compute(args, attrs):
     import ml_dtypes
     acc = np.float64 if x.dtype == np.float64 else np.float32
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        ratio = x.astype(acc) / _along(scale, axis, x.ndim).astype(acc)
+        ratio = x.astype(acc) / _q_param(scale, axis, x, attrs).astype(acc)
         if _quant_float(out):  # the cast rounds; saturate clamps (inf too), else out of range is NaN/inf
-            q = ratio + _along(zp, axis, x.ndim).astype(acc)
+            q = ratio + _q_param(zp, axis, x, attrs).astype(acc)
             if attrs.get("saturate", True):
                 info = ml_dtypes.finfo(out)
                 q = np.clip(q, float(info.min), float(info.max))
             return [q.astype(out)]
-        q = np.rint(ratio) + _along(zp, axis, x.ndim).astype(acc)
+        q = np.rint(ratio) + _q_param(zp, axis, x, attrs).astype(acc)
         info = ml_dtypes.iinfo(out)
         return [np.clip(q, int(info.min), int(info.max)).astype(out)]
 
@@ -499,8 +518,8 @@ def _dequantize_compute(args, attrs):
     # (x - zero_point) exactly in integers, then one multiply in float32 (float16 scales too), as onnxruntime.
     acc = np.float64 if scale.dtype == np.float64 else np.float32
     exact = acc if _quant_float(x.dtype) else np.int64  # float8/float4 values are exact in float32
-    d = (x.astype(exact) - _along(zp, axis, x.ndim).astype(exact)).astype(acc)
-    return [(d * _along(scale, axis, x.ndim).astype(acc)).astype(scale.dtype)]
+    d = (x.astype(exact) - _q_param(zp, axis, x, attrs).astype(exact)).astype(acc)
+    return [(d * _q_param(scale, axis, x, attrs).astype(acc)).astype(scale.dtype)]
 
 
 # ----------------------------------------------------------------------------- table

@@ -421,12 +421,17 @@ def test_dequantize_float16_scale(rng):
 
 def test_quantize_import_errors(rng):
     x = f32(rng, 2, 4)
-    msg = import_error("QuantizeLinear", [x, Const(np.ones((2, 2), np.float32))], {"block_size": 2, "axis": 1})
-    assert msg == ("node 'n0' (QuantizeLinear): block quantization (block_size=2) is not supported; only "
-                   "per-tensor and per-axis scales are")
-    msg = import_error("DequantizeLinear", [x.astype(np.int8), Const(np.ones((2, 2), np.float32))],
-                       {"block_size": 2, "axis": 1})
-    assert "block quantization (block_size=2) is not supported" in msg
+    # blocked scales (opset 21): each scale entry serves block_size elements along the axis
+    for block, width in ((2, 4), (3, 7)):
+        xb = f32(rng, 2, width) * 10
+        scale = Const(rng.uniform(0.5, 2, (2, -(-width // block))).astype(np.float32))
+        zp = Const(rng.integers(-3, 3, (2, -(-width // block))).astype(np.int8))
+        g = import_vs_ort("QuantizeLinear", [xb, scale, zp], {"block_size": block, "axis": 1}, exact=True)
+        q = interpret(g, [xb])[0]
+        import_vs_ort("DequantizeLinear", [q, scale, zp], {"block_size": block, "axis": 1})
+    msg = import_error("QuantizeLinear", [x, Const(np.ones((2, 3), np.float32))], {"block_size": 2, "axis": 1})
+    assert msg == ("node 'n0' (QuantizeLinear): quantize_linear: blocked scale shape [2, 3] must be [2, 2] for "
+                   "input [2, 4], axis 1, block_size 2")
     msg = import_error("QuantizeLinear", [x, Const(np.float32(1.0))], {"output_dtype": TensorProto.INT32})
     assert msg == ("node 'n0' (QuantizeLinear): output_dtype INT32 is not supported; only 8/16/4/2-bit integer "
                    "and float8/float4 quantization is")
