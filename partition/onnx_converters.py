@@ -734,6 +734,16 @@ def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, .
 
 def _conv_transpose(c):
     x, w = c.need(0), c.need(1)
+    if len(x.shape) == 3 and len(w.shape) == 3:
+        # 1-D: as the 2-D op over (N, C, 1, L), the new axis with kernel 1 and no padding
+        for k, fill in (("output_padding", 0), ("output_shape", 1)):
+            if k in c.attrs:
+                c.attrs = {**c.attrs, k: [fill, *c.attrs[k]]}
+        x2 = _lift_1d(c, x)
+        w2 = c.emit("unsqueeze", [w], {"axes": (2,)}, out_names=c.tmp("w2d"))[0]
+        c.ins = [x2, w2] + list(c.ins[2:])
+        y = _conv_transpose(c)[0]
+        return c.emit("squeeze", [y], {"axes": (2,)}, out_names=[c.node.output[0]])
     if len(x.shape) != 4 or len(w.shape) != 4:
         raise c.fail(f"only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape "
                      f"{list(x.shape)}, weight shape {list(w.shape)}")

@@ -551,3 +551,10 @@ def test_low_bit_quantize_and_dequantize_vs_onnx_reference(rng, code, saturate):
     model, feeds = one_node_model("DequantizeLinear", [q, scale, zp], {"axis": 1}, opset=opset)
     got = interpret(load_onnx(model), feeds)[0]
     np.testing.assert_array_equal(got, ReferenceEvaluator(model).run(None, feeds)[0])
+
+
+@pytest.mark.parametrize("attrs", [{}, {"strides": [2], "pads": [1, 0], "output_padding": [1]},
+                                   {"strides": [3], "output_shape": [10]}, {"group": 2, "dilations": [2]}])
+def test_conv_transpose_1d_vs_ort(rng, attrs):
+    x, w = f32(rng, 1, 2, 5), f32(rng, 2, 3, 3)
+    vs_ort("ConvTranspose", [x, w, f32(rng, 3 * attrs.get("group", 1))], attrs, opset=11)

@@ -134,10 +134,11 @@ def test_conv_transpose_errors(rng, attrs, match):
     assert re.search(match, msg), msg
 
 
-def test_conv_transpose_1d_and_3d_fail_clearly(rng):
-    msg = import_error("ConvTranspose", [f32(rng, 1, 2, 5), Const(f32(rng, 2, 3, 3))])
-    assert "only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape [1, 2, 5], " \
-           "weight shape [2, 3, 3]" in msg
+def test_conv_transpose_3d_fails_clearly(rng):
+    # (1-D imports as the 2-D op: tests/partition/test_onnx_opsets.py)
+    msg = import_error("ConvTranspose", [f32(rng, 1, 2, 5, 4, 4), Const(f32(rng, 2, 3, 3, 3, 3))])
+    assert "only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape [1, 2, 5, 4, 4], " \
+           "weight shape [2, 3, 3, 3, 3]" in msg
     with pytest.raises(OpError, match=r"conv_transpose2d: input has 4 channels but weight has 2"):
         run_op("conv_transpose2d", [f32(rng, 1, 4, 3, 3), f32(rng, 2, 3, 3, 3)])
 
