@@ -1115,6 +1115,10 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "BitCast": _bitcast,
     "DFT": _dft,
     "Scan": scan,
+    "ReverseSequence": lambda c: c.emit("reverse_sequence", [c.need(0), c.need(1)], {
+        "batch_axis": int(c.attrs.get("batch_axis", 1)), "time_axis": int(c.attrs.get("time_axis", 0))}),
+    "TensorScatter": lambda c: c.emit("tensor_scatter", [v for v in c.ins if v is not None], {
+        "axis": int(c.attrs.get("axis", -2)), "mode": c.attrs.get("mode", "linear")}),
     "LinearAttention": _linear_attention,
     "Det": _unary("det"),
     "Swish": _with_attrs("swish", alpha=1.0),

@@ -558,3 +558,31 @@ def test_low_bit_quantize_and_dequantize_vs_onnx_reference(rng, code, saturate):
 def test_conv_transpose_1d_vs_ort(rng, attrs):
     x, w = f32(rng, 1, 2, 5), f32(rng, 2, 3, 3)
     vs_ort("ConvTranspose", [x, w, f32(rng, 3 * attrs.get("group", 1))], attrs, opset=11)
+
+
+# ============================================================================ ReverseSequence, TensorScatter
+@pytest.mark.parametrize("batch_axis,time_axis", [(1, 0), (0, 1)])
+def test_reverse_sequence_vs_ort(rng, batch_axis, time_axis):
+    x = f32(rng, 4, 3, 2) if batch_axis == 1 else f32(rng, 3, 4, 2)
+    lens = np.array([4, 1, 0], np.int64) if batch_axis == 1 else np.array([2, 4, 3], np.int64)
+    vs_ort("ReverseSequence", [x, lens], {"batch_axis": batch_axis, "time_axis": time_axis}, opset=10 + 5,
+           exact=True)
+
+
+@pytest.mark.parametrize("mode,axis", [("linear", -2), ("circular", 2), ("linear", 1)])
+def test_tensor_scatter_against_the_spec_loop(rng, mode, axis):
+    past = f32(rng, 2, 3, 6, 4)
+    upd_shape = list(past.shape)
+    upd_shape[axis] = 2
+    update = f32(rng, *upd_shape)
+    ax = axis % 4
+    size = past.shape[ax]
+    starts = np.array([size - 2, 5 if mode == "circular" else 1], np.int64)
+    _, (y,) = ours("TensorScatter", [past, update, starts], {"mode": mode, "axis": axis}, opset=24)
+    want = past.copy()
+    for prefix in np.ndindex(past.shape[:ax]):
+        for s in range(2):
+            j = starts[prefix[0]] + s
+            j = j % size if mode == "circular" else j
+            want[prefix + (j,)] = update[prefix + (s,)]
+    np.testing.assert_array_equal(y, want)
