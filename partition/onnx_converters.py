@@ -942,6 +942,21 @@ def _bitcast(c):
     return c.emit("bitcast", [c.need(0)], {"dtype": _np_dtype(int(c.attrs["to"])).name})
 
 
+def _deform_conv(c):
+    x, w, off = c.need(0), c.need(1), c.need(2)
+    if len(x.shape) != 4 or len(w.shape) != 4:
+        raise c.fail(f"only 2-D deformable convolutions are supported, input shape {list(x.shape)}")
+    attrs = _spatial(c, x, tuple(w.shape[2:]))
+    attrs["groups"] = int(c.attrs.get("group", 1))
+    attrs["offset_groups"] = int(c.attrs.get("offset_group", 1))
+    ins = [x, w, off]
+    bias, mask = c.inp(3), c.inp(4)
+    if mask is not None and bias is None:  # a hole: an absent bias is zeros
+        bias = c.graph.add_const(np.zeros(w.shape[0], x.dtype), c.tmp("bias0")[0], narrow=False)
+    ins += [v for v in (bias, mask) if v is not None]
+    return c.emit("deform_conv", ins, attrs)
+
+
 def _eye_like(c):
     """EyeLike: a constant, since the shape is static (k shifts the diagonal)."""
     x = c.need(0)
@@ -1111,6 +1126,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "BitShift": _bit_shift,
     "EyeLike": _eye_like,
     "GridSample": _grid_sample,
+    "DeformConv": _deform_conv,
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
     "DFT": _dft,

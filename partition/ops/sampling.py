@@ -136,4 +136,76 @@ def _cost(ins, outs, attrs):
     return OpCost(0, outs[0].size * per, sum(t.nbytes for t in ins), outs[0].nbytes)
 
 
-DEFS = [OpDef("grid_sample", _infer, _compute, _cost, "other", (2, 2))]
+# ---------------------------------------------------------------------------- deform_conv
+def _dc_params(ins, attrs):
+    """deform_conv(x, w, offset, bias?, mask?) (ONNX DeformConv, 2-D): every sampling point of a
+    convolution window moved by its offset (bilinear, zeros outside) and scaled by its mask."""
+    x, w, off = ins[0], ins[1], ins[2]
+    check(len(x.shape) == 4 and len(w.shape) == 4, f"deform_conv: only 2-D (NCHW input, 4-D weight) is supported, "
+                                                   f"got {list(x.shape)} and {list(w.shape)}")
+    n, c, h, wd = x.shape
+    oc, cpg, kh, kw = w.shape
+    g, og = int(attrs.get("groups", 1)), int(attrs.get("offset_groups", 1))
+    check(c == cpg * g and oc % g == 0, f"deform_conv: {c} input channels do not fit weight {list(w.shape)} "
+                                        f"in {g} groups")
+    check(c % og == 0, f"deform_conv: {c} channels are not divisible by offset_group {og}")
+    s, d, p = attrs.get("strides", (1, 1)), attrs.get("dilations", (1, 1)), attrs.get("pads", (0, 0, 0, 0))
+    oh = (h + p[0] + p[2] - ((kh - 1) * d[0] + 1)) // s[0] + 1
+    ow = (wd + p[1] + p[3] - ((kw - 1) * d[1] + 1)) // s[1] + 1
+    check(oh >= 1 and ow >= 1, f"deform_conv: no output positions for input {list(x.shape)}")
+    check(off.shape == (n, og * kh * kw * 2, oh, ow),
+          f"deform_conv: offset must have shape {[n, og * kh * kw * 2, oh, ow]}, got {list(off.shape)}")
+    if len(ins) > 3:
+        check(ins[3].shape == (oc,), f"deform_conv: bias must have shape [{oc}], got {list(ins[3].shape)}")
+    if len(ins) > 4:
+        check(ins[4].shape == (n, og * kh * kw, oh, ow),
+              f"deform_conv: mask must have shape {[n, og * kh * kw, oh, ow]}, got {list(ins[4].shape)}")
+    return n, c, h, wd, oc, cpg, kh, kw, g, og, s, d, p, oh, ow
+
+
+def _dc_infer(ins, attrs, ctx):
+    n, _, _, _, oc, _, _, _, _, _, _, _, _, oh, ow = _dc_params(ins, attrs)
+    return [TensorType((n, oc, oh, ow), ins[0].dtype)]
+
+
+def _deform_conv(args, attrs):
+    arrs = [np.asarray(a) for a in args]
+    x, w, off = arrs[0], arrs[1].astype(np.float64), arrs[2].astype(np.float64)
+    n, c, h, wd, oc, cpg, kh, kw, g, og, s, d, p, oh, ow = _dc_params(
+        [TensorType(a.shape, a.dtype.name) for a in arrs], attrs)
+    off = off.reshape(n, og, kh, kw, 2, oh, ow)
+    mask = arrs[4].astype(np.float64).reshape(n, og, kh, kw, oh, ow) if len(arrs) > 4 else np.ones((n, og, kh, kw, oh, ow))
+    rows = (np.arange(oh) * s[0] - p[0])[None, None, :, None] + (np.arange(kh) * d[0])[:, None, None, None]
+    cols = (np.arange(ow) * s[1] - p[1])[None, None, None, :] + (np.arange(kw) * d[1])[None, :, None, None]
+    xf = x.astype(np.float64)
+    batch = np.arange(n).reshape(n, 1, 1, 1, 1)
+    per = c // og
+    sampled = np.zeros((n, c, kh, kw, oh, ow))
+    for gi in range(og):
+        ch = off[:, gi, :, :, 0] + rows  # (N, kh, kw, OH, OW) in pixels
+        cw = off[:, gi, :, :, 1] + cols
+        xs = xf[:, gi * per:(gi + 1) * per]
+        acc = np.zeros((n, kh, kw, oh, ow, per))
+        for (hi, hw, hv), (wi, ww, wv) in itertools.product(_axis_taps(ch, h, "linear", "zeros", True),
+                                                            _axis_taps(cw, wd, "linear", "zeros", True)):
+            acc += np.where(hv & wv, hw * ww, 0.0)[..., None] * xs[batch, :, hi, wi]
+        sampled[:, gi * per:(gi + 1) * per] = np.moveaxis(acc * mask[:, gi][..., None], -1, 1)
+    out = np.empty((n, oc, oh, ow))
+    opg = oc // g
+    for gi in range(g):
+        out[:, gi * opg:(gi + 1) * opg] = np.einsum("nckrij,ockr->noij", sampled[:, gi * cpg:(gi + 1) * cpg],
+                                                    w[gi * opg:(gi + 1) * opg], optimize=True)
+    if len(arrs) > 3:
+        out += arrs[3].astype(np.float64).reshape(1, oc, 1, 1)
+    return [out.astype(x.dtype)]
+
+
+def _dc_cost(ins, outs, attrs):
+    _, _, _, _, _, cpg, kh, kw, _, _, _, _, _, _, _ = _dc_params(ins, attrs)
+    macs = outs[0].size * cpg * kh * kw
+    sample = ins[0].shape[0] * ins[0].shape[1] * kh * kw * outs[0].shape[2] * outs[0].shape[3] * 8
+    return OpCost(macs, 2 * macs + sample, sum(t.nbytes for t in ins), outs[0].nbytes)
+
+
+DEFS = [OpDef("grid_sample", _infer, _compute, _cost, "other", (2, 2)),
+        OpDef("deform_conv", _dc_infer, _deform_conv, _dc_cost, "other", (3, 5))]

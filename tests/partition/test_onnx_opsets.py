@@ -586,3 +586,26 @@ def test_tensor_scatter_against_the_spec_loop(rng, mode, axis):
             j = j % size if mode == "circular" else j
             want[prefix + (j,)] = update[prefix + (s,)]
     np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("attrs,with_bias,with_mask", [
+    ({}, False, False), ({"strides": [2, 1], "pads": [1, 0, 1, 1]}, True, True),
+    ({"group": 2, "offset_group": 2, "dilations": [1, 2]}, False, True)])
+def test_deform_conv_vs_onnx_reference(rng, attrs, with_bias, with_mask):
+    """Offsets move the taps off the grid (some outside the image: zeros); checked against onnx's
+    reference evaluator, and with zero offsets and a unit mask against onnxruntime's Conv."""
+    from onnx.reference import ReferenceEvaluator
+    x, w = f32(rng, 1, 4, 5, 6), f32(rng, 4, 4 // attrs.get("group", 1), 3, 3)
+    model, _ = one_node_model("Conv", [x, w], {k: v for k, v in attrs.items() if k != "offset_group"}, opset=19)
+    oh, ow = ort_node("Conv", [x, w], {k: v for k, v in attrs.items() if k != "offset_group"}, 1, 19)[0].shape[2:]
+    og = attrs.get("offset_group", 1)
+    off = (f32(rng, 1, og * 18, oh, ow) * 1.5).astype(np.float32)
+    ins = [x, w, off, f32(rng, 4) if with_bias else None,
+           rng.uniform(0, 1, (1, og * 9, oh, ow)).astype(np.float32) if with_mask else None]
+    model, feeds = one_node_model("DeformConv", ins, attrs, opset=19)
+    got = interpret(load_onnx(model), feeds)[0]
+    np.testing.assert_allclose(got, ReferenceEvaluator(model).run(None, feeds)[0], rtol=1e-4, atol=1e-5)
+    zero_ins = [x, w, np.zeros_like(off)]
+    model, feeds = one_node_model("DeformConv", zero_ins, attrs, opset=19)
+    conv = ort_node("Conv", [x, w], {k: v for k, v in attrs.items() if k != "offset_group"}, 1, 19)[0]
+    np.testing.assert_allclose(interpret(load_onnx(model), feeds)[0], conv, rtol=1e-4, atol=1e-5)
