@@ -3,7 +3,8 @@ type (the upper bound), and the bound of values computed from such sizes.
 
 Two facts are tracked per imported value (``DynInfo``, shared by a graph and its sub-graphs):
 - *shape-dynamic*: its run-time shape may be smaller than its type. Sources are NonZero,
-  NonMaxSuppression, an If whose branches differ in shape, and the run-time forms of the ops below;
+  NonMaxSuppression, RoiAlign over such boxes, an If whose branches differ in shape, the scan
+  outputs of a Loop that can stop early, and the run-time forms of the ops below;
   any node reading a shape-dynamic value makes shape-dynamic values, except ``shape``/``size``.
 - *bound*: a value computed at run time from such sizes (``Shape`` of a shape-dynamic value and
   the arithmetic on it) also has the value it takes at the bound, computed at import like constant
@@ -76,6 +77,16 @@ class DynInfo:
             t, e = attrs["then_branch"].outputs, attrs["else_branch"].outputs
             shaped = shaped or any(a.shape != b.shape or self.is_shaped(a) or self.is_shaped(b)
                                    for a, b in zip(t, e))
+        if op == "loop" and not shaped:
+            # scan outputs are as long as the max trip count unless the body's condition can stop
+            # the loop early (or the loop is entered with a condition computed at run time)
+            body, k = attrs["body"], int(attrs.get("num_carried", 0))
+            cond = body.outputs[0]
+            early = not (cond.is_const and bool(np.asarray(cond.data).reshape(-1)[0]))
+            early = early or not (inputs[1].is_const and bool(np.asarray(inputs[1].data).reshape(-1)[0]))
+            if early:
+                for o in outputs[k:]:
+                    self.mark_shaped(o)
         if shaped:
             for o in outputs:
                 self.mark_shaped(o)

@@ -200,11 +200,8 @@ def _read_model(path_or_bytes):
     if model.ir_version == 0 or not model.HasField("graph"):
         raise OnnxImportError(f"{label} is not an ONNX model: no IR version or graph in it")
     check_model(model, label)
-    if has_external(model):
-        if base_dir is not None and model is not path_or_bytes:
-            load_external(model, base_dir, label)
-        else:
-            load_external(model, None, label)
+    if has_external(model):  # only a file has a folder to read from; bytes or a proto are refused
+        load_external(model, base_dir, label)
     return model, label
 
 
@@ -441,17 +438,19 @@ class _Importer:
                 check_node_signature(node, self.opset, fail)
             ctx = _Ctx(self, scope, node, name, ins)
             # The converter's own message about a bad input type is the more specific one; the schema
-            # check catches what a converter would accept silently (a STRING tensor in an Add).
+            # check catches what a converter would accept silently (a STRING tensor in an Add), and
+            # names what a converter would crash on.
+            types = [v.dtype if v is not None else None for v in ins]
             try:
                 outs = conv(ctx)
             except OnnxImportError:
                 raise
             except Exception:
                 if standard:
-                    check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
+                    check_input_types(node, self.opset, types, fail)
                 raise
             if standard:
-                check_input_types(node, self.opset, [v.dtype if v is not None else None for v in ins], fail)
+                check_input_types(node, self.opset, types, fail)
             for oname, v in zip(node.output, outs):
                 if oname and v is not None:
                     scope.env[oname] = v

@@ -148,3 +148,23 @@ DETECTORS = {
     "det_fcos": (fcos, _image),
     "det_fasterrcnn": (fasterrcnn, _image),
 }
+
+
+def _torchvision(builder: str, size: int):
+    """One of torchvision's own detector builders at full size (random weights, no download)."""
+    def make():
+        from torchvision.models import detection
+        torch.manual_seed(0)
+        kw = {} if builder.startswith("ssd") else {"min_size": size, "max_size": size}
+        return Detections(getattr(detection, builder)(weights=None, weights_backbone=None, **kw))
+    return make
+
+
+# Full-size torchvision detectors (tens of MB each): for experiments/zoo/check.py, not the test data.
+FULL = {
+    "tv_ssdlite320": (_torchvision("ssdlite320_mobilenet_v3_large", 320), lambda: torch.rand(1, 3, 320, 320)),
+    "tv_fasterrcnn_mnv3_320": (_torchvision("fasterrcnn_mobilenet_v3_large_320_fpn", 320),
+                               lambda: torch.rand(1, 3, 320, 320)),
+    "tv_retinanet_r50_v2": (_torchvision("retinanet_resnet50_fpn_v2", 320), lambda: torch.rand(1, 3, 320, 320)),
+    "tv_fcos_r50": (_torchvision("fcos_resnet50_fpn", 320), lambda: torch.rand(1, 3, 320, 320)),
+}

@@ -5,7 +5,9 @@
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
 architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
 detectors with their full post-processing (experiments/zoo/detection_models.py; needs torchvision),
-whose NAME.npz holds every output (boxes, scores, labels). Needs torch (and onnxscript
+whose NAME.npz holds every output (boxes, scores, labels); ``--set det-full``: torchvision's own
+full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FCOS ResNet-50), random
+weights, tens of MB each. Needs torch (and onnxscript
 for the dynamo exporter) in the running environment; accel-tune does not depend on them. For every
 model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and NAME.dynamo.onnx (torch.export-based
 exporter, opset 18), plus NAME.npz holding the example inputs ('in_0', 'in_1', ...) and torch's own
@@ -78,7 +80,7 @@ def export(name: str, ctor, example, out: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf", "det"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "det", "det-full"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -89,6 +91,8 @@ def main(argv=None) -> int:
         from torch_models import ZOO as models
     elif a.set == "det":
         from detection_models import DETECTORS as models
+    elif a.set == "det-full":
+        from detection_models import FULL as models
     else:
         from hf_models import models
         models = models()

@@ -8,8 +8,9 @@ mutates it from the case's seed, at one of these levels:
 - dtypes and shapes: initializer and input element types (known, STRING, unknown codes), input
   and initializer dims (0, negative, huge, symbolic), raw data shorter or longer than its dims;
 - attributes: a node attribute's type or value (floats for ints, huge, negative, empty, strings);
-- graph rewiring: an input renamed to another value or to nothing defined, two nodes defining one
-  value, a node dropped, nodes reordered, an op type swapped, a graph output renamed;
+- graph rewiring (in the main graph or an If/Loop body): an input renamed to another value or to
+  nothing defined, two nodes defining one value, a node dropped, nodes reordered, an op type
+  swapped, a graph output renamed;
 - external data: location outside the folder (``..``, absolute, a symlink escaping it or to a
   device), a missing file, offsets and lengths beyond the file, junk keys and values.
 
@@ -65,6 +66,22 @@ def _save(model: onnx.ModelProto, src: Path, tmp: Path) -> Path:
     out = tmp / src.name
     out.write_bytes(model.SerializeToString())
     return out
+
+
+def _graphs(g):
+    """``g`` and its sub-graphs (If branches, Loop bodies), so mutations reach inside them too."""
+    yield g
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == AttributeProto.GRAPH:
+                yield from _graphs(a.g)
+            for sub in a.graphs:
+                yield from _graphs(sub)
+
+
+def _pick_graph(rng, m):
+    gs = [g for g in _graphs(m.graph) if len(g.node)]
+    return gs[int(rng.integers(len(gs)))] if gs else m.graph
 
 
 def _graph_values(g) -> list[str]:
@@ -156,7 +173,7 @@ def _shapes(rng, m, tmp, src):
 
 
 def _attributes(rng, m, tmp, src):
-    nodes = [n for n in m.graph.node if len(n.attribute)]
+    nodes = [n for g in _graphs(m.graph) for n in g.node if len(n.attribute)]
     if not nodes:
         return "no attributes", "ok"
     n = nodes[int(rng.integers(len(nodes)))]
@@ -185,7 +202,7 @@ def _attributes(rng, m, tmp, src):
 
 
 def _rewire(rng, m, tmp, src):
-    g = m.graph
+    g = _pick_graph(rng, m)
     nodes = list(g.node)
     if not nodes:
         return "empty graph", "any"
@@ -197,7 +214,7 @@ def _rewire(rng, m, tmp, src):
         return pick, "any"
     if pick == "input undefined" and len(n.input):
         n.input[int(rng.integers(len(n.input)))] = "fuzz_nowhere"
-        return pick, "error"
+        return pick, "error" if g is m.graph else "any"  # a dead branch may never be imported
     if pick == "duplicate output" and len(nodes) > 1 and len(n.output):
         other = g.node[(list(g.node).index(n) + 1) % len(g.node)]
         if len(other.output) and other.output[0] != n.output[0]:

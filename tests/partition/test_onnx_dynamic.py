@@ -284,3 +284,29 @@ def test_floor_mode_pool_larger_than_its_input_is_one_line():
                [("x", F, [1, 2, 5, 5])], [("y", F)])
     with pytest.raises(OnnxImportError, match="kernel 7x7 does not fit the padded 5x5 input"):
         load_onnx(m.SerializeToString())
+
+
+def test_scan_output_of_a_loop_that_stops_early_feeds_a_shape():
+    """A Loop whose body stops when a running sum passes a limit: the scan output is as long as
+    the max trip count in its type and as the trips taken at run time; Shape of it follows."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["tot"], keepdims=0),
+         helper.make_node("Less", ["tot", "limit"], ["cond_out"]),
+         helper.make_node("Identity", ["acc_out"], ["scan"])],
+        "body", [helper.make_tensor_value_info("i", I64, []), helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("acc_in", F, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []), helper.make_tensor_value_info("acc_out", F, [2]),
+         helper.make_tensor_value_info("scan", F, [2])])
+    nodes = [helper.make_node("Loop", ["trips", "", "zero2"], ["acc", "scans"], body=body),
+             helper.make_node("Shape", ["scans"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"]),
+             helper.make_node("Cast", ["n"], ["nf"], to=F),
+             helper.make_node("Mul", ["x", "nf"], ["y"]),
+             helper.make_node("Reshape", ["scans", "m1"], ["flat"])]
+    inits = [_c("trips", np.array(6, np.int64)), _c("zero2", np.zeros(2, np.float32)), _c("zero", np.array(0, np.int64)),
+             _c("limit", np.float32(5.0)), _c("m1", np.array([-1], np.int64))]
+    m = _model(nodes, [("x", F, [2])], [("y", F), ("flat", F)], inits)
+    feeds = [{"x": np.array(v, np.float32)} for v in ([0.5, 0.5], [2.0, 1.0], [0.1, 0.0], [9.0, 9.0])]
+    _, sizes = _same_as_ort(m, feeds)
+    assert len({s[1] for s in sizes}) > 1
