@@ -205,7 +205,14 @@ def _pool_input(c: _Ctx) -> tuple[Value, bool]:
 
 def _maxpool(c):
     if len(c.node.output) > 1 and c.node.output[1]:
-        raise c.fail("the Indices output of MaxPool is not supported")
+        x = c.need(0)
+        if len(x.shape) != 4:
+            raise c.fail(f"the Indices output of MaxPool is supported for 2-D pooling only, input shape {list(x.shape)}")
+        attrs = _pool_attrs(c, x)
+        y = c.emit("max_pool2d", [x], attrs, out_names=[c.node.output[0]])
+        idx = c.emit("max_pool2d_indices", [x], {**attrs, "storage_order": int(c.attrs.get("storage_order", 0))},
+                     out_names=[c.node.output[1]])
+        return y + idx
     if len(c.need(0).shape) == 5:
         return _pool3d(c, "max_pool3d")
     x, one_d = _pool_input(c)

@@ -535,6 +535,28 @@ def _max_pool(args, attrs):
     return [win.max(axis=(4, 5)).astype(x.dtype, copy=False)]
 
 
+def _max_pool_indices(args, attrs):
+    """ONNX MaxPool's Indices output: the flat input index of each window's first maximum, row
+    major over (N, C, H, W) (storage_order 0) or with H and W swapped (1)."""
+    x = np.asarray(args[0])
+    fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
+    win, (pt, pl, _, _, _, _) = _pool_windows(x, attrs, "max_pool2d", fill)
+    (kh, kw), strides, _, dil, _ = _pool_params("max_pool2d", attrs)
+    n, c, oh, ow = win.shape[:4]
+    best = win.reshape(n, c, oh, ow, kh * kw).argmax(axis=-1)
+    r, s = np.divmod(best, kw)
+    h = np.arange(oh)[:, None] * strides[0] - pt + r * dil[0]
+    w = np.arange(ow)[None, :] * strides[1] - pl + s * dil[1]
+    hh, ww = x.shape[2:]
+    plane = (np.arange(n)[:, None, None, None] * c + np.arange(c)[None, :, None, None]) * hh * ww
+    within = h * ww + w if not int(attrs.get("storage_order", 0)) else w * hh + h
+    return [(plane + within).astype(np.int64)]
+
+
+def _infer_pool_indices(ins, attrs, ctx):
+    return [TensorType(_infer_pool("max_pool2d")(ins, attrs, ctx)[0].shape, "int64")]
+
+
 def _avg_pool(args, attrs):
     x = np.asarray(args[0])
     win, (pt, pl, pb, pr, eh, ew) = _pool_windows(x, attrs, "avg_pool2d", 0)
@@ -1313,6 +1335,7 @@ DEFS = [
     OpDef("batch_norm", _infer_batch_norm, _batch_norm, elementwise_cost(2), "norm", (5, 5)),
     OpDef("max_pool2d", _infer_pool("max_pool2d"), _max_pool, _cost_pool(0), "pool", (1, 1)),
     OpDef("avg_pool2d", _infer_pool("avg_pool2d"), _avg_pool, _cost_pool(1), "pool", (1, 1)),
+    OpDef("max_pool2d_indices", _infer_pool_indices, _max_pool_indices, _cost_pool(0), "other", (1, 1)),
     OpDef("global_avg_pool2d", _infer_gap, _gap,
           lambda i, o, a: OpCost(0, i[0].size + o[0].size, _nbytes(i), _nbytes(o)), "pool", (1, 1)),
     OpDef("conv3d", _infer_conv3d, _conv3d, _cost_conv3d, "conv", (2, 3)),

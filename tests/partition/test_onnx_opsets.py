@@ -609,3 +609,13 @@ def test_deform_conv_vs_onnx_reference(rng, attrs, with_bias, with_mask):
     model, feeds = one_node_model("DeformConv", zero_ins, attrs, opset=19)
     conv = ort_node("Conv", [x, w], {k: v for k, v in attrs.items() if k != "offset_group"}, 1, 19)[0]
     np.testing.assert_allclose(interpret(load_onnx(model), feeds)[0], conv, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2]}, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [3, 2], "dilations": [2, 1], "storage_order": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}])
+def test_max_pool_indices_vs_ort(rng, attrs):
+    x = f32(rng, 2, 3, 7, 8)
+    x[0, 0, :2, :2] = 5.0  # ties: the first maximum
+    vs_ort("MaxPool", [x], attrs, opset=12, n_out=2, exact=True)

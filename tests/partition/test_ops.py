@@ -815,7 +815,7 @@ def test_every_canonical_op_is_registered():
     # opsets 22..28 (issue 14, branch onnxops)
     canonical += """tan asin acos atan sinh cosh asinh acosh atanh swish bitwise_and bitwise_or bitwise_xor
         bitwise_not bit_shift cumprod reduce_log_sum grid_sample rnn bitcast dft det linear_attention
-        reverse_sequence tensor_scatter deform_conv""".split()
+        reverse_sequence tensor_scatter deform_conv max_pool2d_indices""".split()
     canonical += """non_zero shape size dyn_reshape dyn_slice dyn_topk dyn_expand dyn_tile
         constant_of_shape range roi_align dyn_split""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
     assert sorted(canonical) == sorted(OPS)

@@ -241,7 +241,8 @@ def test_avg_pool3d_needs_float():
 def test_import_errors_are_one_line(rng):
     x = f32(rng, 1, 2, 4, 4, 4)
     msg = import_error("MaxPool", [x], {"kernel_shape": [2, 2, 2]}, n_out=2)
-    assert msg == "node 'n0' (MaxPool): the Indices output of MaxPool is not supported"
+    assert msg == ("node 'n0' (MaxPool): the Indices output of MaxPool is supported for 2-D pooling only, "
+                   "input shape [1, 2, 4, 4, 4]")
     msg = import_error("AveragePool", [x], {"kernel_shape": [2, 2]})
     assert msg == ("node 'n0' (AveragePool): kernel_shape [2, 2] must have 3 entries for the 5-D input of "
                    "shape [1, 2, 4, 4, 4]")
