@@ -68,9 +68,9 @@ def test_stationary_then_moving_fetches_whole_tile():
 
 def test_distinct_tiles_multicast_and_diagonal():
     ds = DataSpace("I", ((("C", 1),), (("S", 1), ("Q", 1))))
-    assert distinct_tiles(ds, [("M", 4)]) == 1             # M does not index I: multicast
-    assert distinct_tiles(ds, [("C", 3), ("M", 4)]) == 3
-    assert distinct_tiles(ds, [("S", 3), ("Q", 4)]) == 6   # same level diagonal: q+s takes 6 values
+    assert distinct_tiles(ds, [("M", 4, 1)]) == 1             # M does not index I: multicast
+    assert distinct_tiles(ds, [("C", 3, 1), ("M", 4, 1)]) == 3
+    assert distinct_tiles(ds, [("S", 3, 1), ("Q", 4, 1)]) == 6   # same level diagonal: q+s takes 6 values
 
 
 def test_json_contract_shape_innermost_first():
