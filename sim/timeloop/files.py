@@ -35,7 +35,13 @@ def read_merged(paths: Iterable[str | os.PathLike]) -> dict[str, Any]:
         if p.suffix.lower() in (".jinja", ".jinja2", ".j2"):
             raise TimeloopError(f"{p}: Jinja2 templates are not supported; give the rendered files "
                                 f"(e.g. Timeloop's parsed-processed-input.yaml)")
-        doc = read_config(p, "Timeloop file", TimeloopError, yaml_tags=TAGS)
+        try:
+            doc = read_config(p, "Timeloop file", TimeloopError, yaml_tags=TAGS)
+        except TimeloopError:
+            if _has_template_syntax(p):
+                raise TimeloopError(f"{p}: holds Jinja2 template syntax ({{{{ ... }}}} or {{% ... %}}); render "
+                                    f"it first (e.g. give Timeloop's parsed-processed-input.yaml)") from None
+            raise
         if doc is None:
             continue
         if not isinstance(doc, dict):
@@ -47,3 +53,13 @@ def read_merged(paths: Iterable[str | os.PathLike]) -> dict[str, Any]:
                 continue
             merged[k] = v
     return merged
+
+
+def _has_template_syntax(p: Path) -> bool:
+    """Called only after the file was read once as a regular text file within the size cap."""
+    try:
+        with open(p, "rb") as f:
+            text = f.read(1 << 20)
+    except OSError:
+        return False
+    return b"{{" in text or b"{%" in text

@@ -3,8 +3,9 @@ files in either form and compare an evaluation with what Timeloop printed.
 
 Forms: ``processed`` = the front end's ``parsed-processed-input.yaml`` (+ the mapper's map file
 for mapper runs) + ERT + ART; ``split`` = the user's arch/problem/map/constraints files + ERT +
-ART (a mapper run's found mapping as the map file). Cases assembled by a Jinja2 top template have
-no split form here (``None``): their split files are only meaningful after rendering.
+ART (a mapper run's found mapping as the map file). Cases whose split files are Jinja2 templates (a
+top template, or ``{{ }}`` placeholders filled by the run script) have no split form here
+(``None``): their split files are only meaningful after rendering.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ def write_inputs(case: dict[str, Any], form: str, out_dir: str | Path) -> list[P
             put("timeloop-mapper.map.yaml", inp["evaluated_mapping_yaml"])
     elif form == "split":
         files = inp["files"]
-        if any(f["role"] == "top_template" for f in files):
+        if write_inputs_form_missing(case):
             return None
         roles = [f for f in files if f["role"] in SPLIT_ROLES]
         if not any(f["role"] == "arch" for f in roles):
@@ -98,3 +99,57 @@ def compare(ev: Evaluation, case: dict[str, Any]) -> list[Row]:
     rows.append(Row("-", "-", "computes", ev.computes, ref["summary"]["computes"]))
     rows.append(Row("-", "-", "energy_pj", ev.energy_pj, ref["summary"]["derived"]["total_energy_pJ_from_fJ_per_compute"]))
     return rows
+
+
+def validate_case(case: dict[str, Any], form: str) -> dict[str, Any] | None:
+    """One case in one form: every row, the mismatches, and the energy error; None when the case
+    has no such form. Inputs we refuse are a result too (``error``), never an exception."""
+    import tempfile
+
+    from . import TimeloopError, evaluate
+    with tempfile.TemporaryDirectory() as td:
+        paths = write_inputs(case, form, td)
+        if paths is None:
+            return None
+        try:
+            ev = evaluate(paths)
+        except TimeloopError as e:
+            return {"case": case["case_id"], "form": form, "error": str(e), "ok": False}
+    rows = compare(ev, case)
+    bad = [r for r in rows if not r.ok]
+    e_ref = case["reference"]["summary"]["derived"]["total_energy_pJ_from_fJ_per_compute"]
+    counts = [r for r in rows if r.what in ("reads", "fills", "updates")]
+    return {"case": case["case_id"], "form": form, "ok": not bad,
+            "counts_equal": sum(r.ok for r in counts), "counts": len(counts),
+            "cycles": ev.cycles, "cycles_timeloop": case["reference"]["summary"]["cycles"],
+            "energy_pj": ev.energy_pj, "energy_pj_timeloop": e_ref,
+            "energy_rel_err": abs(ev.energy_pj - e_ref) / e_ref if e_ref else 0.0,
+            "rows": [r.__dict__ | {"ok": r.ok} for r in rows],
+            "mismatches": [r.__dict__ for r in bad]}
+
+
+def validate_dir(folder: str | Path) -> dict[str, Any]:
+    """Every ``*.json`` case of the oracle folder in both forms, and a summary."""
+    files = sorted(Path(folder).glob("*.json"))
+    if not files:
+        raise ValueError(f"no Timeloop oracle cases (*.json) in {folder}")
+    results = []
+    for f in files:
+        case = load_case(f)
+        for form in ("processed", "split"):
+            r = validate_case(case, form)
+            if r is not None:
+                results.append(r)
+    return {"results": results,
+            "summary": {"cases": len(files), "runs": len(results), "runs_exact": sum(r["ok"] for r in results),
+                        "max_energy_rel_err": max((r.get("energy_rel_err", 1.0) for r in results), default=0.0),
+                        "without_split_form": [load_case(f)["case_id"] for f in files
+                                               if write_inputs_form_missing(load_case(f))]}}
+
+
+def write_inputs_form_missing(case: dict[str, Any]) -> bool:
+    """True when the case has no split form here (a Jinja2-assembled example design)."""
+    files = case["inputs"]["files"]
+    templated = any("{{" in f["text"] or "{%" in f["text"] for f in files if f["role"] in SPLIT_ROLES)
+    return (templated or any(f["role"] == "top_template" for f in files)
+            or not any(f["role"] == "arch" for f in files))
