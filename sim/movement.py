@@ -216,6 +216,28 @@ def _distinct_between(mapping: Mapping, nest: Nest, ds: DataSpace, lo: int, hi: 
     return math.prod(distinct_tiles(ds, spatial_loops(mapping, nest, j)) for j in range(lo, hi))
 
 
+def mac_side_accesses(mapping: Mapping, nest: Nest, ds: DataSpace, inner: int, t_all: int) -> int:
+    """Words of ``ds`` the innermost keeper (level ``inner``) exchanges with the MACs under one
+    instance: operands read, or partial sums written.
+
+    Timeloop counts these at the innermost loop of the whole nest. When that loop is temporal
+    (the innermost storage level has no spatial fan-out to the MACs), every MAC cycle is one
+    access per distinct operand among the MACs: ``t_all`` x distinct. When it is spatial (the
+    innermost storage level, often a spatial-only container level, fans out to the MACs and has
+    no temporal loop inside it), the operands reach the MACs as the deltas of that spatial box
+    over all temporal loops, with the same reset-on-stride-change rule as any tile: an operand
+    that stays put while a temporal loop runs is not read again.
+    """
+    last = len(mapping.levels) - 1
+    lm = mapping.levels[last]
+    if not any(f > 1 for _, f in lm.spatial_x + lm.spatial_y):
+        return t_all * _distinct_between(mapping, nest, ds, inner, last + 1)
+    box = ds.extents({d: lm.s(d) for d in nest.dim_names})
+    per_box = delta_sum(ds, box, step_loops(mapping, nest, last + 1))
+    # spatial loops between the keeper and the innermost level multiply the boxes it serves
+    return per_box * _distinct_between(mapping, nest, ds, inner, last)
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -243,7 +265,7 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
             pspan = {d: full_span[d] * math.prod(lm.s(d) for lm in mapping.levels[i:]) for d in dims}
             part[i] = ds.tile_words(pspan)
         inner = keepers[-1]
-        to_macs = t_all * _distinct_between(mapping, nest, ds, inner, n)
+        to_macs = mac_side_accesses(mapping, nest, ds, inner, t_all)
         for pos, i in enumerate(keepers):
             child = keepers[pos + 1] if pos + 1 < len(keepers) else None
             outermost = pos == 0

@@ -149,13 +149,28 @@ def recount(hier: Hierarchy, nest: Nest, mapping: Mapping, extrapolate: bool = T
             return len(seen)
 
         def mac_accesses(i) -> int:
-            """Per cycle, the distinct operand points among the MACs under instance 0 of level i."""
-            sp = spatial_between(i, n)
-            total = 0
-            for idx, wt in _weights([loops[k] for k in temporal_all], False):
-                fixed = dict(zip(temporal_all, idx))
-                total += len(w.touched(ds, fixed, sp))
-            return total
+            """Words the MACs under instance 0 of level i exchange with it. Without spatial loops
+            at the innermost level: per cycle, the distinct operand points among those MACs.
+            With them: the deltas (stride-reset rule) of the box those loops span, walked over
+            every temporal loop, per distinct box among the boxes under instance 0 of i."""
+            last_sp = [k for k, lp in enumerate(loops) if lp.spatial and lp.level == n - 1]
+            if not last_sp:
+                sp = spatial_between(i, n)
+                total = 0
+                for idx, _ in _weights([loops[k] for k in temporal_all], False):
+                    total += len(w.touched(ds, dict(zip(temporal_all, idx)), sp))
+                return total
+            outer_sp = spatial_between(i, n - 1)
+            walks = []
+            for sidx in itertools.product(*(range(loops[k].factor) for k in outer_sp)):
+                st = _StrideState()
+                seq = []
+                for idx, wt in _weights([loops[k] for k in temporal_all], extrapolate):
+                    fixed = {**dict(zip(outer_sp, sidx)), **dict(zip(temporal_all, idx))}
+                    seq.append((st.delta(w.tile(ds, fixed, last_sp)), wt))
+                walks.append(seq)
+            return sum(sum(len(x) for x in {wk[s][0] for wk in walks}) * walks[0][s][1]
+                       for s in range(len(walks[0])))
 
         arrivals, part = {}, {}
         for i in keepers:
