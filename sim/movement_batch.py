@@ -124,6 +124,7 @@ class _Structure:
                 rows.append(row)
                 owner.append(s)
         self.P = np.array(rows)                          # [R, D] all ranks of all data spaces
+        self.Pf = self.P.T.astype(np.float64)
         self.owner = np.array(owner)                     # [R] data space of each rank
         self.starts = np.array([owner.index(s) for s in range(self.S)])
         # dims that index two ranks of one data space: distinct tiles are not a product of ranks
@@ -162,6 +163,10 @@ class _Structure:
         self.wbw = np.array([np.inf if x.write_bandwidth is None else x.write_bandwidth for x in lv])
         self.mac_pj = hier.arithmetic.mac_pj
         self.macs = nest.macs
+
+    def project(self, span_minus_1: np.ndarray) -> np.ndarray:
+        """``x @ P.T`` in floating point (BLAS; integer matmul has none), exact below 2**53."""
+        return np.rint(span_minus_1.astype(np.float64) @ self.Pf).astype(np.int64)
 
     def per_space(self, x: np.ndarray) -> np.ndarray:
         """Product over each data space's ranks of ``x[..., R]`` -> ``[..., S]``."""
@@ -260,7 +265,7 @@ def check_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> np.ndarray:
     mark((m.spatial_y.prod(axis=2) > st.fan[:, 1]).any(axis=1), BAD_FANOUT_Y)
     mark((m.keep & ~st.may_keep).any(axis=(1, 2)), BAD_KEEP)
     mark(~m.keep[:, 0].all(axis=1), BACKING_STORE)
-    tile = st.per_space(1 + (inner - 1) @ st.P.T)                   # [B, L, S]
+    tile = st.per_space(1 + st.project(inner - 1))                  # [B, L, S]
     words = (tile * m.keep).sum(axis=2)
     mark(((st.cap >= 0) & (words > st.cap)).any(axis=1), OVERFLOW)
     return code
@@ -273,12 +278,12 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvalua
     T = m.temporal
     sp, inner, below = _spans(m)
     P = st.P                                                        # [R, D]
-    ext = 1 + (inner - 1) @ P.T                                     # [B, L, R] tile extents
+    ext = 1 + st.project(inner - 1)                                 # [B, L, R] tile extents
     tile = st.per_space(ext)                                        # [B, L, S]
     t_all = T.prod(axis=(1, 2))
     tdim = T.prod(axis=1)                                           # [B, D]
     sp_inner = np.cumprod(sp[:, ::-1], axis=1)[:, ::-1]             # spatial at levels >= i
-    part = st.per_space(1 + (tdim[:, None, :] * sp_inner - 1) @ P.T)
+    part = st.per_space(1 + st.project(tdim[:, None, :] * sp_inner - 1))
 
     # the temporal loop sequence, outermost first: level by level, each in its permutation order
     f = np.take_along_axis(T, m.perm, axis=2).reshape(B, L * D)
@@ -339,7 +344,7 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvalua
         run = np.where(keep[:, i], i, run)
 
     last_sp = sp[:, L - 1].prod(axis=1) > 1                         # innermost loop of the nest spatial?
-    box = 1 + (sp[:, L - 1] - 1) @ P.T                              # [B, R]
+    box = 1 + st.project(sp[:, L - 1] - 1)                          # [B, R]
     per_box = arrivals(L * D, box)
     base_t = t_all[:, None] * between(inner_keeper, np.full_like(inner_keeper, L))
     base_s = per_box * between(inner_keeper, np.full_like(inner_keeper, L - 1))
