@@ -3,7 +3,7 @@
 168 PEs on a 14 x 12 mesh) for VGG-16 conv layer 5 (C128 M256 R3 S3 P56 Q56, as in Timeloop's
 exercise 06), and the one-by-one model (``sim.movement.evaluate``) for comparison.
 
-    python experiments/bench/multilevel_speed.py [--json] [--n 400000] [--chunk 50000] [--seed 0]
+    python experiments/bench/multilevel_speed.py [--json] [--n 400000] [--chunk 4096] [--seed 0]
 
 Random mappings (every prime factor of every dim placed on a random temporal or spatial slot of a
 random level, random loop orders, random bypass where a level may choose) are drawn as arrays,
@@ -82,7 +82,7 @@ def random_arrays(hier: Hierarchy, nest, n: int, rng) -> MappingArrays:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=400_000, help="random mappings drawn")
-    ap.add_argument("--chunk", type=int, default=50_000, help="mappings per evaluate_batch call")
+    ap.add_argument("--chunk", type=int, default=4096, help="mappings per evaluate_batch call")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
