@@ -154,6 +154,7 @@ class _Structure:
         self.cap = np.array([-1 if x.capacity_words is None else x.capacity_words for x in lv])
         self.may_keep = np.array([[x.may_keep(ds.name) for ds in nest.data_spaces] for x in lv])
         self.fan = np.array([hier.fanout(i) for i in range(self.L)])          # [L, 2]
+        self.fan_levels = np.array([i for i in range(self.L) if tuple(self.fan[i]) != (1, 1)], np.int64)
         self.inst = np.array([x.instances for x in lv])
         self.cluster = np.array([x.cluster_size for x in lv])
         self.block = np.array([x.block_size for x in lv])
@@ -216,12 +217,14 @@ def _distinct(st: _Structure, m: MappingArrays, below: np.ndarray) -> tuple[np.n
     per_rank = np.ones((B, L, R), np.int64)
     per_rank[:, :, st.single_ranks] = sp[:, :, st.single_dims]
     bad = np.zeros(B, bool)
+    fl = st.fan_levels            # a legal mapping has spatial loops only where a level fans out
+    sx, sy, bl = m.spatial_x[:, fl], m.spatial_y[:, fl], below[:, fl]
     for r in st.multi_ranks:
         fs, coefs = [], []
         for d in np.flatnonzero(st.P[r]):
             c = st.P[r, d]
-            fs += [m.spatial_x[:, :, d], m.spatial_y[:, :, d]]
-            coefs += [c * m.spatial_y[:, :, d] * below[:, :, d], c * below[:, :, d]]
+            fs += [sx[:, :, d], sy[:, :, d]]
+            coefs += [c * sy[:, :, d] * bl[:, :, d], c * bl[:, :, d]]
         f = np.stack(fs, axis=2)                              # [B, L, terms]
         a = np.stack(coefs, axis=2)
         nu = f > 1
@@ -236,16 +239,16 @@ def _distinct(st: _Structure, m: MappingArrays, below: np.ndarray) -> tuple[np.n
             a2 = np.take_along_axis(a, order[:, :, 1:2], 2)[:, :, 0]
             g = np.gcd(a1, a2)
             two = f1 * f2 - np.maximum(0, f1 - a2 // g) * np.maximum(0, f2 - a1 // g)
-            per_rank[:, :, r] = np.where(cnt == 2, two, prod)
+            per_rank[:, fl, r] = np.where(cnt == 2, two, prod)
         else:
-            per_rank[:, :, r] = prod
+            per_rank[:, fl, r] = prod
         # three or more spatial terms in one rank: count the offsets of those (row, level) pairs
         for b, j in zip(*np.nonzero(cnt > 2)):
             vals = np.zeros(1, np.int64)
             for ft, at in zip(f[b, j], a[b, j]):
                 if ft > 1:
                     vals = (vals[:, None] + at * np.arange(ft)[None, :]).ravel()
-            per_rank[b, j, r] = np.unique(vals).size
+            per_rank[b, fl[j], r] = np.unique(vals).size
     for dims_twice in st.shared_dims:
         bad |= ((m.spatial_x[:, :, dims_twice] * m.spatial_y[:, :, dims_twice]) > 1).any(axis=(1, 2))
     return st.per_space(per_rank), bad
