@@ -158,7 +158,10 @@ def _tables(doc: Any, key: str, what: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise TimeloopError(f"{key} must be a mapping")
     out = {}
-    for t in doc.get("tables") or doc.get("table_summary") or []:
+    tables = doc.get("tables") or doc.get("table_summary") or []
+    if not isinstance(tables, list):
+        raise TimeloopError(f"{key}: 'tables' must be a list")
+    for t in tables:
         if not isinstance(t, dict) or "name" not in t:
             raise TimeloopError(f"{key}: each {what} table needs a name")
         base = _split_name(str(t["name"]))[0].split(".")[-1]
@@ -173,6 +176,10 @@ def _action_energy(entry: dict[str, Any] | None, action: str) -> float | None:
     if not found:
         return None
     return float(_num(found[0].get("energy"), f"ERT {entry.get('name')} {action}"))
+
+
+def _area(entry: dict[str, Any] | None) -> float:
+    return float(_num(entry.get("area", 0.0), f"ART {entry.get('name')} area")) if entry else 0.0
 
 
 def hierarchy(merged: dict[str, Any]) -> Hierarchy:
@@ -235,7 +242,7 @@ def hierarchy(merged: dict[str, Any]) -> Hierarchy:
                 read_bandwidth=None if rbw is None else float(_num(rbw, f"{where} read_bandwidth")),
                 write_bandwidth=None if wbw is None else float(_num(wbw, f"{where} write_bandwidth")),
                 read_pj=rd, fill_pj=wr, update_pj=up, leak_pj_per_cycle=leak or 0.0,
-                area_um2=float(art_e.get("area", 0.0)) if art_e else 0.0))
+                area_um2=_area(art_e)))
         except HierarchyError as err:
             raise TimeloopError(f"architecture: {err}") from None
     mac = comps[-1]
@@ -247,6 +254,6 @@ def hierarchy(merged: dict[str, Any]) -> Hierarchy:
     try:
         return Hierarchy(tuple(levels), Arithmetic(mac.name, instances=mac.instances, mesh_x=mac.mesh_x,
                                                    mesh_y=mac.mesh_y, mac_pj=compute,
-                                                   area_um2=float(art_e.get("area", 0.0)) if art_e else 0.0))
+                                                   area_um2=_area(art_e)))
     except HierarchyError as err:
         raise TimeloopError(f"architecture: {err}") from None

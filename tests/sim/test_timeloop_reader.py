@@ -152,3 +152,17 @@ def test_factor_spellings(tmp_path):
                          hier, nest)
         m.check(hier, nest)
         assert m.levels[0].t("K") == 2 and m.levels[1].sx("K") == 4
+
+
+@pytest.mark.parametrize("over", [
+    {"map": MAP.replace("target: Main,", "target: {a: 1},")},
+    {"map": MAP.replace("keep: [Weights, Outputs]", "keep: [{x: 1}]")},
+    {"ert": ERT.replace("tables:", "tables: true\n  other:")},
+    {"arch": ARCH.replace("depth: 64", "depth: .nan")},
+    {"problem": PROBLEM.replace("K: 8,", "K: [8],")},
+    {"map": MAP.replace("permutation: RPK", "permutation: [R, {P: 1}, K]")},
+])
+def test_values_of_the_wrong_type_give_one_line(tmp_path, over):
+    with pytest.raises(TimeloopError) as e:
+        evaluate(files(tmp_path, **over))
+    assert "\n" not in str(e.value)
