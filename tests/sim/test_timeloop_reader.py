@@ -181,4 +181,6 @@ def test_expressions_over_variables_and_container_attributes(tmp_path):
     fs = files(tmp_path, arch="variables: {DW: 8, DEPTH: 128}\n" + arch)
     hier, _, _ = load(fs)
     assert hier.levels[2].capacity_words == 64 and hier.levels[2].word_bits == 8
-    assert evaluate(fs).to_json() == evaluate(files(tmp_path / "plain" if (tmp_path / "plain").mkdir() is None else tmp_path)).to_json()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert evaluate(fs).to_json() == evaluate(files(plain)).to_json()
