@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(a.seed)
     arrays = random_arrays(hier, nest, a.n, rng)
 
-    c0, w0 = time.process_time(), time.perf_counter()
+    c0 = time.process_time()
     codes = check_batch(hier, nest, arrays)
-    check_cpu, check_wall = time.process_time() - c0, time.perf_counter() - w0
+    check_cpu = time.process_time() - c0
     legal = arrays.take(np.flatnonzero(codes == OK))
     nl = len(legal)
     evaluate_batch(hier, nest, legal.take(slice(0, min(nl, 1000))))          # warm-up

@@ -1,6 +1,5 @@
 """movement_batch (vectorised, closed form) == movement.evaluate (per mapping) on random legal
 mappings, and check_batch == Mapping.check on random (often illegal) ones."""
-import math
 
 import numpy as np
 import pytest
