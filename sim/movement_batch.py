@@ -274,9 +274,38 @@ def check_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> np.ndarray:
     return code
 
 
-def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvaluation:
-    """Counts, cycles and energy of every mapping (assumed legal: filter with ``check_batch``)."""
+def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = "auto") -> BatchEvaluation:
+    """Counts, cycles and energy of every mapping (assumed legal: filter with ``check_batch``).
+    ``engine``: ``numpy`` (this module's array form), ``jit`` (``sim.movement_jit``, the same
+    closed form compiled per mapping with numba, the ``fast`` extra) or ``auto`` (jit when numba
+    is installed). Both give the same numbers (tested)."""
+    from . import movement_jit
+    if engine not in ("auto", "numpy", "jit"):
+        raise ValueError(f"engine must be auto, numpy or jit, got {engine!r}")
+    if engine == "jit" and not movement_jit.available():
+        raise ValueError("engine='jit' needs numba (pip install 'accel-tune[fast]')")
     st = _structure(hier, nest)
+    if engine == "jit" or (engine == "auto" and movement_jit.available()):
+        reads, fills, updates, util, tcyc, cycles, energy, flagged = movement_jit.run(st, m)
+        return _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged)
+    return _evaluate_numpy(hier, nest, m, st)
+
+
+def _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged) -> BatchEvaluation:
+    """Rows the closed form does not count, evaluated one by one with ``movement.evaluate``."""
+    nfb = int(flagged.sum())
+    for b in np.flatnonzero(flagged):
+        ev = evaluate_one(hier, nest, m.mapping(hier, nest, b), check=False)
+        for i, lvr in enumerate(ev.levels):
+            got = dict(lvr.tensors)
+            for s, ds in enumerate(nest.data_spaces):
+                c = got.get(ds.name)
+                reads[b, i, s], fills[b, i, s], updates[b, i, s] = (c.reads, c.fills, c.updates) if c else (0, 0, 0)
+        energy[b], cycles[b] = ev.energy_pj, ev.cycles
+    return BatchEvaluation(reads, fills, updates, util, tcyc, cycles, energy, nfb)
+
+
+def _evaluate_numpy(hier: Hierarchy, nest: Nest, m: MappingArrays, st: "_Structure") -> BatchEvaluation:
     B, L, D, S = len(m), st.L, st.D, st.S
     T = m.temporal
     sp, inner, below = _spans(m)
@@ -384,16 +413,6 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvalua
     energy = energy + st.macs * st.mac_pj
 
     # rows whose spatial offsets the closed form does not count: evaluated exactly one by one
-    nfb = int(diag.sum())
-    if nfb:
-        reads, fills, updates = reads.copy(), fills.copy(), updates.copy()
-        energy, cycles = energy.copy(), cycles.copy()
-        for b in np.flatnonzero(diag):
-            ev = evaluate_one(hier, nest, m.mapping(hier, nest, b), check=False)
-            for i, lvr in enumerate(ev.levels):
-                got = dict(lvr.tensors)
-                for s, ds in enumerate(nest.data_spaces):
-                    c = got.get(ds.name)
-                    reads[b, i, s], fills[b, i, s], updates[b, i, s] = (c.reads, c.fills, c.updates) if c else (0, 0, 0)
-            energy[b], cycles[b] = ev.energy_pj, ev.cycles
-    return BatchEvaluation(reads, fills, updates, util, t_all, cycles, energy, nfb)
+    return _fallback(hier, nest, m, reads.copy(), fills.copy(), updates.copy(), util, t_all, cycles.copy(),
+                     energy.copy(), diag)
+
