@@ -20,10 +20,11 @@ def available() -> bool:
     return numba is not None
 
 
-def _arrivals(ext, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, rank_hi, S, out):
+def _arrivals(ext, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, rank_hi, S, need, out):
     """Weighted fetches of a box with extents ``ext[R]`` over the loops before position Q, for
     every data space (into ``out[S]``). ``A[j, r]``: loop j's projected step less the steps of
-    every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]."""
+    every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]. Data spaces
+with ``need[s]`` false are skipped (a level that does not keep them)."""
     # the innermost non-unit loop above Q
     last = -1
     n_above = 0
@@ -32,6 +33,9 @@ def _arrivals(ext, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, ran
             last = k
             n_above = k + 1
     for s in range(S):
+        if not need[s]:
+            out[s] = 0
+            continue
         full = 1
         for r in range(rank_lo[s], rank_hi[s]):
             full *= ext[r]
@@ -124,6 +128,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
     rank_dist = np.empty(R, np.int64)
     tomac = np.empty(S, np.int64)
     tdim = np.empty(D, np.int64)
+    all_s = np.ones(S, np.bool_)
     spin = np.empty((L + 1, D), np.int64)
     for b in range(B):
         flag[b] = 0
@@ -155,6 +160,9 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 spin[l, d] = spin[l + 1, d] * sp[l, d]
         for l in range(L):
             for s in range(S):
+                if not (rw[s] and KEEP[b, l, s]):   # only read-write tensors use it
+                    part[l, s] = 0
+                    continue
                 prod = 1
                 for r in range(rank_lo[s], rank_hi[s]):
                     acc = 1
@@ -185,7 +193,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 suf[j, r] = suf[j + 1, r] + step
                 A[j, r] = step - suf[j + 1, r]
         for l in range(L):
-            _arrivals(ext[l], l * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, tmp)
+            _arrivals(ext[l], l * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP[b, l], tmp)
             for s in range(S):
                 arr[l, s] = tmp[s]
         # distinct child tiles per level and data space
@@ -223,7 +231,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 for z in range(rp[r], rp[r + 1]):
                     acc += rcoef[z] * (sp[L - 1, rdim[z]] - 1)
                 box[r] = acc
-            _arrivals(box, L * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, tomac)
+            _arrivals(box, L * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, all_s, tomac)
         # per data space: the keeper chain
         for s in range(S):
             innerk = -1
@@ -313,6 +321,32 @@ if numba is not None:
     _kernel = numba.njit(cache=True, nogil=True)(_kernel)
 
 
+def _static(st) -> tuple:
+    """The kernel's per-(hierarchy, nest) arguments, built once and kept on the structure."""
+    k = getattr(st, "_jit_args", None)
+    if k is not None:
+        return k
+    D = len(st.dims)
+    rank_lo = st.starts.astype(np.int64)
+    rank_hi = np.append(st.starts[1:], st.P.shape[0]).astype(np.int64)
+    cap_fan = np.array([tuple(f) != (1, 1) for f in st.fan])
+    shared = np.zeros(D, bool)
+    for dims in st.shared_dims:
+        shared[dims] = True
+    # the projection as sparse rows (rank r: dims rdim[rp[r]:rp[r+1]] with coefficients rcoef)
+    nz = [np.flatnonzero(row) for row in st.P]
+    rp = np.cumsum([0] + [len(z) for z in nz]).astype(np.int64)
+    rdim = np.concatenate(nz).astype(np.int64)
+    rcoef = np.concatenate([st.P[r, z] for r, z in enumerate(nz)]).astype(np.int64)
+    k = (st.P.astype(np.int64), rp, rdim, rcoef, rank_lo, rank_hi, st.rw.astype(np.bool_), 0, cap_fan,
+         st.inst.astype(np.int64), st.cluster.astype(np.int64), st.block.astype(np.int64),
+         st.e[:, 0].astype(np.float64), st.e[:, 1].astype(np.float64), st.e[:, 2].astype(np.float64),
+         st.leak.astype(np.float64), st.rbw.astype(np.float64), st.wbw.astype(np.float64),
+         int(st.macs), float(st.mac_pj), shared)
+    st._jit_args = k
+    return k
+
+
 def run(st, m):
     """Evaluate every row of ``m`` (a ``MappingArrays``) with the compiled kernel; returns
     (reads, fills, updates, util, compute_cycles, cycles, energy, flagged rows)."""
@@ -326,23 +360,9 @@ def run(st, m):
     cyc = np.empty(B, np.int64)
     energy = np.empty(B, np.float64)
     flag = np.empty(B, np.int64)
-    rank_lo = st.starts.astype(np.int64)
-    rank_hi = np.append(st.starts[1:], st.P.shape[0]).astype(np.int64)
-    cap_fan = np.array([tuple(f) != (1, 1) for f in st.fan])
-    # the projection as sparse rows (rank r: dims rdim[rp[r]:rp[r+1]] with coefficients rcoef)
-    nz = [np.flatnonzero(row) for row in st.P]
-    rp = np.cumsum([0] + [len(z) for z in nz]).astype(np.int64)
-    rdim = np.concatenate(nz).astype(np.int64)
-    rcoef = np.concatenate([st.P[r, z] for r, z in enumerate(nz)]).astype(np.int64)
-    shared = np.zeros(D, bool)
-    for dims in st.shared_dims:
-        shared[dims] = True
+    k = _static(st)
     _kernel(np.ascontiguousarray(m.temporal, np.int64), np.ascontiguousarray(m.spatial_x, np.int64),
             np.ascontiguousarray(m.spatial_y, np.int64), np.ascontiguousarray(m.perm, np.int64),
-            np.ascontiguousarray(m.keep, np.bool_), st.P.astype(np.int64), rp, rdim, rcoef, rank_lo, rank_hi,
-            st.rw.astype(np.bool_), 0, cap_fan, st.inst.astype(np.int64), st.cluster.astype(np.int64),
-            st.block.astype(np.int64), st.e[:, 0].astype(np.float64), st.e[:, 1].astype(np.float64),
-            st.e[:, 2].astype(np.float64), st.leak.astype(np.float64), st.rbw.astype(np.float64),
-            st.wbw.astype(np.float64), int(st.macs), float(st.mac_pj), shared,
+            np.ascontiguousarray(m.keep, np.bool_), *k,
             reads, fills, updates, util, tcyc, cyc, energy, flag)
     return reads, fills, updates, util, tcyc, cyc, energy, flag.astype(bool)
