@@ -20,11 +20,13 @@ def available() -> bool:
     return numba is not None
 
 
-def _arrivals(ext, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, rank_hi, S, need, out):
+def _arrivals(ext, row, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
     """Weighted fetches of a box with extents ``ext[R]`` over the loops before position Q, for
     every data space (into ``out[S]``). ``A[j, r]``: loop j's projected step less the steps of
-    every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]. Data spaces
-with ``need[s]`` false are skipped (a level that does not keep them)."""
+    every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]. ``ext`` is
+read at ``ext[row]``; data spaces level ``lvl`` does not keep (``KEEP[b, lvl]``) are skipped, all
+of them counted when ``lvl`` < 0. (Indices rather than array views: a view costs reference
+counting on every call.)"""
     # the innermost non-unit loop above Q
     last = -1
     n_above = 0
@@ -33,19 +35,19 @@ with ``need[s]`` false are skipped (a level that does not keep them)."""
             last = k
             n_above = k + 1
     for s in range(S):
-        if not need[s]:
+        if lvl >= 0 and not KEEP[b, lvl, s]:
             out[s] = 0
             continue
         full = 1
         for r in range(rank_lo[s], rank_hi[s]):
-            full *= ext[r]
+            full *= ext[row, r]
         if last < 0:
             out[s] = full
             continue
         kept = 1
         for r in range(rank_lo[s], rank_hi[s]):
             t = P[r, nu_dim[last]] * nu_str[last]
-            rem = ext[r] - (t if t >= 0 else -t)
+            rem = ext[row, r] - (t if t >= 0 else -t)
             kept *= rem if rem > 0 else 0
         diff = full - kept
         w_eq = 0
@@ -122,13 +124,12 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
     w = np.empty(L * D, np.int64)
     dist = np.empty((L, S), np.int64)
     tmp = np.empty(S, np.int64)
-    box = np.empty(R, np.int64)
+    box = np.empty((1, R), np.int64)
     tfx = np.empty(2 * D, np.int64)
     tax = np.empty(2 * D, np.int64)
     rank_dist = np.empty(R, np.int64)
     tomac = np.empty(S, np.int64)
     tdim = np.empty(D, np.int64)
-    all_s = np.ones(S, np.bool_)
     spin = np.empty((L + 1, D), np.int64)
     for b in range(B):
         flag[b] = 0
@@ -193,7 +194,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 suf[j, r] = suf[j + 1, r] + step
                 A[j, r] = step - suf[j + 1, r]
         for l in range(L):
-            _arrivals(ext[l], l * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP[b, l], tmp)
+            _arrivals(ext, l, l * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, l, tmp)
             for s in range(S):
                 arr[l, s] = tmp[s]
         # distinct child tiles per level and data space
@@ -202,15 +203,19 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 rank_dist[r] = 1
             if l >= first_fan and cap_fan[l]:
                 for r in range(R):
+                    if rp[r + 1] - rp[r] == 1:
+                        # one dim: its X and Y loops never collide (see movement_batch._distinct)
+                        rank_dist[r] = sp[l, rdim[rp[r]]]
+                        continue
                     nt = 0
-                    for d in range(D):
-                        if P[r, d] != 0:
-                            tfx[nt] = SX[b, l, d]
-                            tax[nt] = P[r, d] * SY[b, l, d] * inner[l + 1, d]
-                            nt += 1
-                            tfx[nt] = SY[b, l, d]
-                            tax[nt] = P[r, d] * inner[l + 1, d]
-                            nt += 1
+                    for z in range(rp[r], rp[r + 1]):
+                        d = rdim[z]
+                        tfx[nt] = SX[b, l, d]
+                        tax[nt] = rcoef[z] * SY[b, l, d] * inner[l + 1, d]
+                        nt += 1
+                        tfx[nt] = SY[b, l, d]
+                        tax[nt] = rcoef[z] * inner[l + 1, d]
+                        nt += 1
                     rank_dist[r] = _distinct_rank(tfx, tax, nt)
                 for d in range(D):
                     if shared_dim[d] and sp[l, d] > 1:
@@ -230,8 +235,8 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 acc = 1
                 for z in range(rp[r], rp[r + 1]):
                     acc += rcoef[z] * (sp[L - 1, rdim[z]] - 1)
-                box[r] = acc
-            _arrivals(box, L * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, all_s, tomac)
+                box[0, r] = acc
+            _arrivals(box, 0, L * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, -1, tomac)
         # per data space: the keeper chain
         for s in range(S):
             innerk = -1
@@ -316,9 +321,9 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
 
 
 if numba is not None:
-    _arrivals = numba.njit(cache=True, nogil=True)(_arrivals)
-    _distinct_rank = numba.njit(cache=True, nogil=True)(_distinct_rank)
-    _kernel = numba.njit(cache=True, nogil=True)(_kernel)
+    _arrivals = numba.njit(cache=True, nogil=True, error_model="numpy")(_arrivals)
+    _distinct_rank = numba.njit(cache=True, nogil=True, error_model="numpy")(_distinct_rank)
+    _kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(_kernel)
 
 
 def _static(st) -> tuple:
