@@ -1,7 +1,7 @@
 """The closed form of ``sim.movement_batch`` compiled per mapping with numba (optional: the
 ``fast`` extra). Same inputs, same outputs, same formulas (see the ``movement_batch`` module
-docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping, so
-it reaches the issue's >= 1e6 mappings per CPU second. ``available()`` says whether numba is
+docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping:
+about 8x faster (docs/SIMULATOR.md has the measured rates). ``available()`` says whether numba is
 installed; ``movement_batch.evaluate_batch`` uses this kernel when it is and falls back to the
 numpy form otherwise. Rows the closed form does not count (a spatial dim indexing two ranks of
 one tensor) come back flagged and are evaluated one by one.
