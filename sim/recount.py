@@ -3,7 +3,11 @@ problems. It shares no formula with the closed form: tiles are explicit sets of 
 points built by enumerating every iteration point, deltas are set differences, strides are
 differences of the sets' lowest corners, multicast is found by comparing the delta *sets* that
 sibling instances need at each step (identical sets cost the parent one read), MAC operands and
-spatial reductions are counted per MAC per cycle.
+spatial reductions are counted per MAC per cycle. Siblings are the instances one level fans out
+to: as in Timeloop, a parent whose data reaches its keepers through several fanning-out levels
+(bypassed or spatial-only containers) multicasts identical tiles only among the siblings of each
+container, level by level, never across containers (a diagonal such as q + s spread over two
+containers is not shared; the same diagonal inside one mesh is).
 
 It follows the same evaluation order as Timeloop (and ``sim.movement``): each temporal loop
 outside a level is evaluated at iterations 0 and 1 and iteration 1 is weighted by factor - 1
@@ -112,6 +116,36 @@ class _StrideState:
         return out
 
 
+def _by_container(items: list[tuple[tuple[int, ...], object]], levels: list[int]):
+    """The distinct requests of siblings ``items`` = (spatial index per loop, leaf), grouped
+    container by container (``levels[k]`` is the level of loop k): a nest of frozensets in which
+    identical sub-trees of one container's siblings merge, outermost container first."""
+    order = sorted(set(levels))
+
+    def build(group, depth):
+        if depth == len(order):
+            return group[0][1]
+        pos = [k for k, lv in enumerate(levels) if lv == order[depth]]
+        sub: dict[tuple[int, ...], list] = {}
+        for idx, leaf in group:
+            sub.setdefault(tuple(idx[k] for k in pos), []).append((idx, leaf))
+        return frozenset(build(g, depth + 1) for g in sub.values())
+
+    return build(items, 0), len(order)
+
+
+def _cost(tree, depth: int, leaf_cost) -> int:
+    if depth == 0:
+        return leaf_cost(tree)
+    return sum(_cost(t, depth - 1, leaf_cost) for t in tree)
+
+
+def _multicast(items, levels, leaf_cost=len) -> int:
+    """What the parent serves to ``items``: each distinct request of each container once."""
+    tree, depth = _by_container(items, levels)
+    return _cost(tree, depth, leaf_cost)
+
+
 def recount(hier: Hierarchy, nest: Nest, mapping: Mapping, extrapolate: bool = True) -> dict[int, dict[str, tuple[int, int, int]]]:
     """{level index (outermost first): {data space: (reads, fills, updates) per instance}} for the
     kept data spaces of each level."""
@@ -156,20 +190,25 @@ def recount(hier: Hierarchy, nest: Nest, mapping: Mapping, extrapolate: bool = T
             last_sp = [k for k, lp in enumerate(loops) if lp.spatial and lp.level == n - 1]
             if not last_sp:
                 sp = spatial_between(i, n)
+                lv = [loops[k].level for k in sp]
                 total = 0
                 for idx, _ in _weights([loops[k] for k in temporal_all], False):
-                    total += len(w.touched(ds, dict(zip(temporal_all, idx)), sp))
+                    fixed = dict(zip(temporal_all, idx))
+                    total += _multicast([(sidx, w.touched(ds, {**fixed, **dict(zip(sp, sidx))}, []))
+                                         for sidx in itertools.product(*(range(loops[k].factor) for k in sp))], lv)
                 return total
             outer_sp = spatial_between(i, n - 1)
-            walks = []
+            walks, idxs = [], []
             for sidx in itertools.product(*(range(loops[k].factor) for k in outer_sp)):
+                idxs.append(sidx)
                 st = _StrideState()
                 seq = []
                 for idx, wt in _weights([loops[k] for k in temporal_all], extrapolate):
                     fixed = {**dict(zip(outer_sp, sidx)), **dict(zip(temporal_all, idx))}
                     seq.append((st.delta(w.tile(ds, fixed, last_sp)), wt))
                 walks.append(seq)
-            return sum(sum(len(x) for x in {wk[s][0] for wk in walks}) * walks[0][s][1]
+            lv = [loops[k].level for k in outer_sp]
+            return sum(_multicast([(ix, wk[s][0]) for ix, wk in zip(idxs, walks)], lv) * walks[0][s][1]
                        for s in range(len(walks[0])))
 
         arrivals, part = {}, {}
@@ -186,16 +225,19 @@ def recount(hier: Hierarchy, nest: Nest, mapping: Mapping, extrapolate: bool = T
                 # each sibling child under instance 0 of i, walked separately; identical delta
                 # sets at a step are one parent read (multicast / spatial reduction)
                 sp = spatial_between(i, child)
-                per_child = []
-                for idx in itertools.product(*(range(loops[k].factor) for k in sp)):
+                lv = [loops[k].level for k in sp]
+                per_child, idxs = [], list(itertools.product(*(range(loops[k].factor) for k in sp)))
+                for idx in idxs:
                     per_child.append(walk_deltas(child, dict(zip(sp, idx))))
                 steps = len(per_child[0])
                 child_arrivals = 0
                 for s in range(steps):
-                    distinct = {per_child[c][s][0] for c in range(len(per_child))}
-                    child_arrivals += sum(len(x) for x in distinct) * per_child[0][s][1]
+                    child_arrivals += _multicast([(ix, pc[s][0]) for ix, pc in zip(idxs, per_child)], lv) \
+                        * per_child[0][s][1]
                 # read-backs: the part of the arrivals that is not a first touch, per distinct child
-                distinct_children = len({frozenset().union(*(x for x, _ in pc)) for pc in per_child})
+                distinct_children = _multicast(
+                    [(ix, frozenset().union(*(x for x, _ in pc))) for ix, pc in zip(idxs, per_child)], lv,
+                    leaf_cost=lambda _: 1)
                 child_reads = child_arrivals - part[child] * distinct_children
             if ds.read_write:
                 fills = 0 if outermost else arrivals[i] - part[i]

@@ -72,3 +72,21 @@ def test_closed_form_equals_brute_force(case):
     for i, lv in enumerate(ev.levels):
         got = {name: (c.reads, c.fills, c.updates) for name, c in lv.tensors}
         assert got == ref[i], (lv.name, got, ref[i])
+
+
+def test_multicast_is_per_container_as_in_timeloop():
+    """Inputs (index r + p) reach 4 MACs through two containers: R spread by L0, P by L1, which
+    keeps nothing. MACs (r, p) = (0, 1) and (1, 0) need the same input, but they hang off
+    different L1 instances, and Timeloop multicasts only among one container's siblings
+    (tests/sim/test_hw_levels_oracle's eyeriss case shows it on real data): 4 reads, not 3."""
+    nest = conv1d(c=1, k=1, r=2, p=2)
+    one = {d: 1 for d in nest.dim_names}
+    hier = Hierarchy((StorageLevel("L0", instances=1), StorageLevel("L1", instances=2, mesh_x=2),
+                      StorageLevel("L2", instances=4, mesh_x=4)), Arithmetic(instances=4, mesh_x=4))
+    everything = frozenset(ds.name for ds in nest.data_spaces)
+    mapping = Mapping((LevelMapping(temporal=one, spatial_x={**one, "R": 2}),
+                       LevelMapping(temporal=one, spatial_x={**one, "P": 2}, bypass=everything),
+                       LevelMapping(temporal=one, bypass=everything)))
+    ev = evaluate(hier, nest, mapping)
+    assert ev.levels[0].tensor("Inputs").reads == 4
+    assert recount(hier, nest, mapping)[0]["Inputs"] == (4, 0, 0)
