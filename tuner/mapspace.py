@@ -56,12 +56,15 @@ class TensorSpec:
 class LevelSpec:
     """One storage level as the mapspace sees it. ``capacity_words`` per instance (None:
     unbounded, e.g. DRAM); ``fanout_x`` / ``fanout_y``: the spatial fan-out to the level below
-    (mesh columns / rows); ``keep`` per tensor: True forced keep, False forced bypass, None free."""
+    (mesh columns / rows); ``keep`` per tensor: True forced keep, False forced bypass, None free;
+    ``temporal_loops``: False for a level that only carries a fan-out (Timeloop's dummy
+    ``inter_*_spatial`` level, whose temporal factors its front end fixes at 1)."""
     name: str
     capacity_words: int | None
     fanout_x: int = 1
     fanout_y: int = 1
     keep: tuple[bool | None, ...] = ()
+    temporal_loops: bool = True
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,8 @@ class Mapspace:
         # Slots each dim may use: X/Y only where there is a fan-out.
         dim_slots = np.ones((D, S), dtype=bool)
         for lv in range(L):
+            if not spec.levels[lv].temporal_loops:
+                dim_slots[:, 3 * lv + T] = False
             if fanout[lv, 0] == 1:
                 dim_slots[:, 3 * lv + X] = False
             if fanout[lv, 1] == 1:

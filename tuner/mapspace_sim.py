@@ -14,7 +14,8 @@ from sim.hierarchy import Hierarchy
 from sim.mapping import LevelMapping, Mapping
 from sim.nest import Nest
 
-from .mapspace import LevelConstraint, LevelSpec, Mapspace, MapspaceError, MapspaceSpec, TensorSpec, X, Y, T
+from .mapspace import (LevelConstraint, LevelSpec, MappingArrays, Mapspace, MapspaceError, MapspaceSpec, TensorSpec,
+                       T, X, Y)
 
 
 def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = ()) -> MapspaceSpec:
@@ -28,7 +29,7 @@ def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint]
         lv = hier.levels[i]
         fx, fy = hier.fanout(i)
         keep = tuple(None if (lv.may_keep(ds.name) and not lv.spatial_only) else False for ds in nest.data_spaces)
-        levels.append(LevelSpec(lv.name, lv.capacity_words, fx, fy, keep))
+        levels.append(LevelSpec(lv.name, lv.capacity_words, fx, fy, keep, temporal_loops=not lv.spatial_only))
     return MapspaceSpec(dims, tuple(nest.bounds[d] for d in dims), tensors, tuple(levels), tuple(constraints))
 
 
@@ -37,21 +38,25 @@ def build_space(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstrai
 
 
 def to_mapping(space: Mapspace, row: np.ndarray) -> Mapping:
-    """The ``sim`` mapping of one gene row (levels and permutations outermost first; every dim in
-    every permutation, so the order is explicit)."""
-    a = space.arrays(np.asarray(row)[None, :])
+    """The ``sim`` mapping of one gene row."""
+    return mapping_at(space, space.arrays(np.asarray(row)[None, :]), 0)
+
+
+def mapping_at(space: Mapspace, a: MappingArrays, k: int) -> Mapping:
+    """The ``sim`` mapping of row ``k`` of ``a`` (levels and permutations outermost first; every
+    dim in every permutation, so the order is explicit; every data space not kept is listed as
+    bypassed)."""
     dims = space.spec.dims
     tn = [t.name for t in space.spec.tensors]
     out = []
     for lv in range(space.n_levels - 1, -1, -1):
         def nonunit(F):
-            return tuple((dims[d], int(F[0, lv, d])) for d in range(len(dims)) if F[0, lv, d] > 1)
-        keep = frozenset(t for k, t in zip(a.keep[0, lv], tn) if k)
-        bypass = frozenset(t for t in tn if t not in keep)
+            return tuple((dims[d], int(F[k, lv, d])) for d in range(len(dims)) if F[k, lv, d] > 1)
+        keep = frozenset(t for kb, t in zip(a.keep[k, lv], tn) if kb)
         out.append(LevelMapping(temporal=nonunit(a.temporal), spatial_x=nonunit(a.spatial_x),
                                 spatial_y=nonunit(a.spatial_y),
-                                permutation=tuple(dims[d] for d in a.permutation[0, lv][::-1]),
-                                keep=keep, bypass=bypass))
+                                permutation=tuple(dims[d] for d in a.permutation[k, lv][::-1]),
+                                keep=keep, bypass=frozenset(t for t in tn if t not in keep)))
     return Mapping(tuple(out))
 
 
