@@ -20,34 +20,48 @@ from sim.mapping import Mapping
 from sim.nest import Nest
 
 from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
-from .mapspace import LevelConstraint, Mapspace, MappingArrays
+from .mapspace import LevelConstraint, Mapspace, MapspaceError, MappingArrays
 from .mapspace_sim import build_space, from_mapping, mapping_at, to_mapping
 
 
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:
-    """Cycles and energy of many mappings from ``sim``'s data-movement model."""
-    from sim.movement import evaluate
+    """Cycles and energy of many mappings at once from ``sim``'s batched data-movement model;
+    a row ``sim``'s own check refuses costs ``inf`` (it never wins)."""
+    from sim import movement_batch as mb
 
     def run(a: MappingArrays) -> Costs:
-        cyc = np.empty(len(a))
-        en = np.empty(len(a))
-        for k in range(len(a)):
-            ev = evaluate(hier, nest, mapping_at(space, a, k), check=False)
-            cyc[k], en[k] = ev.cycles, ev.energy_pj
+        # sim lists levels outermost first and permutations outermost first: reverse both
+        m = mb.MappingArrays(np.ascontiguousarray(a.temporal[:, ::-1]), np.ascontiguousarray(a.spatial_x[:, ::-1]),
+                             np.ascontiguousarray(a.spatial_y[:, ::-1]),
+                             np.ascontiguousarray(a.permutation[:, ::-1, ::-1]), np.ascontiguousarray(a.keep[:, ::-1]))
+        cyc = np.full(len(a), np.inf)
+        en = np.full(len(a), np.inf)
+        ok = np.flatnonzero(mb.check_batch(hier, nest, m) == mb.OK)
+        if len(ok):
+            ev = mb.evaluate_batch(hier, nest, m.take(ok))
+            cyc[ok], en[ok] = ev.cycles, ev.energy_pj
         return Costs(cyc, en)
     return run
 
 
 def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,
                    constraints: Iterable[LevelConstraint] = (), seed: int = 0, time_limit_s: float | None = None,
-                   start: Mapping | None = None,
-                   evaluator: Callable[[MappingArrays], Costs] | None = None) -> tuple[Mapspace, MapSearchResult]:
+                   start: Mapping | None = None, evaluator: Callable[[MappingArrays], Costs] | None = None,
+                   progress: Callable[[int, float | None], None] | None = None) -> tuple[Mapspace, MapSearchResult]:
+    """The space and the search result (``tuner.mapsearch``); ``start``: a mapping put in the first
+    population (ignored when it lies outside the constraints)."""
     space = build_space(hier, nest, tuple(constraints))
     evaluate = evaluator or movement_evaluator(hier, nest, space)
-    seeds = from_mapping(space, hier, start)[None, :] if start is not None else None
+    seeds = None
+    if start is not None:
+        try:
+            seeds = from_mapping(space, hier, start)[None, :]
+            seeds = seeds[space.valid(seeds)]
+        except MapspaceError:
+            seeds = None
     cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed,
                           population=min(1024, max(64, budget // 8)))
-    return space, search(space, evaluate, metric, cfg, seeds=seeds)
+    return space, search(space, evaluate, metric, cfg, seeds=seeds, progress=progress)
 
 
 def best_mapping(hierarchy: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,

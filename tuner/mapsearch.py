@@ -106,17 +106,18 @@ class _Archive:
         self.best: tuple[np.ndarray, float, float] | None = None
         self.history: list[tuple[int, float]] = []
 
-    def fresh(self, genes: np.ndarray) -> np.ndarray:
+    def fresh(self, genes: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The rows not evaluated before, each mapping once, at most ``limit``, with their keys."""
         keys = self.space.keys(genes)
         _, first = np.unique(keys, return_index=True)
-        first = np.sort(first)
-        return genes[[i for i in first if keys[i].tobytes() not in self.seen]]
+        pick = [i for i in np.sort(first) if keys[i].tobytes() not in self.seen][:limit]
+        return genes[pick], keys[pick]
 
-    def run(self, genes: np.ndarray) -> Costs:
+    def run(self, genes: np.ndarray, keys: np.ndarray) -> Costs:
         c = self.evaluate(self.space.arrays(genes))
         cyc = np.asarray(c.cycles, dtype=float)
         en = np.asarray(c.energy_pj, dtype=float)
-        for k, a, b in zip(self.space.keys(genes), cyc, en):
+        for k, a, b in zip(keys, cyc, en):
             self.seen[k.tobytes()] = (a, b)
         self.n += len(genes)
         if len(genes):
@@ -135,12 +136,13 @@ def _better(metric: str, a: tuple[float, float], b: tuple[float, float]) -> bool
 
 
 def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: MapSearchConfig = MapSearchConfig(),
-           seeds: np.ndarray | None = None) -> MapSearchResult:
+           seeds: np.ndarray | None = None,
+           progress: Callable[[int, float | None], None] | None = None) -> MapSearchResult:
     """Evolve a population of legal mappings (tournament selection on rank, mutation and
     crossover, elitism, restarts from fresh samples when stuck), then descend from the best by
     trying every single change (a prime to each other slot, each swap of two loops, each keep
     flip) until none improves. ``seeds``: gene rows put in the first population (e.g. a given
-    mapping)."""
+    mapping). ``progress(evaluations, best primary key)`` is called after every batch."""
     metric_keys(metric, Costs(np.ones(1), np.ones(1)))   # validates the metric
     cfg = config
     rng = np.random.default_rng(cfg.seed)
@@ -151,13 +153,15 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
         return cfg.time_limit_s is not None and time.perf_counter() - t0 > cfg.time_limit_s
 
     def budget() -> int:
+        if progress is not None:
+            progress(arch.n, arch.history[-1][1] if arch.history else None)
         return cfg.evaluations - arch.n
 
     pop = space.sample(cfg.population, rng)
     if seeds is not None and len(seeds):
         pop = np.concatenate([np.atleast_2d(seeds), pop])
-    pop = arch.fresh(pop)[:max(budget(), 1)]
-    cost = arch.run(pop)
+    pop, keys = arch.fresh(pop, max(budget(), 1))
+    cost = arch.run(pop, keys)
     gens, stale, empty, last_best = 0, 0, 0, arch.best
     ls_share = 0.15 if cfg.local_search else 0.0
     while budget() > ls_share * cfg.evaluations and not out_of_time():
@@ -173,7 +177,7 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
         if stale >= cfg.restart_after:
             kids[: n_child // 2] = space.sample(n_child // 2, rng)
             stale = 0
-        kids = arch.fresh(kids)
+        kids, keys = arch.fresh(kids)
         if len(kids) == 0:
             # every child was seen before: the space is (nearly) exhausted around the population
             stale += 1
@@ -182,7 +186,7 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
                 break
             continue
         empty = 0
-        kc = arch.run(kids)
+        kc = arch.run(kids, keys)
         # (mu + lambda): the best of parents and children survive, elites kept first
         allg = np.concatenate([pop, kids])
         allc = Costs(np.concatenate([cost.cycles, kc.cycles]), np.concatenate([cost.energy_pj, kc.energy_pj]))
@@ -248,10 +252,10 @@ def _descend(space: Mapspace, arch: _Archive, budget, out_of_time) -> None:
     neighbour improves, the budget is spent or the time is up."""
     while budget() > 0 and not out_of_time():
         before = arch.best
-        nb = arch.fresh(neighbours(space, before[0]))[:budget()]
+        nb, keys = arch.fresh(neighbours(space, before[0]), budget())
         if len(nb) == 0:
             break
-        arch.run(nb)
+        arch.run(nb, keys)
         if arch.best is before:
             break
 

@@ -31,6 +31,7 @@ cost model (``sim``'s data-movement model, batched) and the search ranks by what
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Protocol
 
 import numpy as np
@@ -272,27 +273,38 @@ class Mapspace:
 
     # ------------------------------------------------------------------ derived quantities
     def factors(self, genes: np.ndarray) -> np.ndarray:
-        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T)."""
+        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): per distinct prime, how
+        many of its copies sit in each (slot, dim) cell (one bincount), then the powers."""
         slots, _, _ = self.split(genes)
-        n = len(slots)
-        F = np.ones((n, 3 * self.n_levels, self.n_dims), dtype=np.int64)
-        rows = np.arange(n)
-        for j in range(self.n_primes):
-            F[rows, slots[:, j], self.prime_dim[j]] *= self.prime_val[j]
+        n, S, D = len(slots), 3 * self.n_levels, self.n_dims
+        F = np.ones((n, S, D), dtype=np.int64)
+        cell = (np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]
+        for p in np.unique(self.prime_val):
+            cols = self.prime_val == p
+            cnt = np.bincount(cell[:, cols].ravel(), minlength=n * S * D).reshape(n, S, D)
+            F *= np.power(int(p), cnt, dtype=np.int64)
         return F
 
     def tile_words(self, F: np.ndarray) -> np.ndarray:
         """[n, L, T] words of each tensor's tile at each level (the box of all slots at and below
         the level's temporal slot, projected through the tensor's ranks)."""
         box = np.cumprod(F, axis=1)[:, 2::3, :]          # [n, L, D]
-        out = np.ones(box.shape[:2] + (self.n_tensors,), dtype=np.float64)
-        for t, ts in enumerate(self.spec.tensors):
+        proj, rank_tensor = self._projection
+        ext = 1.0 + (box - 1).astype(np.float64) @ proj.T        # [n, L, R] rank extents
+        return np.multiply.reduceat(ext, rank_tensor, axis=2)
+
+    @cached_property
+    def _projection(self):
+        """(coefficients [R, D] of every rank of every tensor, the first rank of each tensor)."""
+        rows, starts = [], []
+        for ts in self.spec.tensors:
+            starts.append(len(rows))
             for rank in ts.ranks:
-                ext = np.ones(box.shape[:2], dtype=np.float64)
+                r = np.zeros(self.n_dims)
                 for d, coef in rank:
-                    ext = ext + coef * (box[:, :, d] - 1)
-                out[:, :, t] *= ext
-        return out
+                    r[d] += coef
+                rows.append(r)
+        return np.array(rows).reshape(len(rows), self.n_dims), np.array(starts, dtype=np.int64)
 
     def violations(self, genes: np.ndarray):
         """(capacity overflow [n, L] bool, X/Y fan-out overflow [n, L, 2] bool)."""

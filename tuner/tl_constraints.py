@@ -127,10 +127,10 @@ def _tree_constraints(nodes: Any, tensors: tuple[str, ...]) -> list[dict]:
             continue
         if isinstance(node.get("nodes"), list):
             out += _tree_constraints(node["nodes"], tensors)
-        c, name = node.get("constraints"), node.get("name")
-        if not isinstance(c, TMapping) or not name:
+        c, name, tag = node.get("constraints"), node.get("name"), node.get("!")
+        if not isinstance(c, TMapping) or not name or tag == "Nothing":
             continue
-        container = "class" not in node
+        container = tag == "Container" or (tag is None and "class" not in node)
         for kind in ("temporal", "spatial"):
             if isinstance(c.get(kind), TMapping):
                 tgt = f"inter_{name}_spatial" if container and kind == "spatial" else name
