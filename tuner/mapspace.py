@@ -358,6 +358,8 @@ class Mapspace:
         levels (two rows differing only in where equal primes sit or in the order of unit loops
         are one mapping)."""
         g = np.atleast_2d(genes)
+        if len(g) == 0:
+            return np.zeros(0, dtype=np.dtype((np.void, 8)))
         F = self.factors(g)
         _, perms, keep = self.split(g)
         Ft = F[:, 2::3, :]                                   # temporal factors [n, L, D]

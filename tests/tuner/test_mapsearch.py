@@ -120,3 +120,19 @@ def test_rejected_mappings_never_win():
     res = search(space, picky, "energy", MapSearchConfig(evaluations=200, population=32))
     assert np.isfinite(res.energy_pj)
     assert to_mapping(space, res.genes).utilized_macs() >= 2
+
+
+def test_a_fully_constrained_space_has_one_mapping():
+    """Every factor, order and keep bit fixed (Timeloop's 'baked' exercise): the search
+    evaluates that one mapping and stops."""
+    hier, nest, _ = small_problem()
+    cons = (LevelConstraint("DRAM", temporal=(("M", 1), ("N", 3), ("K", 1)), permutation=("M", "N", "K")),
+            LevelConstraint("GLB", temporal=(("M", 2), ("N", 1), ("K", 2)), spatial=(("M", 1), ("N", 1), ("K", 1)),
+                            permutation=("M", "N", "K"), keep=("Inputs", "Outputs", "Weights")),
+            LevelConstraint("RF", temporal=(("M", 2), ("N", 1), ("K", 1)), spatial=(("M", 1), ("N", 1), ("K", 1)),
+                            permutation=("M", "N", "K"), keep=("Weights",), bypass=("Inputs", "Outputs")))
+    space = build_space(hier, nest, cons)
+    res = search(space, synthetic_cost(hier, nest, space), "edp", MapSearchConfig(evaluations=50, population=8))
+    assert res.evaluations == 1
+    m = to_mapping(space, res.genes)
+    assert (m.levels[0].t("N"), m.levels[1].t("M"), m.levels[1].t("K"), m.levels[2].t("M")) == (3, 2, 2, 2)
