@@ -47,7 +47,8 @@ def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable
 def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,
                    constraints: Iterable[LevelConstraint] = (), seed: int = 0, time_limit_s: float | None = None,
                    start: Mapping | None = None, evaluator: Callable[[MappingArrays], Costs] | None = None,
-                   progress: Callable[[int, float | None], None] | None = None) -> tuple[Mapspace, MapSearchResult]:
+                   progress: Callable[[int, float | None], None] | None = None,
+                   keep_top: int = 0) -> tuple[Mapspace, MapSearchResult]:
     """The space and the search result (``tuner.mapsearch``); ``start``: a mapping put in the first
     population (ignored when it lies outside the constraints)."""
     space = build_space(hier, nest, tuple(constraints))
@@ -59,7 +60,7 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
             seeds = seeds[space.valid(seeds)]
         except MapspaceError:
             seeds = None
-    cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed,
+    cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed, keep_top=keep_top,
                           population=min(1024, max(64, budget // 8)))
     return space, search(space, evaluate, metric, cfg, seeds=seeds, progress=progress)
 

@@ -70,6 +70,7 @@ class MapSearchConfig:
     crossover_prob: float = 0.25
     restart_after: int = 12       # generations without improvement before fresh blood
     local_search: bool = True
+    keep_top: int = 0             # the result also holds this many best rows (to re-measure them)
     seed: int = 0
     mutation: MapMutation = field(default_factory=MapMutationMix)
     crossover: MapCrossover = field(default_factory=MapUniformCrossover)
@@ -90,6 +91,7 @@ class MapSearchResult:
     seconds: float
     generations: int
     history: tuple[tuple[int, float], ...]   # (evaluations, best primary key) at each improvement
+    top: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))  # best rows, best first
 
     @property
     def edp(self) -> float:
@@ -99,10 +101,11 @@ class MapSearchResult:
 class _Archive:
     """Every evaluated mapping by key: nothing is evaluated twice."""
 
-    def __init__(self, space: Mapspace, evaluate: Evaluator, metric: str):
-        self.space, self.evaluate, self.metric = space, evaluate, metric
+    def __init__(self, space: Mapspace, evaluate: Evaluator, metric: str, keep_top: int = 0):
+        self.space, self.evaluate, self.metric, self.keep_top = space, evaluate, metric, keep_top
         self.seen: dict[bytes, tuple[float, float]] = {}
         self.n = 0
+        self.top = (np.zeros((0, space.n_genes), dtype=np.int64), Costs(np.zeros(0), np.zeros(0)))
         self.best: tuple[np.ndarray, float, float] | None = None
         self.history: list[tuple[int, float]] = []
 
@@ -120,6 +123,13 @@ class _Archive:
         for k, a, b in zip(keys, cyc, en):
             self.seen[k.tobytes()] = (a, b)
         self.n += len(genes)
+        if self.keep_top and len(genes):
+            g = np.concatenate([self.top[0], genes])
+            c = Costs(np.concatenate([self.top[1].cycles, cyc]), np.concatenate([self.top[1].energy_pj, en]))
+            fin = np.isfinite(c.cycles) & np.isfinite(c.energy_pj)
+            order = np.argsort(_rank(self.metric, c))
+            order = order[fin[order]][:self.keep_top]
+            self.top = (g[order], Costs(c.cycles[order], c.energy_pj[order]))
         if len(genes):
             i = int(np.argmin(_rank(self.metric, Costs(cyc, en))))
             if np.isfinite(cyc[i]) and np.isfinite(en[i]):
@@ -147,7 +157,7 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
     cfg = config
     rng = np.random.default_rng(cfg.seed)
     t0 = time.perf_counter()
-    arch = _Archive(space, evaluate, metric)
+    arch = _Archive(space, evaluate, metric, cfg.keep_top)
 
     def out_of_time() -> bool:
         return cfg.time_limit_s is not None and time.perf_counter() - t0 > cfg.time_limit_s
@@ -208,7 +218,7 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
     if arch.best is None:
         raise MapSearchError("the cost model rejected every mapping it was given")
     g, cyc, en = arch.best
-    return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, gens, tuple(arch.history))
+    return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, gens, tuple(arch.history), arch.top[0])
 
 
 def _tournament(rank: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -273,17 +273,24 @@ class Mapspace:
 
     # ------------------------------------------------------------------ derived quantities
     def factors(self, genes: np.ndarray) -> np.ndarray:
-        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): per distinct prime, how
-        many of its copies sit in each (slot, dim) cell (one bincount), then the powers."""
+        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): how many copies of each
+        distinct prime sit in each (slot, dim) cell (one bincount), then the product of powers
+        (through logs: exact after rounding, products stay far below 2**53)."""
         slots, _, _ = self.split(genes)
         n, S, D = len(slots), 3 * self.n_levels, self.n_dims
-        F = np.ones((n, S, D), dtype=np.int64)
-        cell = (np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]
-        for p in np.unique(self.prime_val):
-            cols = self.prime_val == p
-            cnt = np.bincount(cell[:, cols].ravel(), minlength=n * S * D).reshape(n, S, D)
-            F *= np.power(int(p), cnt, dtype=np.int64)
-        return F
+        if self.n_primes == 0:
+            return np.ones((n, S, D), dtype=np.int64)
+        which, logp = self._prime_index
+        k = len(logp)
+        cell = ((np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]) * k + which[None, :]
+        cnt = np.bincount(cell.ravel(), minlength=n * S * D * k).reshape(n * S * D, k)
+        return np.rint(np.exp(cnt @ logp)).astype(np.int64).reshape(n, S, D)
+
+    @cached_property
+    def _prime_index(self):
+        """(index of each prime gene's value among the distinct primes, their logs)."""
+        distinct, which = np.unique(self.prime_val, return_inverse=True)
+        return which.astype(np.int64), np.log(distinct.astype(np.float64))
 
     def tile_words(self, F: np.ndarray) -> np.ndarray:
         """[n, L, T] words of each tensor's tile at each level (the box of all slots at and below

@@ -120,3 +120,20 @@ def test_model_tune_still_needs_model_and_hw(capsys):
     assert code == 2 and "--model --onnx --timeloop" in err
     code, _, err = run(capsys, "tune", "--model", "byoc_demo")
     assert code == 2 and "--hw" in err
+
+
+def test_external_command_measures_the_best_predicted(tmp_path, capsys):
+    """The measurer is our own simulate --timeloop run as an external command: the best measured
+    of the top candidates is returned with the command's numbers, which equal the model's."""
+    import shlex
+    import sys
+    files = case_files(tmp_path, "tl05_mapper_conv1doc_3level_null")
+    cmd = shlex.join([sys.executable, "-m", "tuner", "simulate", "--json", "--timeloop", *files])
+    code, out, err = run(capsys, "tune", "--timeloop", *files, "--budget", "400", "--measure-command", cmd,
+                         "--measure-top", "3", "--json")
+    assert code == 0, err
+    js = json.loads(out)
+    assert js["measured"] == 3
+    assert js["cycles"] == js["model_cycles"] and js["energy_pj"] == pytest.approx(js["model_energy_pj"])
+    code, _, err = run(capsys, "tune", "--timeloop", *files, "--budget", "50", "--measure-command", "false")
+    assert code == 2 and "failed with exit status 1" in err and len(err.strip().splitlines()) == 1

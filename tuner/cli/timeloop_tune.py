@@ -61,6 +61,12 @@ def run_timeloop_tune(args) -> int:
         raise CLIError(f"--budget must be >= 1, got {args.budget}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise CLIError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
+    measurer = None
+    if args.measure_command:
+        from tuner.map_measure import MapCommandMeasurer
+        if args.measure_top < 1:
+            raise CLIError(f"--measure-top must be >= 1, got {args.measure_top}")
+        measurer = MapCommandMeasurer(args.measure_command)
     out = None
     if args.output:
         from tuner.cli.common import check_writable
@@ -73,23 +79,37 @@ def run_timeloop_tune(args) -> int:
     try:
         space, res = search_mapping(prob.hier, prob.nest, metric, budget=args.budget, constraints=prob.constraints,
                                     seed=args.seed, time_limit_s=args.time_limit, start=prob.given,
-                                    progress=bar.update if bar else None)
+                                    progress=bar.update if bar else None,
+                                    keep_top=args.measure_top if measurer else 0)
     finally:
         if bar:
             bar.close()
     mapping = to_mapping(space, res.genes)
+    measured = None
+    if measurer is not None:
+        from tuner.map_measure import measure_best
+        cands = [to_mapping(space, row) for row in res.top]
+        measured = measure_best(measurer, [mapping_yaml(prob.hier, prob.nest, m) for m in cands], metric)
+        mapping = cands[measured.index]
     ev = evaluate(prob.hier, prob.nest, mapping)          # checked, and the counts for the table
     text = mapping_yaml(prob.hier, prob.nest, mapping)
     seconds = time.perf_counter() - t0
     if out:
         with open(out, "w") as f:
             f.write(text)
-    result = {"cycles": int(ev.cycles), "energy_pj": float(ev.energy_pj), "edp": float(ev.cycles * ev.energy_pj),
+    cycles, energy = (measured.cycles, measured.energy_pj) if measured else (ev.cycles, ev.energy_pj)
+    result = {"cycles": int(round(cycles)), "energy_pj": float(energy), "edp": float(cycles * energy),
               "mapping_yaml": text, "evaluations": int(res.evaluations), "seconds": seconds}
     if args.json:
+        extra = {"measured": measured.count, "measure_seconds": measured.seconds,
+                 "model_cycles": int(ev.cycles), "model_energy_pj": float(ev.energy_pj)} if measured else {}
         print_json({**result, "metric": metric, "budget": args.budget, "seed": args.seed,
-                    "utilized_macs": int(ev.utilized_macs), **({"mapping_file": out} if out else {})})
+                    "utilized_macs": int(ev.utilized_macs), **extra, **({"mapping_file": out} if out else {})})
         return 0
+    if measured:
+        print(f"measured by the command: the best {measured.count} predicted mappings in {measured.seconds:.2f} s; "
+              f"best measured: {cycles:,.0f} cycles, {energy:,.2f} pJ (the model: {ev.cycles:,} cycles, "
+              f"{ev.energy_pj:,.2f} pJ)")
     macs = prob.hier.arithmetic.instances
     print(f"best mapping for {metric} ({res.evaluations:,} mappings evaluated in {seconds:.2f} s): "
           f"{ev.cycles:,} cycles ({ev.utilized_macs} of {macs} MACs), energy {ev.energy_pj:,.2f} pJ "
