@@ -171,6 +171,20 @@ class Mapping:
                    f"capacity of {lv.capacity_words}")
 
 
+def prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n`` with multiplicity, ascending: the units a perfect factorisation
+    of a dim over loops is built from (12 -> [2, 2, 3])."""
+    out, p = [], 2
+    while n > 1 and p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
 def mapping_from_loops(levels: Iterable[TMapping[str, Any]]) -> Mapping:
     """A mapping from plain dicts (outermost level first): keys ``temporal``, ``permutation``,
     ``spatial_x``, ``spatial_y``, ``keep``, ``bypass`` as ``LevelMapping`` has them."""

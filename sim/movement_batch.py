@@ -282,7 +282,6 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvalua
     sp, inner, below = _spans(m)
     P = st.P                                                        # [R, D]
     ext = 1 + st.project(inner - 1)                                 # [B, L, R] tile extents
-    tile = st.per_space(ext)                                        # [B, L, S]
     t_all = T.prod(axis=(1, 2))
     tdim = T.prod(axis=1)                                           # [B, D]
     sp_inner = np.cumprod(sp[:, ::-1], axis=1)[:, ::-1]             # spatial at levels >= i

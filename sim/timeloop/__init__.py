@@ -34,14 +34,26 @@ def load(paths: Iterable[str | os.PathLike]) -> tuple[Hierarchy, Nest, Mapping]:
         raise TimeloopError("no 'problem' in the given files")
     if not merged.get("mapping"):
         raise TimeloopError("no 'mapping' in the given files (a mapper run's mapping is its *.map.yaml)")
-    hier = hierarchy(merged)
-    nest = read_problem(merged["problem"])
-    mapping = read_mapping(merged["mapping"], hier, nest)
+    hier = _guard("architecture", hierarchy, merged)
+    nest = _guard("problem", read_problem, merged["problem"])
+    mapping = _guard("mapping", read_mapping, merged["mapping"], hier, nest)
     try:
         mapping.check(hier, nest)
     except MappingError as e:
         raise TimeloopError(str(e)) from None
     return hier, nest, mapping
+
+
+def _guard(section: str, fn, *args):
+    """Run one reader; a value of an unexpected type deep in a hand-edited file (a list where a
+    number belongs, a mapping where a name belongs) is bad input too: one line naming the section."""
+    try:
+        return fn(*args)
+    except TimeloopError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, ZeroDivisionError, OverflowError) as e:
+        first = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+        raise TimeloopError(f"{section}: malformed input ({type(e).__name__}: {first})") from None
 
 
 def evaluate(paths: Iterable[str | os.PathLike]) -> Evaluation:

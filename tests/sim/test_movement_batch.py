@@ -1,25 +1,14 @@
 """movement_batch (vectorised, closed form) == movement.evaluate (per mapping) on random legal
 mappings, and check_batch == Mapping.check on random (often illegal) ones."""
-import math
 
 import numpy as np
 import pytest
 
 from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping, MappingError
+from sim.mapping import LevelMapping, Mapping, MappingError, prime_factors
 from sim.movement import evaluate
 from sim.movement_batch import OK, MappingArrays, check_batch, evaluate_batch
 from sim.nest import batch_matmul, conv1d, conv2d, gemm
-
-
-def _primes(n):
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
 
 
 def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
@@ -28,7 +17,7 @@ def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
     slots = {d: [[1, 1, 1] for _ in range(nlev)] for d in nest.dim_names}
     used = [[1, 1] for _ in range(nlev)]
     for d, b in nest.dims:
-        for p in _primes(b):
+        for p in prime_factors(b):
             i = rng.integers(nlev)
             k = 0
             if rng.random() < spatial_prob:
