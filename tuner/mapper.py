@@ -20,7 +20,9 @@ from sim.mapping import Mapping
 from sim.nest import Nest
 
 from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
-from .mapspace import LevelConstraint, Mapspace, MapspaceError, MappingArrays
+from sim.movement_batch import MappingArrays
+
+from .mapspace import LevelConstraint, Mapspace, MapspaceError
 from .mapspace_sim import build_space, from_mapping, mapping_at, to_mapping
 
 
@@ -30,10 +32,7 @@ def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable
     from sim import movement_batch as mb
 
     def run(a: MappingArrays) -> Costs:
-        # sim lists levels outermost first and permutations outermost first: reverse both
-        m = mb.MappingArrays(np.ascontiguousarray(a.temporal[:, ::-1]), np.ascontiguousarray(a.spatial_x[:, ::-1]),
-                             np.ascontiguousarray(a.spatial_y[:, ::-1]),
-                             np.ascontiguousarray(a.permutation[:, ::-1, ::-1]), np.ascontiguousarray(a.keep[:, ::-1]))
+        m = a
         cyc = np.full(len(a), np.inf)
         en = np.full(len(a), np.inf)
         ok = np.flatnonzero(mb.check_batch(hier, nest, m) == mb.OK)

@@ -21,7 +21,9 @@ from typing import Callable
 
 import numpy as np
 
-from .mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MappingArrays, MapUniformCrossover
+from sim.movement_batch import MappingArrays
+
+from .mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover
 
 METRICS = ("edp", "energy", "delay")
 

@@ -26,7 +26,8 @@ and fan-outs below the destination), and an operator whose child cannot be repai
 parent.
 
 Nothing here evaluates a mapping: ``arrays`` hands the factors, permutations and keep bits to a
-cost model (``sim``'s data-movement model, batched) and the search ranks by what it returns.
+cost model as ``sim.movement_batch.MappingArrays`` (levels and loop orders outermost first, as
+``sim`` has them) and the search ranks by what it returns.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ from functools import cached_property
 from typing import Protocol
 
 import numpy as np
+
+from sim.mapping import prime_factors
+from sim.movement_batch import MappingArrays
 
 X, Y, T = 0, 1, 2
 
@@ -107,18 +111,6 @@ class MapspaceSpec:
                                     f"{len(self.tensors)} tensors")
             if lv.fanout_x < 1 or lv.fanout_y < 1:
                 raise MapspaceError(f"mapspace: level {lv.name} has a fan-out below 1")
-
-
-def prime_factors(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
 
 
 def _take(pool: list[int], f: int, what: str) -> list[int]:
@@ -466,30 +458,19 @@ class Mapspace:
         return g
 
     # ------------------------------------------------------------------ output
-    def arrays(self, genes: np.ndarray) -> "MappingArrays":
-        F = self.factors(genes)
+    def arrays(self, genes: np.ndarray) -> MappingArrays:
+        """The rows as ``sim``'s batch of mappings (levels and loop orders outermost first)."""
+        F = self.factors(genes)[:, ::-1]                  # slots outermost first: T, Y, X per level
         _, perms, keep = self.split(genes)
-        return MappingArrays(F[:, 2::3, :], F[:, 0::3, :], F[:, 1::3, :], perms.copy(), keep.astype(bool))
+        return MappingArrays(np.ascontiguousarray(F[:, 0::3, :]), np.ascontiguousarray(F[:, 2::3, :]),
+                             np.ascontiguousarray(F[:, 1::3, :]), np.ascontiguousarray(perms[:, ::-1, ::-1]),
+                             np.ascontiguousarray(keep[:, ::-1].astype(bool)))
 
     def describe(self) -> dict:
         return {"dims": dict(zip(self.spec.dims, self.spec.sizes)),
                 "levels": [lv.name for lv in self.spec.levels],
                 "tensors": [t.name for t in self.spec.tensors],
                 "prime_genes": self.n_primes, "free_keep_bits": int((self.keep_forced < 0).sum())}
-
-
-@dataclass(frozen=True, eq=False)
-class MappingArrays:
-    """Many mappings as arrays, levels innermost first: ``temporal``/``spatial_x``/``spatial_y``
-    [n, L, D] factors, ``permutation`` [n, L, D] dim indices innermost first, ``keep`` [n, L, T]."""
-    temporal: np.ndarray
-    spatial_x: np.ndarray
-    spatial_y: np.ndarray
-    permutation: np.ndarray
-    keep: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.temporal)
 
 
 def _random_true(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -617,5 +598,5 @@ class MapMutationMix:
 
 
 __all__ = ["MapspaceError", "TensorSpec", "LevelSpec", "LevelConstraint", "MapspaceSpec", "Mapspace",
-           "MappingArrays", "prime_factors", "FactorMove", "FactorSwap", "PermutationSwap", "KeepFlip",
+           "FactorMove", "FactorSwap", "PermutationSwap", "KeepFlip",
            "MapUniformCrossover", "MapMutationMix", "keep_legal"]

@@ -11,11 +11,12 @@ from typing import Iterable
 import numpy as np
 
 from sim.hierarchy import Hierarchy
-from sim.mapping import LevelMapping, Mapping
+from sim.mapping import LevelMapping, Mapping, prime_factors
 from sim.nest import Nest
 
-from .mapspace import (LevelConstraint, LevelSpec, MappingArrays, Mapspace, MapspaceError, MapspaceSpec, TensorSpec,
-                       T, X, Y)
+from sim.movement_batch import MappingArrays
+
+from .mapspace import LevelConstraint, LevelSpec, Mapspace, MapspaceError, MapspaceSpec, TensorSpec, T, X, Y
 
 
 def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = ()) -> MapspaceSpec:
@@ -43,19 +44,17 @@ def to_mapping(space: Mapspace, row: np.ndarray) -> Mapping:
 
 
 def mapping_at(space: Mapspace, a: MappingArrays, k: int) -> Mapping:
-    """The ``sim`` mapping of row ``k`` of ``a`` (levels and permutations outermost first; every
-    dim in every permutation, so the order is explicit; every data space not kept is listed as
-    bypassed)."""
+    """The ``sim`` mapping of row ``k`` of ``a`` (every dim in every permutation, so the order is
+    explicit; every data space not kept listed as bypassed)."""
     dims = space.spec.dims
     tn = [t.name for t in space.spec.tensors]
     out = []
-    for lv in range(space.n_levels - 1, -1, -1):
+    for lv in range(space.n_levels):
         def nonunit(F):
             return tuple((dims[d], int(F[k, lv, d])) for d in range(len(dims)) if F[k, lv, d] > 1)
         keep = frozenset(t for kb, t in zip(a.keep[k, lv], tn) if kb)
         out.append(LevelMapping(temporal=nonunit(a.temporal), spatial_x=nonunit(a.spatial_x),
-                                spatial_y=nonunit(a.spatial_y),
-                                permutation=tuple(dims[d] for d in a.permutation[k, lv][::-1]),
+                                spatial_y=nonunit(a.spatial_y), permutation=tuple(dims[d] for d in a.perm[k, lv]),
                                 keep=keep, bypass=frozenset(t for t in tn if t not in keep)))
     return Mapping(tuple(out))
 
@@ -63,7 +62,6 @@ def mapping_at(space: Mapspace, a: MappingArrays, k: int) -> Mapping:
 def from_mapping(space: Mapspace, hier: Hierarchy, m: Mapping) -> np.ndarray:
     """The gene row of a ``sim`` mapping (e.g. a given Timeloop mapping, to seed the search or
     to check it against the constraints). Raises ``MapspaceError`` when it lies outside the space."""
-    from .mapspace import prime_factors
     dims = space.spec.dims
     L = space.n_levels
     if len(m.levels) != L:

@@ -28,13 +28,14 @@ def synthetic_cost(hier, nest, space):
     """A cost of its own (not the data-movement model): cycles = temporal iterations; energy =
     the iteration box below each level, refetched once per temporal iteration above it, weighted
     by level, plus a price for the dim of the GLB's innermost loop."""
-    def run(a):
+    def run(a):   # sim's arrays: levels outermost first
         t = a.temporal.prod(axis=(1, 2)).astype(float)
-        box = np.cumprod(a.temporal * a.spatial_x * a.spatial_y, axis=1).prod(axis=2)   # [n, L]
-        above = np.cumprod(a.temporal[:, ::-1].prod(axis=2), axis=1)[:, ::-1]            # levels >= L
+        f = (a.temporal * a.spatial_x * a.spatial_y)[:, ::-1]                              # innermost first
+        box = np.cumprod(f, axis=1).prod(axis=2)                                          # [n, L]
+        above = np.cumprod(a.temporal.prod(axis=2), axis=1)[:, ::-1]                      # levels outside
         above = np.concatenate([above[:, 1:], np.ones((len(a), 1), dtype=above.dtype)], axis=1)
         e = (box * above * (1 + np.arange(box.shape[1]))).sum(axis=1).astype(float)
-        glb = a.permutation[:, 1, :]
+        glb = a.perm[:, 1, ::-1]
         nonunit = np.take_along_axis(a.temporal[:, 1, :], glb, axis=1) > 1
         first = np.where(nonunit.any(axis=1), glb[np.arange(len(a)), np.argmax(nonunit, axis=1)], 0)
         return Costs(t, e + first)

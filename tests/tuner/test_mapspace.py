@@ -1,8 +1,6 @@
 """Multi-level mapspace: every sampled, mutated and crossed mapping is legal by sim's own
 independent check (``Mapping.check``: factor products, fan-out, capacity, backing store) and
 respects the user's constraints; operators change mappings; keys identify mappings."""
-import math
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -11,14 +9,8 @@ from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.mapping import MappingError
 from sim.nest import conv1d, conv2d, gemm
 from tuner.mapspace import (FactorMove, FactorSwap, KeepFlip, LevelConstraint, MapMutationMix, Mapspace,
-                            MapspaceError, MapUniformCrossover, PermutationSwap, prime_factors)
+                            MapspaceError, MapUniformCrossover, PermutationSwap)
 from tuner.mapspace_sim import build_space, from_mapping, to_mapping
-
-
-def test_prime_factors():
-    for n in (1, 2, 12, 97, 3136, 1024, 2 * 3 * 5 * 7 * 11):
-        ps = prime_factors(n)
-        assert math.prod(ps) == n and all(all(p % k for k in range(2, p)) for p in ps)
 
 
 def three_level(glb=64, rf=8, pes=(4, 2)):
