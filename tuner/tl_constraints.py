@@ -33,7 +33,9 @@ _METRICS = {"delay": "delay", "cycles": "delay", "energy": "energy", "edp": "edp
 
 def _letters(v: Any, where: str) -> tuple[str, ...]:
     if isinstance(v, (list, tuple)):
-        out = [str(x).strip() for x in v]
+        if not all(isinstance(x, str) for x in v):
+            raise MapspaceError(f"{where}: permutation entries must be dim names, got {str(v)[:60]!r}")
+        out = [x.strip() for x in v]
     elif isinstance(v, str):
         out = [c for c in v if not c.isspace() and c != ","]
     else:
@@ -65,7 +67,9 @@ def _one(t: TMapping[str, Any], bounds: TMapping[str, int], dims: tuple[str, ...
          tensors: tuple[str, ...]) -> LevelConstraint:
     if not isinstance(t, TMapping):
         raise MapspaceError(f"constraint target must be a mapping, got {t!r}")
-    attrs = dict(t.get("attributes") or {})
+    attrs = t.get("attributes") or {}
+    if not isinstance(attrs, TMapping):
+        raise MapspaceError(f"constraint attributes must be a mapping, got {str(attrs)[:60]!r}")
     body = {**attrs, **{k: v for k, v in t.items() if k != "attributes"}}
     level = body.get("target", body.get("name"))
     kind = body.get("type")
@@ -75,6 +79,8 @@ def _one(t: TMapping[str, Any], bounds: TMapping[str, int], dims: tuple[str, ...
     unknown = sorted(set(body) - _TARGET_KEYS)
     if unknown:
         raise MapspaceError(f"{where}: unsupported key {unknown[0]!r}")
+    if not isinstance(kind, str):
+        raise MapspaceError(f"constraint at {level}: type must be temporal, spatial or bypass, got {kind!r}")
     if kind in ("temporal", "spatial"):
         factors = parse_factors(body["factors"], bounds, where) if body.get("factors") not in (None, "") else ()
         perm = _letters(body["permutation"], where) if body.get("permutation") not in (None, "") else ()
@@ -97,13 +103,21 @@ def _one(t: TMapping[str, Any], bounds: TMapping[str, int], dims: tuple[str, ...
                 ys += tuple(d for d in dims if d not in perm)
         return LevelConstraint(level, spatial=factors, spatial_x=xs, spatial_y=ys)
     if kind in ("bypass", "datatype", "bypassing"):
-        keep, byp = tuple(body.get("keep") or ()), tuple(body.get("bypass") or ())
+        keep, byp = _names(body.get("keep"), where, "keep"), _names(body.get("bypass"), where, "bypass")
         for s in keep + byp:
             if s not in tensors:
                 raise MapspaceError(f"{where}: names data space {s!r}, not one of {', '.join(tensors)}")
         return LevelConstraint(level, keep=keep, bypass=byp)
     raise MapspaceError(f"constraint type {kind!r} at {level} is not supported "
                         f"(supported: temporal, spatial, bypass)")
+
+
+def _names(v: Any, where: str, what: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+        raise MapspaceError(f"{where}: {what} must be a list of data-space names, got {str(v)[:60]!r}")
+    return tuple(v)
 
 
 def _target_list(v: Any, where: str) -> list:
@@ -113,7 +127,9 @@ def _target_list(v: Any, where: str) -> list:
         return v
     if isinstance(v, TMapping):
         for k in ("targets", "constraints"):
-            if isinstance(v.get(k), list):
+            if k in v and v[k] is not None:
+                if not isinstance(v[k], list):
+                    raise MapspaceError(f"{where}.{k} must be a list of constraint targets")
                 return v[k]
         return []
     raise MapspaceError(f"{where} must be a list of constraint targets or hold one under 'targets'")
