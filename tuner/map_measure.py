@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from .measure import MeasureError, _last_line
+from .measure import MeasureError, _last_line, command_argv
 
 
 @dataclass(frozen=True)
@@ -30,15 +30,7 @@ class MapCommandMeasurer:
     timeout_s: float = 600.0
 
     def __post_init__(self):
-        cmd = self.command
-        if isinstance(cmd, str):
-            cmd = shlex.split(cmd)
-        cmd = tuple(str(c) for c in cmd)
-        if not cmd:
-            raise MeasureError("mapping measurer command is empty")
-        if not self.timeout_s > 0:
-            raise MeasureError(f"measurer timeout must be > 0 seconds, got {self.timeout_s!r}")
-        object.__setattr__(self, "command", cmd)
+        object.__setattr__(self, "command", command_argv(self.command, self.timeout_s))
 
     def measure(self, mapping_yaml: str) -> tuple[float, float]:
         """(cycles, energy_pj) the command reports for one mapping."""

@@ -23,7 +23,7 @@ from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
 from sim.movement_batch import MappingArrays
 
 from .mapspace import LevelConstraint, Mapspace, MapspaceError
-from .mapspace_sim import build_space, from_mapping, mapping_at, to_mapping
+from .mapspace_sim import build_space, from_mapping, to_mapping
 
 
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:

@@ -24,6 +24,7 @@ import numpy as np
 from sim.movement_batch import MappingArrays
 
 from .mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover
+from .search import _tournament
 
 METRICS = ("edp", "energy", "delay")
 
@@ -221,12 +222,6 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
         raise MapSearchError("the cost model rejected every mapping it was given")
     g, cyc, en = arch.best
     return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, gens, tuple(arch.history), arch.top[0])
-
-
-def _tournament(rank: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    a = rng.integers(0, len(rank), n)
-    b = rng.integers(0, len(rank), n)
-    return np.where(rank[a] <= rank[b], a, b)
 
 
 def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:

@@ -31,7 +31,7 @@ cost model as ``sim.movement_batch.MappingArrays`` (levels and loop orders outer
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
@@ -39,6 +39,8 @@ import numpy as np
 
 from sim.mapping import prime_factors
 from sim.movement_batch import MappingArrays
+
+from .space import MutationMix
 
 X, Y, T = 0, 1, 2
 
@@ -572,7 +574,7 @@ class MapUniformCrossover:
     either parent (so factorisations and orders stay whole); an unrepairable child is ``a``."""
 
     def __call__(self, space, a, b, rng):
-        n, P, L, D, Tn = len(a), space.n_primes, space.n_levels, space.n_dims, space.n_tensors
+        n, L, D, Tn = len(a), space.n_levels, space.n_dims, space.n_tensors
         take_dim = rng.random((n, D)) < 0.5
         take_lvl = rng.random((n, L)) < 0.5
         mask = np.concatenate([take_dim[:, space.prime_dim], np.repeat(take_lvl, D, axis=1),
@@ -582,19 +584,10 @@ class MapUniformCrossover:
 
 
 @dataclass(frozen=True)
-class MapMutationMix:
+class MapMutationMix(MutationMix):
+    """One of the mapping mutations per row, with these weights (``tuner.space.MutationMix``)."""
     mutations: tuple[MapMutation, ...] = (FactorMove(), FactorSwap(), PermutationSwap(), KeepFlip())
     weights: tuple[float, ...] = (0.45, 0.2, 0.25, 0.1)
-
-    def __call__(self, space, genes, rng):
-        p = np.asarray(self.weights, dtype=float)
-        which = rng.choice(len(self.mutations), size=len(genes), p=p / p.sum())
-        out = genes.copy()
-        for i, m in enumerate(self.mutations):
-            rows = np.flatnonzero(which == i)
-            if len(rows):
-                out[rows] = m(space, genes[rows], rng)
-        return out
 
 
 __all__ = ["MapspaceError", "TensorSpec", "LevelSpec", "LevelConstraint", "MapspaceSpec", "Mapspace",
