@@ -267,24 +267,16 @@ class Mapspace:
 
     # ------------------------------------------------------------------ derived quantities
     def factors(self, genes: np.ndarray) -> np.ndarray:
-        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): how many copies of each
-        distinct prime sit in each (slot, dim) cell (one bincount), then the product of powers
-        (through logs: exact after rounding, products stay far below 2**53)."""
+        """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): each prime gene
+        multiplies its cell (a loop over the few prime genes, vectorised over rows; measured
+        faster than a bincount of logs at 1024 rows)."""
         slots, _, _ = self.split(genes)
-        n, S, D = len(slots), 3 * self.n_levels, self.n_dims
-        if self.n_primes == 0:
-            return np.ones((n, S, D), dtype=np.int64)
-        which, logp = self._prime_index
-        k = len(logp)
-        cell = ((np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]) * k + which[None, :]
-        cnt = np.bincount(cell.ravel(), minlength=n * S * D * k).reshape(n * S * D, k)
-        return np.rint(np.exp(cnt @ logp)).astype(np.int64).reshape(n, S, D)
-
-    @cached_property
-    def _prime_index(self):
-        """(index of each prime gene's value among the distinct primes, their logs)."""
-        distinct, which = np.unique(self.prime_val, return_inverse=True)
-        return which.astype(np.int64), np.log(distinct.astype(np.float64))
+        n = len(slots)
+        F = np.ones((n, 3 * self.n_levels, self.n_dims), dtype=np.int64)
+        rows = np.arange(n)
+        for j in range(self.n_primes):
+            F[rows, slots[:, j], self.prime_dim[j]] *= self.prime_val[j]
+        return F
 
     def tile_words(self, F: np.ndarray) -> np.ndarray:
         """[n, L, T] words of each tensor's tile at each level (the box of all slots at and below
