@@ -116,6 +116,7 @@ def test_mapping_yaml_round_trips(tmp_path):
     ({"arch": ARCH.replace("!Container\n    name: PE", "!Mystery\n    name: PE")}, "could not determine a constructor"),
     ({"arch": ARCH.replace("depth: 64", "depth: '{{ d }}'").replace("'", "")}, "Jinja2"),
     ({"problem": PROBLEM.replace("P: 16,", "")}, "no size for dimension P"),
+    ({"arch": "sparse_optimizations:\n  targets: [{target: RF, action_optimization: []}]\n" + ARCH}, "sparse_optimizations"),
     ({"map": "mapping: 3\n"}, "list of directives"),
     ({"arch": "sparse_optimizations: {}\n" + ARCH, "problem": PROBLEM.replace("version: 0.4", "version: 0.4\n  bogus: 1")},
      None),
