@@ -137,3 +137,8 @@ def test_external_command_measures_the_best_predicted(tmp_path, capsys):
     assert js["cycles"] == js["model_cycles"] and js["energy_pj"] == pytest.approx(js["model_energy_pj"])
     code, _, err = run(capsys, "tune", "--timeloop", *files, "--budget", "50", "--measure-command", "false")
     assert code == 2 and "failed with exit status 1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_timeloop_options_need_timeloop(capsys):
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
+    assert code == 2 and "apply to --timeloop" in err

@@ -33,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--metric", choices=("edp", "energy", "delay"), default=None,
                    help="with --timeloop: what the mapping search minimises (default: the mapper section's "
                         "optimization_metrics, else edp)")
-    p.add_argument("--budget", type=int, default=30000, metavar="N",
+    p.add_argument("--budget", type=int, default=None, metavar="N",
                    help="with --timeloop: mappings to evaluate (default 30000; the search is deterministic "
                         "for a seed and a budget)")
     p.add_argument("--measure-command", metavar="CMD",
@@ -41,7 +41,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "as its last argument, printing JSON with cycles and energy_pj (e.g. 'accel-tune "
                         "simulate --json --timeloop ARCH PROB ERT'); the search's best --measure-top "
                         "mappings are measured and the best measured wins")
-    p.add_argument("--measure-top", type=int, default=8, metavar="K",
+    p.add_argument("--measure-top", type=int, default=None, metavar="K",
                    help="with --measure-command: how many of the best predicted mappings to measure (default 8)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --timeloop: stop the search after S seconds even if the budget is not spent")
@@ -85,9 +85,10 @@ def run(args) -> int:
         raise CLIError("tune: one of the arguments --model --onnx --timeloop is required")
     if not args.hw:
         raise CLIError("tune: the following arguments are required: --hw")
-    if args.metric is not None or args.time_limit is not None or args.measure_command:
-        raise CLIError("tune: --metric, --time-limit and --measure-command apply to --timeloop "
-                       "(use --objective/--trials with --model/--onnx)")
+    if any(v is not None for v in (args.metric, args.time_limit, args.measure_command, args.budget,
+                                   args.measure_top)):
+        raise CLIError("tune: --metric, --budget, --time-limit, --measure-command and --measure-top apply to "
+                       "--timeloop (use --objective/--trials with --model/--onnx)")
     import sim
     from tuner.tune import tune
 

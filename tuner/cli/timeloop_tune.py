@@ -51,21 +51,29 @@ def load_problem(paths) -> TimeloopProblem:
     return TimeloopProblem(hier, nest, cons, mapper_metric(merged), given)
 
 
+DEFAULT_BUDGET = 30000
+DEFAULT_MEASURE_TOP = 8
+
+
 def run_timeloop_tune(args) -> int:
     from sim.movement import evaluate
     from sim.timeloop import mapping_yaml
     from tuner.mapper import search_mapping
     from tuner.mapspace_sim import to_mapping
 
-    if args.budget < 1:
-        raise CLIError(f"--budget must be >= 1, got {args.budget}")
+    if args.measure_top is not None and not args.measure_command:
+        raise CLIError("--measure-top applies with --measure-command")
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    top = DEFAULT_MEASURE_TOP if args.measure_top is None else args.measure_top
+    if budget < 1:
+        raise CLIError(f"--budget must be >= 1, got {budget}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise CLIError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
     measurer = None
     if args.measure_command:
         from tuner.map_measure import MapCommandMeasurer
-        if args.measure_top < 1:
-            raise CLIError(f"--measure-top must be >= 1, got {args.measure_top}")
+        if top < 1:
+            raise CLIError(f"--measure-top must be >= 1, got {top}")
         measurer = MapCommandMeasurer(args.measure_command)
     out = None
     if args.output:
@@ -75,12 +83,12 @@ def run_timeloop_tune(args) -> int:
     t0 = time.perf_counter()
     prob = load_problem(args.timeloop)
     metric = args.metric or prob.metric
-    bar = _bar(args, args.budget)
+    bar = _bar(args, budget)
     try:
-        space, res = search_mapping(prob.hier, prob.nest, metric, budget=args.budget, constraints=prob.constraints,
+        space, res = search_mapping(prob.hier, prob.nest, metric, budget=budget, constraints=prob.constraints,
                                     seed=args.seed, time_limit_s=args.time_limit, start=prob.given,
                                     progress=bar.update if bar else None,
-                                    keep_top=args.measure_top if measurer else 0)
+                                    keep_top=top if measurer else 0)
     finally:
         if bar:
             bar.close()
@@ -103,7 +111,7 @@ def run_timeloop_tune(args) -> int:
     if args.json:
         extra = {"measured": measured.count, "measure_seconds": measured.seconds,
                  "model_cycles": int(ev.cycles), "model_energy_pj": float(ev.energy_pj)} if measured else {}
-        print_json({**result, "metric": metric, "budget": args.budget, "seed": args.seed,
+        print_json({**result, "metric": metric, "budget": budget, "seed": args.seed,
                     "utilized_macs": int(ev.utilized_macs), **extra, **({"mapping_file": out} if out else {})})
         return 0
     if measured:
