@@ -5,10 +5,10 @@ The command gets the path of a Timeloop mapping YAML as its last argument and mu
 JSON object with ``cycles`` and ``energy_pj`` (positive numbers) on stdout and exit 0 (the
 ``simulate --timeloop --json`` object has both). A failure is one line (``MeasureError``).
 
-How the mapper uses it (``measure_best``): the search ranks every mapping with ``sim``'s
-analytical model (microseconds each) and keeps its best ``k``; only those are measured, and the
-best measured one wins. A learned correction (XGBoost over mapping features, as the schedule
-tuner's) is not used here: see docs/TUNING.md, "Multi-level mappings".
+How the mapper uses it (``tuner.map_learn.measure_guided``): the search ranks every mapping with
+``sim``'s analytical model and keeps a pool of its best; some of those are measured in rounds,
+ranked by the analytical model or by XGBoost when ``tuner.model_policy`` decides that training
+pays, and the best measured one wins.
 """
 from __future__ import annotations
 
@@ -17,9 +17,7 @@ import os
 import shlex
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass
-from typing import Sequence
 
 from .measure import MeasureError, _last_line, command_argv
 
@@ -60,24 +58,3 @@ class MapCommandMeasurer:
             raise MeasureError(f"measurer command '{shown}' printed {_last_line(p.stdout)[:80]!r}, expected a JSON "
                                f"object with positive \"cycles\" and \"energy_pj\"")
         return float(vals[0]), float(vals[1])
-
-
-@dataclass(frozen=True)
-class Measured:
-    index: int                  # into the candidates
-    cycles: float
-    energy_pj: float
-    seconds: float              # measuring all candidates
-    count: int
-
-
-def measure_best(measurer: MapCommandMeasurer, yamls: Sequence[str], metric: str) -> Measured:
-    """Measure every candidate (best predicted first) and return the best measured for ``metric``."""
-    from .mapsearch import Costs, metric_keys
-    import numpy as np
-    t0 = time.perf_counter()
-    got = [measurer.measure(y) for y in yamls]
-    c = Costs(np.array([g[0] for g in got]), np.array([g[1] for g in got]))
-    p, s = metric_keys(metric, c)
-    i = int(np.lexsort((s, p))[0])
-    return Measured(i, float(c.cycles[i]), float(c.energy_pj[i]), time.perf_counter() - t0, len(got))

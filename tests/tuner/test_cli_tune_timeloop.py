@@ -133,7 +133,7 @@ def test_external_command_measures_the_best_predicted(tmp_path, capsys):
                          "--measure-top", "3", "--json")
     assert code == 0, err
     js = json.loads(out)
-    assert js["measured"] == 3
+    assert js["measured"] == 3 and js["learned_model"]["fits"] == 0   # the command agrees with the prior
     assert js["cycles"] == js["model_cycles"] and js["energy_pj"] == pytest.approx(js["model_energy_pj"])
     code, _, err = run(capsys, "tune", "--timeloop", *files, "--budget", "50", "--measure-command", "false")
     assert code == 2 and "failed with exit status 1" in err and len(err.strip().splitlines()) == 1

@@ -88,16 +88,25 @@ def run_timeloop_tune(args) -> int:
         space, res = search_mapping(prob.hier, prob.nest, metric, budget=budget, constraints=prob.constraints,
                                     seed=args.seed, time_limit_s=args.time_limit, start=prob.given,
                                     progress=bar.update if bar else None,
-                                    keep_top=top if measurer else 0)
+                                    keep_top=4 * top if measurer else 0)
     finally:
         if bar:
             bar.close()
     mapping = to_mapping(space, res.genes)
     measured = None
     if measurer is not None:
-        from tuner.map_measure import measure_best
+        # the search's best 4K mappings are the pool; K of them are measured in rounds, ranked by
+        # the analytical model or, when the --learned-model policy says so, by XGBoost
+        from tuner.map_learn import log_metric, mapping_features, measure_guided
+        from tuner.mapper import movement_evaluator
+        from tuner.model_policy import ModelPolicy
         cands = [to_mapping(space, row) for row in res.top]
-        measured = measure_best(measurer, [mapping_yaml(prob.hier, prob.nest, m) for m in cands], metric)
+        arrays = space.arrays(res.top)
+        pc = movement_evaluator(prob.hier, prob.nest, space)(arrays)
+        measured = measure_guided(measurer, [mapping_yaml(prob.hier, prob.nest, m) for m in cands],
+                                  mapping_features(prob.hier, prob.nest, arrays),
+                                  log_metric(metric, pc.cycles, pc.energy_pj), metric, top,
+                                  max(1, -(-top // 4)), ModelPolicy(use=args.learned_model))
         mapping = cands[measured.index]
     ev = evaluate(prob.hier, prob.nest, mapping)          # checked, and the counts for the table
     text = mapping_yaml(prob.hier, prob.nest, mapping)
@@ -109,13 +118,18 @@ def run_timeloop_tune(args) -> int:
     result = {"cycles": int(round(cycles)), "energy_pj": float(energy), "edp": float(cycles * energy),
               "mapping_yaml": text, "evaluations": int(res.evaluations), "seconds": seconds}
     if args.json:
-        extra = {"measured": measured.count, "measure_seconds": measured.seconds,
+        extra = {"measured": len(measured.measured), "measure_seconds": measured.measure_s,
+                 "learned_model": {"policy": args.learned_model, "fits": measured.fits, "train_seconds": measured.train_s,
+                                   "rounds_ranked_by_model": measured.rounds_ranked_by_model,
+                                   "last_decision": measured.last_decision},
                  "model_cycles": int(ev.cycles), "model_energy_pj": float(ev.energy_pj)} if measured else {}
         print_json({**result, "metric": metric, "budget": budget, "seed": args.seed,
                     "utilized_macs": int(ev.utilized_macs), **extra, **({"mapping_file": out} if out else {})})
         return 0
     if measured:
-        print(f"measured by the command: the best {measured.count} predicted mappings in {measured.seconds:.2f} s; "
+        print(f"measured by the command: {len(measured.measured)} of the best predicted mappings in "
+              f"{measured.measure_s:.2f} s ({measured.fits} XGBoost fits, {measured.train_s:.2f} s: "
+              f"{measured.last_decision}); "
               f"best measured: {cycles:,.0f} cycles, {energy:,.2f} pJ (the model: {ev.cycles:,} cycles, "
               f"{ev.energy_pj:,.2f} pJ)")
     macs = prob.hier.arithmetic.instances
