@@ -96,7 +96,9 @@ class CostModel:
                  train: bool = False) -> "CostModel":
         """This model's rows plus the new ones; retrained only with ``train`` (otherwise the booster,
         if any, stays as it was: the rows wait for the next ``fit``, here or in a warm-started run)."""
-        X = np.asarray(X, dtype=np.float32).reshape(-1, N_FEATURES) if len(X) else np.zeros((0, N_FEATURES), np.float32)
+        # the width is this model's (the schedule features by default; a mapping model has its own)
+        w = self.X.shape[1]
+        X = np.asarray(X, dtype=np.float32).reshape(-1, w) if len(X) else np.zeros((0, w), np.float32)
         n = len(X)
         for name, a in (("log_cycles", log_cycles), ("groups", groups), ("prior", prior)):
             if len(a) != n:

@@ -74,6 +74,19 @@ class AnalyticalMeasurer:
         return float(simulate(workload, hw, schedule, fidelity="analytical").total_cycles)
 
 
+def command_argv(cmd: "str | Sequence[str]", timeout_s: float) -> tuple[str, ...]:
+    """A measurer command as an argv tuple (a string is split like a shell), checked with its
+    timeout; ``MeasureError`` when either is unusable."""
+    if isinstance(cmd, str):
+        cmd = shlex.split(cmd)
+    argv = tuple(str(c) for c in cmd)
+    if not argv:
+        raise MeasureError("measurer command is empty")
+    if not timeout_s > 0:
+        raise MeasureError(f"measurer timeout must be > 0 seconds, got {timeout_s!r}")
+    return argv
+
+
 def _last_line(text: str) -> str:
     lines = [ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
@@ -87,15 +100,7 @@ class CommandMeasurer:
     label: str = ""
 
     def __post_init__(self):
-        cmd = self.command
-        if isinstance(cmd, str):
-            cmd = shlex.split(cmd)
-        cmd = tuple(str(c) for c in cmd)
-        if not cmd:
-            raise MeasureError("measurer command is empty")
-        if not self.timeout_s > 0:
-            raise MeasureError(f"measurer timeout must be > 0 seconds, got {self.timeout_s!r}")
-        object.__setattr__(self, "command", cmd)
+        object.__setattr__(self, "command", command_argv(self.command, self.timeout_s))
 
     @property
     def name(self) -> str:

@@ -20,16 +20,37 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "latency, energy or energy-delay product. Prints per-task best cycles and "
                                    "roofline fraction, and the plan's latency and energy beside greedy BYOC, "
                                    "all-on-host and default schedules.")
-    src = p.add_mutually_exclusive_group(required=True)
+    # --timeloop replaces the model and the hardware; run() checks that exactly one input is given
+    src = p.add_mutually_exclusive_group(required=False)
     src.add_argument("--model", metavar="NAME", help="a built-in model (accel-tune models lists them)")
     src.add_argument("--onnx", metavar="FILE", help="an ONNX file")
     add_input_shape_arg(p)
-    p.add_argument("--hw", required=True, metavar="PRESET|FILE", help="hardware preset or config file")
+    p.add_argument("--hw", metavar="PRESET|FILE", help="hardware preset or config file (with --model/--onnx)")
+    p.add_argument("--timeloop", nargs="+", metavar="FILE",
+                   help="search the best mapping of a Timeloop v0.4 architecture + problem (+ constraints, "
+                        "mapper section) with Accelergy ERT/ART, merged by top-level key; prints it and "
+                        "writes it as a Timeloop mapping file with -o")
+    p.add_argument("--metric", choices=("edp", "energy", "delay"), default=None,
+                   help="with --timeloop: what the mapping search minimises (default: the mapper section's "
+                        "optimization_metrics, else edp)")
+    p.add_argument("--budget", type=int, default=None, metavar="N",
+                   help="with --timeloop: mappings to evaluate (default 30000; the search is deterministic "
+                        "for a seed and a budget)")
+    p.add_argument("--measure-command", metavar="CMD",
+                   help="with --timeloop: an external measurer of mappings, run with a Timeloop mapping file "
+                        "as its last argument, printing JSON with cycles and energy_pj (e.g. 'accel-tune "
+                        "simulate --json --timeloop ARCH PROB ERT'); the search's best --measure-top "
+                        "mappings are measured and the best measured wins")
+    p.add_argument("--measure-top", type=int, default=None, metavar="K",
+                   help="with --measure-command: how many of the best predicted mappings to measure (default 8)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="with --timeloop: stop the search after S seconds even if the budget is not spent")
     p.add_argument("--trials", type=int, default=None, metavar="N",
                    help="kernel measurements in all (default: 16 per tuning task)")
     p.add_argument("--log", metavar="FILE", help="tuning records (JSON lines), read and appended; a rerun resumes")
     p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency")
-    p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here")
+    p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here; with "
+                                                          "--timeloop, the mapping (Timeloop YAML)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (same seed, same plan)")
     p.add_argument("--learned-model", choices=("auto", "always", "never"), default="auto",
                    help="when the XGBoost cost model trains: auto (default: only when the analytical "
@@ -53,6 +74,21 @@ def _load_graph(args):
 
 
 def run(args) -> int:
+    if args.timeloop:
+        if args.model or args.onnx or args.hw:
+            raise CLIError("tune: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
+        if args.log or args.trials is not None:
+            raise CLIError("tune: --log and --trials apply to --model/--onnx; with --timeloop use --budget")
+        from tuner.cli.timeloop_tune import run_timeloop_tune
+        return run_timeloop_tune(args)
+    if not (args.model or args.onnx):
+        raise CLIError("tune: one of the arguments --model --onnx --timeloop is required")
+    if not args.hw:
+        raise CLIError("tune: the following arguments are required: --hw")
+    if any(v is not None for v in (args.metric, args.time_limit, args.measure_command, args.budget,
+                                   args.measure_top)):
+        raise CLIError("tune: --metric, --budget, --time-limit, --measure-command and --measure-top apply to "
+                       "--timeloop (use --objective/--trials with --model/--onnx)")
     import sim
     from tuner.tune import tune
 

@@ -1,0 +1,124 @@
+"""The learned model for mappings, where measuring is the expensive part: an external measurer
+(``tuner.map_measure``) re-measures candidates the analytical search found, in rounds, and
+between rounds ``tuner.model_policy`` decides whether an XGBoost model (``tuner.cost_model``,
+with the analytical log metric as its prior) is trained on what was measured and ranks the
+candidates not yet measured.
+
+Features of a mapping (``mapping_features``): the log of every level's and data space's reads,
+fills and updates (totals over the utilized instances) from ``sim.movement_batch``, and the
+analytical log cycles, energy and compute cycles. The target is the log of the measured metric
+(``delay``: cycles, ``energy``: energy, ``edp``: their product); the prior is the analytical log
+metric, so an untrained model ranks exactly as the analytical model does.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from sim.hierarchy import Hierarchy
+from sim.movement_batch import MappingArrays, evaluate_batch
+from sim.nest import Nest
+
+from .cost_model import CostModel, CostModelConfig, load_xgboost
+from .mapsearch import Costs, metric_keys
+from .model_policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
+
+
+class MappingMeasurer(Protocol):
+    def measure(self, mapping_yaml: str) -> tuple[float, float]: ...
+
+
+def mapping_features(hier: Hierarchy, nest: Nest, a: MappingArrays) -> np.ndarray:
+    """[n, 3 x levels x data spaces + 3] float32 features (see the module docstring)."""
+    ev = evaluate_batch(hier, nest, a)
+    u = ev.utilized[:, :, None].astype(float)
+    counts = np.concatenate([ev.reads * u, ev.fills * u, ev.updates * u], axis=2).reshape(len(a), -1)
+    return np.column_stack([np.log1p(counts), np.log(ev.cycles), np.log(ev.energy_pj),
+                            np.log(ev.compute_cycles)]).astype(np.float32)
+
+
+def log_metric(metric: str, cycles, energy) -> np.ndarray:
+    return np.log(metric_keys(metric, Costs(np.asarray(cycles, float), np.asarray(energy, float)))[0])
+
+
+@dataclass(frozen=True)
+class GuidedResult:
+    index: int                  # the best measured candidate
+    cycles: float
+    energy_pj: float
+    measured: tuple[int, ...]   # candidates measured, in order
+    measure_s: float
+    train_s: float
+    fits: int
+    rounds_ranked_by_model: int
+    last_decision: str
+
+
+def measure_guided(measurer: MappingMeasurer, yamls: Sequence[str], X: np.ndarray, prior: np.ndarray, metric: str,
+                   total: int, per_round: int, policy: ModelPolicy = ModelPolicy()) -> GuidedResult:
+    """Measure ``total`` of the candidates (``yamls``, features ``X``, analytical log metric
+    ``prior``) ``per_round`` at a time, each round the best ranked not yet measured: by the prior,
+    or by the model once the policy has it trained and ranking."""
+    n = len(yamls)
+    total = min(total, n)
+    prior = np.asarray(prior, dtype=float)
+    model = CostModel(CostModelConfig(min_rows=4), X=np.zeros((0, X.shape[1]), np.float32))
+    measured: list[int] = []
+    cyc: list[float] = []
+    en: list[float] = []
+    logm: list[float] = []
+    oos = ([], [], [])          # model-ranked rows: log measured, model score, prior
+    pairs = {"model": PairCount(), "prior_on_model_rows": PairCount()}
+    measure_s = train_s = 0.0
+    last_fit_s, rows_at_fit, fits, by_model = None, 0, 0, 0
+    using, reason = False, "no decision yet"
+    score = prior.copy()
+    while len(measured) < total:
+        taken = set(measured)
+        batch = [int(i) for i in np.argsort(score, kind="stable") if int(i) not in taken][:min(per_round, total - len(measured))]
+        t0 = time.perf_counter()
+        got = [measurer.measure(yamls[i]) for i in batch]
+        measure_s += time.perf_counter() - t0
+        for i, (c, e) in zip(batch, got):
+            measured.append(i)
+            cyc.append(c)
+            en.append(e)
+            logm.append(float(log_metric(metric, [c], [e])[0]))
+            if using:
+                om, oms, op = oos
+                old = len(om)
+                om.append(logm[-1])
+                oms.append(float(score[i]))
+                op.append(float(prior[i]))
+                pairs["model"] += count_pairs(oms, om, old, policy.tie)
+                pairs["prior_on_model_rows"] += count_pairs(op, om, old, policy.tie)
+        if len(measured) >= total:
+            break
+        idx = np.array(measured)
+        ev = Evidence(measure_s=measure_s, train_s=train_s, last_fit_s=last_fit_s, rows_at_last_fit=rows_at_fit,
+                      rows=len(measured), prior=count_pairs(prior[idx], logm, 0, policy.tie).agreement(),
+                      prior_regret=pick_regret(prior[idx], logm), model=pairs["model"].agreement(),
+                      prior_on_model_rows=pairs["prior_on_model_rows"].agreement(), trained=model.trained,
+                      backend_loaded="xgboost" in sys.modules)
+        d = decide(policy, ev)
+        reason = d.reason
+        if d.train:
+            t0 = time.perf_counter()
+            load_xgboost()
+            t1 = time.perf_counter()
+            model = CostModel(model.config, X=np.zeros((0, X.shape[1]), np.float32)).fit(
+                X[idx], np.asarray(logm), np.zeros(len(idx), np.int64), prior[idx])
+            last_fit_s, rows_at_fit = time.perf_counter() - t1, len(idx)
+            train_s += time.perf_counter() - t0
+            fits += int(model.trained)
+        using = d.use_model and model.trained
+        by_model += int(using)
+        score = model.predict(X, prior) if using else prior.copy()
+    keys = metric_keys(metric, Costs(np.array(cyc), np.array(en)))
+    best = int(np.lexsort((keys[1], keys[0]))[0])
+    return GuidedResult(measured[best], cyc[best], en[best], tuple(measured), measure_s, train_s, fits, by_model,
+                        reason)

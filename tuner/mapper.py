@@ -1,0 +1,81 @@
+"""The multi-level mapper: the best ``sim.mapping.Mapping`` of a nest on a hierarchy.
+
+    best_mapping(hierarchy, nest, metric="edp", budget=20000) -> (Mapping, stats)
+
+searches the mapspace (``tuner.mapspace``: factorisations across levels, spatial X/Y, loop
+orders, bypass, within the constraints) with ``tuner.mapsearch`` and measures every candidate
+with ``sim``'s data-movement model. ``stats`` holds the best mapping's cycles, energy_pj, edp,
+the evaluations spent and the seconds taken. Whole-network costing calls it once per unique
+layer; a mapping search is deterministic for a seed and a budget.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from sim.hierarchy import Hierarchy
+from sim.mapping import Mapping
+from sim.nest import Nest
+
+from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
+from sim.movement_batch import MappingArrays
+
+from .mapspace import LevelConstraint, Mapspace, MapspaceError
+from .mapspace_sim import build_space, from_mapping, to_mapping
+
+
+def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:
+    """Cycles and energy of many mappings at once from ``sim``'s batched data-movement model;
+    a row ``sim``'s own check refuses costs ``inf`` (it never wins)."""
+    from sim import movement_batch as mb
+
+    def run(a: MappingArrays) -> Costs:
+        m = a
+        cyc = np.full(len(a), np.inf)
+        en = np.full(len(a), np.inf)
+        ok = np.flatnonzero(mb.check_batch(hier, nest, m) == mb.OK)
+        if len(ok):
+            ev = mb.evaluate_batch(hier, nest, m.take(ok))
+            cyc[ok], en[ok] = ev.cycles, ev.energy_pj
+        return Costs(cyc, en)
+    return run
+
+
+def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,
+                   constraints: Iterable[LevelConstraint] = (), seed: int = 0, time_limit_s: float | None = None,
+                   start: Mapping | None = None, evaluator: Callable[[MappingArrays], Costs] | None = None,
+                   progress: Callable[[int, float | None], None] | None = None,
+                   keep_top: int = 0) -> tuple[Mapspace, MapSearchResult]:
+    """The space and the search result (``tuner.mapsearch``); ``start``: a mapping put in the first
+    population (ignored when it lies outside the constraints)."""
+    space = build_space(hier, nest, tuple(constraints))
+    evaluate = evaluator or movement_evaluator(hier, nest, space)
+    seeds = None
+    if start is not None:
+        try:
+            seeds = from_mapping(space, hier, start)[None, :]
+            seeds = seeds[space.valid(seeds)]
+        except MapspaceError:
+            seeds = None
+    cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed, keep_top=keep_top,
+                          population=min(1024, max(64, budget // 8)))
+    return space, search(space, evaluate, metric, cfg, seeds=seeds, progress=progress)
+
+
+def best_mapping(hierarchy: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,
+                 constraints: Iterable[LevelConstraint] = (), seed: int = 0,
+                 time_limit_s: float | None = None) -> tuple[Mapping, dict[str, Any]]:
+    """The best mapping found for ``metric`` (edp, energy or delay) within ``budget`` evaluations
+    (and ``time_limit_s`` seconds when given), and its statistics: cycles, energy_pj, edp,
+    evaluations, seconds, generations."""
+    t0 = time.perf_counter()
+    space, res = search_mapping(hierarchy, nest, metric, budget, constraints, seed, time_limit_s)
+    return to_mapping(space, res.genes), {
+        "cycles": int(round(res.cycles)), "energy_pj": res.energy_pj, "edp": res.cycles * res.energy_pj,
+        "evaluations": res.evaluations, "seconds": time.perf_counter() - t0, "generations": res.generations,
+        "metric": metric}
+
+
+__all__ = ["best_mapping", "search_mapping", "movement_evaluator"]
