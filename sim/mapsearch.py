@@ -1,0 +1,268 @@
+"""A fast heuristic search for a good mapping of one loop nest on a storage hierarchy.
+
+``best_mapping(hierarchy, nest, metric)`` is the function boundary the whole-network costing
+uses (``sim.multilevel``): it returns the best ``Mapping`` it found and a ``SearchStats``. The
+full multi-level mapper (issue 13) can replace it behind the same signature.
+
+Candidates are legal by construction (perfect factorisations, fan-outs within the mesh, every
+level's tiles within its capacity), so no evaluation is wasted on an illegal mapping:
+
+1. **Spatial**: at every level that fans out, the prime factors of the dims (in a random order,
+   dims that reuse no operand first half the time) are packed onto the X and then the Y fan-out
+   while the product stays within it.
+2. **Temporal, inside out**: the prime factors left are offered, in a random order, to the
+   innermost level first and then outwards; a level takes a factor when every level's tiles
+   still fit (a factor at an inner level grows the tiles of every level above it). What no level
+   takes stays at the outermost (unbounded) level.
+3. **Order**: each level's loops in a random permutation, or the one that keeps the output
+   stationary (reduction dims innermost), or the one that keeps the weights stationary.
+
+A round of random candidates is followed by rounds of mutations of the best few (move one prime
+factor between two levels, or reorder one level); all candidates of a round are evaluated at
+once (``sim.movement_batch`` when it can, else one by one). Same inputs and seed, same mapping.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .hierarchy import Hierarchy
+from .mapping import LevelMapping, Mapping
+from .nest import Nest
+
+METRICS = ("delay", "energy", "edp")
+
+
+class SearchError(ValueError):
+    """No legal mapping: one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    evaluations: int
+    seconds: float
+    metric: str
+    cycles: float
+    energy_pj: float
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """``random``: candidates of the first round; ``rounds`` x ``mutants``: mutation rounds of the
+    ``elite`` best so far."""
+    random: int = 96
+    rounds: int = 4
+    mutants: int = 48
+    elite: int = 6
+    seed: int = 0
+
+
+def _primes(n: int) -> list[int]:
+    out, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+# ---------------------------------------------------------------------------- genome
+# A candidate as plain arrays: per level and dim, the temporal and the X / Y spatial factor, and
+# per level a permutation (dim indices, outermost first). Tiles are computed from these directly.
+@dataclass
+class _Genome:
+    t: np.ndarray      # (levels, dims) temporal factors
+    sx: np.ndarray     # (levels, dims)
+    sy: np.ndarray     # (levels, dims)
+    perm: list[tuple[int, ...]]
+
+    def copy(self) -> "_Genome":
+        return _Genome(self.t.copy(), self.sx.copy(), self.sy.copy(), list(self.perm))
+
+    def key(self) -> tuple:
+        return (self.t.tobytes(), self.sx.tobytes(), self.sy.tobytes(), tuple(self.perm))
+
+
+class _Problem:
+    """The nest and hierarchy as arrays: what the candidate generator checks against."""
+
+    def __init__(self, hier: Hierarchy, nest: Nest):
+        self.hier, self.nest = hier, nest
+        self.dims = nest.dim_names
+        self.bounds = np.array([nest.bounds[d] for d in self.dims], dtype=np.int64)
+        self.n_levels = len(hier.levels)
+        self.fanout = [hier.fanout(i) for i in range(self.n_levels)]
+        out = nest.output
+        self.reduction = [i for i, d in enumerate(self.dims) if d not in out.dims]
+        w = next((ds for ds in nest.data_spaces if ds.name == "Weights"), None)
+        self.weight_free = [i for i, d in enumerate(self.dims) if w is not None and d not in w.dims]
+        # (level, data space) pairs that hold a tile: keeps as the hierarchy allows
+        self.kept = [[ds for ds in nest.data_spaces if lv.may_keep(ds.name)] for lv in hier.levels]
+        self.caps = [lv.capacity_words for lv in hier.levels]
+
+    def fits(self, g: _Genome, upto: int | None = None) -> bool:
+        """Every bounded level (outer ones down to ``upto``) holds its tiles."""
+        span = np.ones(len(self.dims), dtype=np.int64)
+        ok = True
+        for i in range(self.n_levels - 1, -1, -1):
+            span = span * g.t[i] * g.sx[i] * g.sy[i]
+            if self.caps[i] is None or (upto is not None and i > upto):
+                continue
+            sp = dict(zip(self.dims, span.tolist()))
+            if sum(ds.tile_words(sp) for ds in self.kept[i]) > self.caps[i]:
+                ok = False
+                break
+        return ok
+
+
+def _spatial(p: _Problem, g: _Genome, rng: np.random.Generator, left: np.ndarray) -> None:
+    for i, (fx, fy) in enumerate(p.fanout):
+        for axis, fan in ((g.sx, fx), (g.sy, fy)):
+            if fan <= 1:
+                continue
+            order = list(rng.permutation(len(p.dims)))
+            if rng.random() < 0.5:  # dims that no operand-sharing needs first: their spread is free
+                order.sort(key=lambda d: d not in p.reduction)
+            used = 1
+            for d in order:
+                for f in sorted(_primes(int(left[d])), reverse=bool(rng.random() < 0.5)):
+                    if used * f <= fan and left[d] % f == 0:
+                        axis[i, d] *= f
+                        left[d] //= f
+                        used *= f
+            if not p.fits(g):  # a fan-out whose tiles overflow a level: undo it
+                for d in range(len(p.dims)):
+                    left[d] *= axis[i, d]
+                    axis[i, d] = 1
+
+
+def _order(p: _Problem, g: _Genome, i: int, rng: np.random.Generator) -> tuple[int, ...]:
+    r = rng.random()
+    dims = list(rng.permutation(len(p.dims)))
+    if r < 0.25:    # output stationary: reductions innermost
+        dims.sort(key=lambda d: d in p.reduction)
+    elif r < 0.5:   # weights stationary: dims that do not index the weights innermost
+        dims.sort(key=lambda d: d in p.weight_free)
+    return tuple(int(d) for d in dims)
+
+
+def _random_genome(p: _Problem, rng: np.random.Generator) -> _Genome:
+    L, D = p.n_levels, len(p.dims)
+    g = _Genome(np.ones((L, D), np.int64), np.ones((L, D), np.int64), np.ones((L, D), np.int64), [])
+    left = p.bounds.copy()
+    _spatial(p, g, rng, left)
+    pool = [(d, f) for d in range(D) for f in _primes(int(left[d]))]
+    rng.shuffle(pool)
+    # Inside out: a level takes what fits; the outermost (unbounded) takes the rest.
+    for i in range(L - 1, 0, -1):
+        rest = []
+        for d, f in pool:
+            g.t[i, d] *= f
+            if p.fits(g, upto=i):
+                continue
+            g.t[i, d] //= f
+            rest.append((d, f))
+        pool = rest
+    for d, f in pool:
+        g.t[0, d] *= f
+    g.perm = [_order(p, g, i, rng) for i in range(L)]
+    return g
+
+
+def _mutate(p: _Problem, g: _Genome, rng: np.random.Generator) -> _Genome:
+    h = g.copy()
+    L, D = p.n_levels, len(p.dims)
+    for _ in range(8):
+        kind = rng.random()
+        if kind < 0.3:
+            i = int(rng.integers(L))
+            h.perm[i] = _order(p, h, i, rng)
+            return h
+        src, dst = (int(x) for x in rng.integers(L, size=2))
+        d = int(rng.integers(D))
+        if src == dst or h.t[src, d] == 1:
+            continue
+        f = int(rng.choice(_primes(int(h.t[src, d]))))
+        h.t[src, d] //= f
+        h.t[dst, d] *= f
+        if p.fits(h):
+            return h
+        h.t[dst, d] //= f
+        h.t[src, d] *= f
+    return h
+
+
+def _mapping(p: _Problem, g: _Genome) -> Mapping:
+    lms = []
+    for i in range(p.n_levels):
+        def fs(row):
+            return tuple((p.dims[d], int(row[d])) for d in range(len(p.dims)) if row[d] > 1)
+        perm = tuple(p.dims[d] for d in g.perm[i] if g.t[i, d] > 1)
+        lms.append(LevelMapping(temporal=fs(g.t[i]), permutation=perm, spatial_x=fs(g.sx[i]), spatial_y=fs(g.sy[i])))
+    return Mapping(tuple(lms))
+
+
+def _score(metric: str, cycles: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    """Lower is better; ``delay`` breaks ties by energy (cycles are often equal between mappings
+    that use the same MACs)."""
+    if metric == "energy":
+        return energy + 1e-9 * cycles
+    if metric == "edp":
+        return cycles * energy
+    return cycles + energy / (1.0 + energy.max(initial=0.0)) * 0.5  # < 1 cycle: only breaks ties
+
+
+Evaluator = Callable[[Hierarchy, Nest, Sequence[Mapping]], "tuple[np.ndarray, np.ndarray]"]
+
+
+def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: SearchConfig = SearchConfig(),
+                 evaluate: Evaluator | None = None) -> tuple[Mapping, SearchStats]:
+    """The best mapping found of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp);
+    ``evaluate(hier, nest, mappings) -> (cycles, energy_pj)`` arrays (default: the movement
+    model, ``sim.multilevel.evaluate_mappings``)."""
+    if metric not in METRICS:
+        raise SearchError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    if evaluate is None:
+        from .multilevel import evaluate_mappings as evaluate
+    start = time.perf_counter()
+    p = _Problem(hier, nest)
+    rng = np.random.default_rng([config.seed, len(p.dims), int(p.bounds.prod() % (2**31))])
+    seen: dict[tuple, int] = {}
+    pool: list[_Genome] = []
+
+    def add(gs: list[_Genome]) -> list[_Genome]:
+        new = []
+        for g in gs:
+            k = g.key()
+            if k not in seen:
+                seen[k] = len(pool) + len(new)
+                new.append(g)
+        return new
+
+    scores: list[float] = []
+    cyc: list[float] = []
+    en: list[float] = []
+    batch = add([_random_genome(p, rng) for _ in range(config.random)])
+    for r in range(config.rounds + 1):
+        if batch:
+            c, e = evaluate(hier, nest, [_mapping(p, g) for g in batch])
+            c, e = np.asarray(c, dtype=np.float64), np.asarray(e, dtype=np.float64)
+            pool.extend(batch)
+            cyc.extend(c.tolist())
+            en.extend(e.tolist())
+            scores = _score(metric, np.array(cyc), np.array(en)).tolist()
+        if r == config.rounds:
+            break
+        elite = np.argsort(scores, kind="stable")[:config.elite]
+        batch = add([_mutate(p, pool[int(elite[j % len(elite)])], rng) for j in range(config.mutants)])
+    if not pool:
+        raise SearchError(f"no mapping of {nest.name} fits {', '.join(hier.names)}")
+    b = int(np.argmin(scores))
+    return _mapping(p, pool[b]), SearchStats(len(pool), time.perf_counter() - start, metric, cyc[b], en[b])
