@@ -376,7 +376,8 @@ class LevelConfig(_Section):
     leak_pj_per_cycle: float = _num(0.0, *_PJ, "leakage of one instance per cycle")
     area_um2: float = _num(0.0, 0.0, 1e10, "um2", "area of one instance")
     keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
-                                + "); the others bypass it", hi=len(TENSORS))
+                                + "); the others bypass it; [] = a network level that holds nothing, costs "
+                                  "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
 
     def _check(self) -> None:
         bad = [t for t in self.keeps if t not in TENSORS]
@@ -404,7 +405,7 @@ def _check_levels(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> None:
         raise HardwareError(f"hardware.levels.{top.name} (the outermost level) must keep every tensor "
                             f"({', '.join(TENSORS)}): it is the backing store")
     for lv in levels[1:]:
-        if lv.capacity_words == 0:
+        if lv.capacity_words == 0 and lv.keeps:  # keeps = []: a network level, holds nothing
             raise HardwareError(f"hardware.levels.{lv.name}.capacity_words must be > 0: only the outermost "
                                 f"level ({top.name}) may be unbounded")
     for axis, size, what in (("fanout_x", array.cols, "array.cols"), ("fanout_y", array.rows, "array.rows")):
