@@ -53,11 +53,14 @@ class SearchStats:
 @dataclass(frozen=True)
 class SearchConfig:
     """``random``: candidates of the first round; ``rounds`` x ``mutants``: mutation rounds of the
-    ``elite`` best so far."""
-    random: int = 96
-    rounds: int = 4
-    mutants: int = 48
+    ``elite`` best so far. For ``delay`` only the ``keep`` fraction of each round with the fewest
+    temporal iterations (the cycles of a mapping no bandwidth slows down; counted without the
+    model) is evaluated: the model is the expensive part."""
+    random: int = 64
+    rounds: int = 3
+    mutants: int = 32
     elite: int = 6
+    keep: float = 0.4
     seed: int = 0
 
 
@@ -103,23 +106,53 @@ class _Problem:
         self.reduction = [i for i, d in enumerate(self.dims) if d not in out.dims]
         w = next((ds for ds in nest.data_spaces if ds.name == "Weights"), None)
         self.weight_free = [i for i, d in enumerate(self.dims) if w is not None and d not in w.dims]
-        # (level, data space) pairs that hold a tile: keeps as the hierarchy allows
-        self.kept = [[ds for ds in nest.data_spaces if lv.may_keep(ds.name)] for lv in hier.levels]
+        # Per bounded level, the projections of the data spaces it may keep as (dim index,
+        # coefficient) terms per rank: the capacity check runs on plain ints (it is the hot loop).
+        index = {d: j for j, d in enumerate(self.dims)}
         self.caps = [lv.capacity_words for lv in hier.levels]
+        self.kept = [[tuple(tuple((index[d], c) for d, c in rank) for rank in ds.projection)
+                      for ds in nest.data_spaces if lv.may_keep(ds.name)] for lv in hier.levels]
 
     def fits(self, g: _Genome, upto: int | None = None) -> bool:
         """Every bounded level (outer ones down to ``upto``) holds its tiles."""
-        span = np.ones(len(self.dims), dtype=np.int64)
-        ok = True
+        span = [1] * len(self.dims)
+        f = (g.t * g.sx * g.sy).tolist()
         for i in range(self.n_levels - 1, -1, -1):
-            span = span * g.t[i] * g.sx[i] * g.sy[i]
-            if self.caps[i] is None or (upto is not None and i > upto):
+            row = f[i]
+            span = [a * b for a, b in zip(span, row)]
+            cap = self.caps[i]
+            if cap is None or (upto is not None and i > upto):
                 continue
-            sp = dict(zip(self.dims, span.tolist()))
-            if sum(ds.tile_words(sp) for ds in self.kept[i]) > self.caps[i]:
-                ok = False
-                break
-        return ok
+            words = 0
+            for ranks in self.kept[i]:
+                w = 1
+                for rank in ranks:
+                    w *= sum(c * (span[j] - 1) for j, c in rank) + 1
+                words += w
+            if words > cap:
+                return False
+        return True
+
+
+def _pack(left: np.ndarray, fan: int, rng: np.random.Generator) -> dict[int, int]:
+    """Prime factors of the dims left (in a random order) whose product is the largest that fits
+    ``fan``: a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
+    gets 4 x 3 from two dims when no dim alone has 12. Returns {dim index: factor}."""
+    pool = [(d, f) for d in range(len(left)) for f in _primes(int(left[d]))]
+    order = rng.permutation(len(pool))
+    reach: dict[int, tuple[int, ...]] = {1: ()}
+    for k in order:
+        f = pool[k][1]
+        for prod, used in list(reach.items()):
+            q = prod * f
+            if q <= fan and q not in reach:
+                reach[q] = used + (int(k),)
+    best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
+    out: dict[int, int] = {}
+    for k in reach[best]:
+        d, f = pool[k]
+        out[d] = out.get(d, 1) * f
+    return out
 
 
 def _spatial(p: _Problem, g: _Genome, rng: np.random.Generator, left: np.ndarray) -> None:
@@ -127,16 +160,9 @@ def _spatial(p: _Problem, g: _Genome, rng: np.random.Generator, left: np.ndarray
         for axis, fan in ((g.sx, fx), (g.sy, fy)):
             if fan <= 1:
                 continue
-            order = list(rng.permutation(len(p.dims)))
-            if rng.random() < 0.5:  # dims that no operand-sharing needs first: their spread is free
-                order.sort(key=lambda d: d not in p.reduction)
-            used = 1
-            for d in order:
-                for f in sorted(_primes(int(left[d])), reverse=bool(rng.random() < 0.5)):
-                    if used * f <= fan and left[d] % f == 0:
-                        axis[i, d] *= f
-                        left[d] //= f
-                        used *= f
+            for d, f in _pack(left, fan, rng).items():
+                axis[i, d] *= f
+                left[d] //= f
             if not p.fits(g):  # a fan-out whose tiles overflow a level: undo it
                 for d in range(len(p.dims)):
                     left[d] *= axis[i, d]
@@ -244,6 +270,10 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
             if k not in seen:
                 seen[k] = len(pool) + len(new)
                 new.append(g)
+        if metric == "delay" and len(new) > 4:
+            iters = [int(np.prod(g.t, dtype=np.float64)) for g in new]
+            order = np.argsort(iters, kind="stable")[:max(4, int(len(new) * config.keep))]
+            new = [new[i] for i in sorted(order)]
         return new
 
     scores: list[float] = []

@@ -53,10 +53,15 @@ def evaluate_mappings(hier: Hierarchy, nest: Nest, mappings: Sequence[Mapping]) 
             np.array([e.energy_pj for e in evs], dtype=np.float64))
 
 
-@functools.lru_cache(maxsize=4096)  # pure in two frozen values; asked by costing, tuning and the runtime
 def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, SearchStats, Evaluation]:
     """The mapping of a MAC workload on ``hw``'s hierarchy (fewest cycles, then least energy),
-    the search's statistics and the model's evaluation of it."""
+    the search's statistics and the model's evaluation of it. Kernels that differ only in their
+    epilogue share one loop nest, hence one search."""
+    return _nest_mapping(wl.with_epilogue(()) if wl.epilogue else wl, hw)
+
+
+@functools.lru_cache(maxsize=4096)  # pure in two frozen values; asked by costing, tuning and the runtime
+def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, SearchStats, Evaluation]:
     hier = hierarchy_of(hw)
     nest = nest_from_workload(wl)
     m, stats = best_mapping(hier, nest, "delay")
