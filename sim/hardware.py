@@ -575,6 +575,8 @@ class HardwareConfig:
         by_name = {lv["name"]: lv for lv in levels}
         for path, v in changes.items():
             parts = path.split(".") if isinstance(path, str) else [path]
+            if parts[0] == "levels" and len(parts) > 3:  # a level name may hold dots: the field is last
+                parts = ["levels", ".".join(parts[1:-1]), parts[-1]]
             if len(parts) == 1 and parts[0] in ("name", "description"):
                 nested[parts[0]] = v
             elif len(parts) == 3 and parts[0] == "levels":
