@@ -24,9 +24,12 @@ MAX_CONFIG_BYTES = 1 << 20   # 1 MiB: the largest shipped config is a few KiB
 SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 
-def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> Any:
+def read_config(path: str | os.PathLike, what: str, error: type[ValueError],
+                yaml_tags: tuple[str, ...] = ()) -> Any:
     """The parsed document of a TOML, YAML or JSON file; ``what`` names the file's role in
-    messages ("hardware config", "sweep spec"); faults raise ``error`` with one line."""
+    messages ("hardware config", "sweep spec"); faults raise ``error`` with one line.
+    ``yaml_tags`` (e.g. Timeloop's ``!Component``) are accepted on YAML mappings and become a
+    ``"!"`` key holding the tag name; any other tag stays refused as SafeLoader refuses it."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
@@ -49,7 +52,7 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> 
         raise error(f"{what} {p} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                     f"is it a binary file?") from None
     try:
-        return _parse(text, suffix)
+        return _parse(text, suffix, yaml_tags)
     except (_AliasError, _DuplicateKey) as e:
         raise error(f"cannot parse {what} {p}: {e}") from None
     except RecursionError:
@@ -59,12 +62,31 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError]) -> 
         raise error(f"cannot parse {what} {p}: {first}") from None
 
 
-def _parse(text: str, suffix: str) -> Any:
+def _parse(text: str, suffix: str, yaml_tags: tuple[str, ...] = ()) -> Any:
     if suffix == ".toml":
         return tomllib.loads(text)
     if suffix == ".json":
         return json.loads(text, object_pairs_hook=unique_keys)
-    return yaml.load(text, Loader=_StrictSafeLoader)  # noqa: S506 - a SafeLoader subclass
+    loader = _tagged_loader(tuple(yaml_tags)) if yaml_tags else _StrictSafeLoader
+    return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+
+
+def _tagged_loader(tags: tuple[str, ...]) -> type:
+    """A _StrictSafeLoader that also reads ``!Tag {mapping}`` for the given tag names."""
+    class _Tagged(_StrictSafeLoader):
+        pass
+
+    def construct(loader, node):
+        if not isinstance(node, yaml.MappingNode):
+            raise yaml.constructor.ConstructorError(None, None, f"tag {node.tag} must be on a mapping",
+                                                    node.start_mark)
+        out = loader.construct_mapping(node, deep=True)
+        out["!"] = node.tag.lstrip("!")
+        return out
+
+    for tag in tags:
+        _Tagged.add_constructor("!" + tag.lstrip("!"), construct)
+    return _Tagged
 
 
 class _AliasError(ValueError):

@@ -174,33 +174,68 @@ def delta_sum(ds: DataSpace, extents: tuple[int, ...], loops: list[tuple[str, in
     return full + walk(0, None)[0]
 
 
-def distinct_tiles(ds: DataSpace, spatial: list[tuple[str, int]]) -> int:
-    """How many different tiles of ``ds`` the instances fanned out by ``spatial`` loops (of one
-    level) hold: instances differing only along dims that do not index ``ds`` share a tile."""
-    rel = [(d, f) for d, f in spatial if f > 1 and d in ds.dims]
+def distinct_tiles(ds: DataSpace, spatial: list[tuple[str, int, int]]) -> int:
+    """How many different tiles of ``ds`` the instances fanned out by ``spatial`` loops
+    ``(dim, factor, step)`` of one level hold. Instances differing only along dims that do not
+    index ``ds`` share a tile (multicast / spatial reduction); so do instances whose offsets
+    project to the same point (a diagonal such as q + s fed by two spatial loops)."""
+    rel = [(d, f, st) for d, f, st in spatial if f > 1 and d in ds.dims]
     if not rel:
         return 1
-    total = math.prod(f for _, f in rel)
-    shared_rank = any(sum(1 for d, _ in rank if any(d == r for r, _ in rel)) > 1 for rank in ds.projection)
+    total = math.prod(f for _, f, _ in rel)
+    dims = [d for d, _, _ in rel]
+    shared_rank = len(set(dims)) < len(dims) or any(
+        sum(1 for d, _ in rank if d in dims) > 1 for rank in ds.projection)
     if not shared_rank or total > SPREAD_ENUMERATION_CAP:
         return total
-    # two spatial dims feed one rank (e.g. a diagonal q + s): count distinct offsets
-    names = [d for d, _ in rel]
     seen = set()
-    for idx in itertools.product(*(range(f) for _, f in rel)):
-        seen.add(_translation(ds, dict(zip(names, idx))))
+    for idx in itertools.product(*(range(f) for _, f, _ in rel)):
+        move: dict[str, int] = {}
+        for (d, _, st), x in zip(rel, idx):
+            move[d] = move.get(d, 0) + x * st
+        seen.add(_translation(ds, move))
     return len(seen)
 
 
-def _spatial(mapping: Mapping, i: int) -> list[tuple[str, int]]:
-    lm = mapping.levels[i]
-    return list(lm.spatial_x + lm.spatial_y)
+def spatial_loops(mapping: Mapping, nest: Nest, j: int) -> list[tuple[str, int, int]]:
+    """(dim, factor, step) of level j's spatial loops, X before Y (X outer): the step is the
+    product of the dim's factors inside the loop (later spatial loops of j, every inner level)."""
+    lm = mapping.levels[j]
+    sp = [(d, f) for d, f in lm.spatial_x + lm.spatial_y if f > 1]
+    out = []
+    for k, (d, f) in enumerate(sp):
+        step = math.prod(f2 for d2, f2 in sp[k + 1:] if d2 == d)
+        step *= math.prod(lm2.t(d) * lm2.s(d) for lm2 in mapping.levels[j + 1:])
+        out.append((d, f, step))
+    return out
 
 
-def _distinct_between(mapping: Mapping, ds: DataSpace, lo: int, hi: int) -> int:
+def _distinct_between(mapping: Mapping, nest: Nest, ds: DataSpace, lo: int, hi: int) -> int:
     """Distinct child tiles under one instance of level ``lo`` at level ``hi`` (spatial loops of
     levels lo..hi-1)."""
-    return math.prod(distinct_tiles(ds, _spatial(mapping, j)) for j in range(lo, hi))
+    return math.prod(distinct_tiles(ds, spatial_loops(mapping, nest, j)) for j in range(lo, hi))
+
+
+def mac_side_accesses(mapping: Mapping, nest: Nest, ds: DataSpace, inner: int, t_all: int) -> int:
+    """Words of ``ds`` the innermost keeper (level ``inner``) exchanges with the MACs under one
+    instance: operands read, or partial sums written.
+
+    Timeloop counts these at the innermost loop of the whole nest. When that loop is temporal
+    (the innermost storage level has no spatial fan-out to the MACs), every MAC cycle is one
+    access per distinct operand among the MACs: ``t_all`` x distinct. When it is spatial (the
+    innermost storage level, often a spatial-only container level, fans out to the MACs and has
+    no temporal loop inside it), the operands reach the MACs as the deltas of that spatial box
+    over all temporal loops, with the same reset-on-stride-change rule as any tile: an operand
+    that stays put while a temporal loop runs is not read again.
+    """
+    last = len(mapping.levels) - 1
+    lm = mapping.levels[last]
+    if not any(f > 1 for _, f in lm.spatial_x + lm.spatial_y):
+        return t_all * _distinct_between(mapping, nest, ds, inner, last + 1)
+    box = ds.extents({d: lm.s(d) for d in nest.dim_names})
+    per_box = delta_sum(ds, box, step_loops(mapping, nest, last + 1))
+    # spatial loops between the keeper and the innermost level multiply the boxes it serves
+    return per_box * _distinct_between(mapping, nest, ds, inner, last)
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -230,7 +265,7 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
             pspan = {d: full_span[d] * math.prod(lm.s(d) for lm in mapping.levels[i:]) for d in dims}
             part[i] = ds.tile_words(pspan)
         inner = keepers[-1]
-        to_macs = t_all * _distinct_between(mapping, ds, inner, n)
+        to_macs = mac_side_accesses(mapping, nest, ds, inner, t_all)
         for pos, i in enumerate(keepers):
             child = keepers[pos + 1] if pos + 1 < len(keepers) else None
             outermost = pos == 0
@@ -239,7 +274,7 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
                 if child is None:
                     updates, reads = to_macs, to_macs - part[i]
                 else:
-                    k = _distinct_between(mapping, ds, i, child)
+                    k = _distinct_between(mapping, nest, ds, i, child)
                     updates = arrivals[child] * k
                     reads = (arrivals[child] - part[child]) * k
             else:
@@ -248,7 +283,7 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
                 if child is None:
                     reads = to_macs
                 else:
-                    reads = arrivals[child] * _distinct_between(mapping, ds, i, child)
+                    reads = arrivals[child] * _distinct_between(mapping, nest, ds, i, child)
             counts[i][ds.name] = [reads, fills, updates, tile[i], part[i]]
 
     # cycles: Timeloop's per-level slowdown from summed scalar reads / writes per instance

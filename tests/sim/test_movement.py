@@ -68,9 +68,9 @@ def test_stationary_then_moving_fetches_whole_tile():
 
 def test_distinct_tiles_multicast_and_diagonal():
     ds = DataSpace("I", ((("C", 1),), (("S", 1), ("Q", 1))))
-    assert distinct_tiles(ds, [("M", 4)]) == 1             # M does not index I: multicast
-    assert distinct_tiles(ds, [("C", 3), ("M", 4)]) == 3
-    assert distinct_tiles(ds, [("S", 3), ("Q", 4)]) == 6   # same level diagonal: q+s takes 6 values
+    assert distinct_tiles(ds, [("M", 4, 1)]) == 1             # M does not index I: multicast
+    assert distinct_tiles(ds, [("C", 3, 1), ("M", 4, 1)]) == 3
+    assert distinct_tiles(ds, [("S", 3, 1), ("Q", 4, 1)]) == 6   # same level diagonal: q+s takes 6 values
 
 
 def test_json_contract_shape_innermost_first():
@@ -95,3 +95,24 @@ def test_bandwidth_slows_cycles():
     ev = evaluate(h, nest, m)
     # Main reads 8 Inputs + 1 Weight in 8 compute cycles at 0.5 word/cycle: 18 cycles
     assert ev.compute_cycles == 8 and ev.cycles == 18
+
+
+def test_spatial_innermost_loop_credits_stationary_operands():
+    # Timeloop's 2024 interface tutorial: buffer -> spatial-only level fanning M out to 8 MACs.
+    # The innermost loop of the nest is spatial, so operands reach the MACs as deltas of the
+    # spatial box: Inputs (not indexed by M) stay put while the buffer's M loop runs and are read
+    # once per 4 M steps; Weights change every cycle (8 per cycle, one per MAC).
+    nest = Nest("mm", (("M", 32), ("P", 6)), (
+        DataSpace("Weights", ((("M", 1),),)),
+        DataSpace("Inputs", ((("P", 1),),)),
+        DataSpace("Outputs", ((("M", 1),), (("P", 1),)), True)))
+    h = Hierarchy((StorageLevel("Buffer"), StorageLevel("pe", spatial_only=True, instances=1)),
+                  Arithmetic(instances=8))
+    m = Mapping((LevelMapping(temporal={"P": 6, "M": 4}, permutation=("P", "M")),
+                 LevelMapping(spatial_x={"M": 8})))
+    ev = evaluate(h, nest, m)
+    buf = ev.levels[0]
+    assert ev.cycles == 24
+    assert buf.tensor("Inputs").reads == 6            # one per P value, not one per cycle (24)
+    assert buf.tensor("Weights").reads == 24 * 8
+    assert buf.tensor("Outputs").updates == 24 * 8

@@ -1,6 +1,7 @@
 """accel-tune simulate: cost a model end to end on an accelerator (default schedules, greedy BYOC
 partition): per-layer cycles, latency, energy, utilization, roofline fraction and the
-host/link/device split."""
+host/link/device split. With ``--timeloop FILE...`` it evaluates a Timeloop architecture +
+problem + mapping instead (``tuner.cli.timeloop_sim``)."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        description="Partition the model for the accelerator's op/pattern support, give every "
                                    "offloaded kernel its default schedule and cost one inference.")
     add_model_args(p)
-    p.add_argument("--hw", required=True, metavar="PRESET|FILE", help="hardware preset or config file")
+    # --timeloop replaces the model and the hardware: neither group is required by argparse, run()
+    # checks that exactly one of the two inputs is given
+    for group in p._mutually_exclusive_groups:
+        group.required = False
+    p.add_argument("--timeloop", nargs="+", metavar="FILE",
+                   help="Timeloop v0.4 YAML files (arch, problem, mapping, or the processed input) and "
+                        "Accelergy ERT/ART, merged by top-level key; prints Timeloop's per-level statistics")
+    p.add_argument("--hw", metavar="PRESET|FILE", help="hardware preset or config file (with --model/--onnx)")
     p.add_argument("--fidelity", choices=("analytical", "tile"), default="analytical")
     p.add_argument("--json", action="store_true", help="print the whole breakdown as JSON")
     add_progress_arg(p)
@@ -24,6 +32,15 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    if args.timeloop:
+        if args.model or args.onnx or args.hw:
+            raise CLIError("simulate: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
+        from tuner.cli.timeloop_sim import run_timeloop
+        return run_timeloop(args)
+    if not (args.model or args.onnx):
+        raise CLIError("simulate: one of the arguments --model --onnx --timeloop is required")
+    if not args.hw:
+        raise CLIError("simulate: the following arguments are required: --hw")
     import sim
     from partition import partition_for
     hw = sim.load_hw(args.hw)

@@ -1,0 +1,315 @@
+"""The data-movement model of ``sim.movement`` vectorised with numpy over many mappings of one
+(hierarchy, nest): the evaluation a mapper needs, equal to ``movement.evaluate`` row by row.
+
+Mappings are arrays (``MappingArrays``; B mappings, L levels outermost first, D dims in nest
+order, S data spaces in nest order): temporal / spatial-X / spatial-Y factors ``[B, L, D]``,
+loop order per level ``perm[B, L, D]`` (dim indices, outermost first, every dim once) and
+``keep[B, L, S]``. ``check_batch`` is the vectorised ``Mapping.check`` (a reason code per row);
+``evaluate_batch`` returns per-instance reads/fills/updates ``[B, L, S]``, utilized instances,
+cycles and energy.
+
+The closed form used here (equal to the stride-state walk of ``movement.delta_sum``): in
+Timeloop's extrapolated walk the steps alternate between the innermost loop above the level
+(translation t) and some outer loop j, and the state after every innermost step is t. So the
+innermost loop's steps fetch the set difference for t, and a step of loop j fetches the same
+difference when its translation equals t and the whole tile otherwise; with the weight of loop
+j's steps ``(f_j - 1) * prod(f_k, k outside j)``:
+
+    arrivals = tile + tile * (steps - W_eq) + diff(t) * W_eq,   W_eq = sum of weights with t_j == t
+
+t_j == t compares ``P (s_j e_j - sum_{k inside j} s_k e_k)`` with the innermost loop's (the
+wraps of loops inside the level cancel), so one array of projected suffix sums serves every
+level. Spatial fan-outs where two spatial loops of one level feed one rank of a tensor (a
+diagonal) are rare; those rows are evaluated by ``movement.evaluate`` (``fallback`` counts them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .hierarchy import Hierarchy
+from .mapping import LevelMapping, Mapping
+from .movement import evaluate as evaluate_one
+from .nest import Nest
+
+# reason codes of check_batch (0 = legal)
+OK, BAD_PRODUCT, BAD_FANOUT_X, BAD_FANOUT_Y, OVERFLOW, BAD_KEEP, BACKING_STORE = range(7)
+REASONS = {OK: "legal", BAD_PRODUCT: "factors of a dim do not multiply to its bound",
+           BAD_FANOUT_X: "spatial X factors beyond a level's fan-out",
+           BAD_FANOUT_Y: "spatial Y factors beyond a level's fan-out",
+           OVERFLOW: "tiles overflow a level's capacity",
+           BAD_KEEP: "a level keeps a data space it may not hold",
+           BACKING_STORE: "the outermost level does not keep every data space"}
+
+
+@dataclass(frozen=True)
+class MappingArrays:
+    temporal: np.ndarray     # [B, L, D] int64
+    spatial_x: np.ndarray    # [B, L, D]
+    spatial_y: np.ndarray    # [B, L, D]
+    perm: np.ndarray         # [B, L, D] dim indices, outermost first
+    keep: np.ndarray         # [B, L, S] bool
+
+    def __len__(self) -> int:
+        return self.temporal.shape[0]
+
+    def take(self, rows) -> "MappingArrays":
+        return MappingArrays(self.temporal[rows], self.spatial_x[rows], self.spatial_y[rows],
+                             self.perm[rows], self.keep[rows])
+
+    @classmethod
+    def from_mappings(cls, hier: Hierarchy, nest: Nest, mappings: list[Mapping]) -> "MappingArrays":
+        dims = nest.dim_names
+        names = [ds.name for ds in nest.data_spaces]
+        B, L, D, S = len(mappings), len(hier.levels), len(dims), len(names)
+        t = np.ones((B, L, D), np.int64)
+        sx = np.ones((B, L, D), np.int64)
+        sy = np.ones((B, L, D), np.int64)
+        perm = np.tile(np.arange(D), (B, L, 1))
+        keep = np.zeros((B, L, S), bool)
+        for b, m in enumerate(mappings):
+            for i, lm in enumerate(m.levels):
+                for k, d in enumerate(dims):
+                    t[b, i, k], sx[b, i, k], sy[b, i, k] = lm.t(d), lm.sx(d), lm.sy(d)
+                order = list(lm.loop_order(dims))
+                order += [d for d in dims if d not in order]
+                perm[b, i] = [dims.index(d) for d in order]
+                for k, s in enumerate(names):
+                    keep[b, i, k] = m.keeps(hier, i, s)
+        return cls(t, sx, sy, perm, keep)
+
+    def mapping(self, hier: Hierarchy, nest: Nest, b: int) -> Mapping:
+        """Row ``b`` as a ``Mapping`` (keep given explicitly for every level)."""
+        dims = nest.dim_names
+        names = [ds.name for ds in nest.data_spaces]
+        levels = []
+        for i in range(len(hier.levels)):
+            levels.append(LevelMapping(
+                temporal={d: int(self.temporal[b, i, k]) for k, d in enumerate(dims)},
+                permutation=tuple(dims[int(x)] for x in self.perm[b, i]),
+                spatial_x={d: int(self.spatial_x[b, i, k]) for k, d in enumerate(dims)},
+                spatial_y={d: int(self.spatial_y[b, i, k]) for k, d in enumerate(dims)},
+                keep=frozenset(n for k, n in enumerate(names) if self.keep[b, i, k])
+                if not hier.levels[i].spatial_only else None))
+        return Mapping(tuple(levels))
+
+
+@dataclass(frozen=True)
+class BatchEvaluation:
+    reads: np.ndarray        # [B, L, S] per instance
+    fills: np.ndarray
+    updates: np.ndarray
+    utilized: np.ndarray     # [B, L]
+    compute_cycles: np.ndarray   # [B]
+    cycles: np.ndarray           # [B]
+    energy_pj: np.ndarray        # [B]
+    fallback: int                # rows evaluated one by one (diagonal spatial fan-outs)
+
+
+class _Structure:
+    """Everything about (hierarchy, nest) that every mapping shares, built once."""
+
+    def __init__(self, hier: Hierarchy, nest: Nest):
+        self.dims = nest.dim_names
+        self.D, self.L, self.S = len(self.dims), len(hier.levels), len(nest.data_spaces)
+        rows, owner = [], []
+        for s, ds in enumerate(nest.data_spaces):
+            for rank in ds.projection:
+                row = np.zeros(self.D, np.int64)
+                for d, c in rank:
+                    row[self.dims.index(d)] += c
+                rows.append(row)
+                owner.append(s)
+        self.P = np.array(rows)                          # [R, D] all ranks of all data spaces
+        self.owner = np.array(owner)                     # [R] data space of each rank
+        self.starts = np.array([owner.index(s) for s in range(self.S)])
+        self.indexes = np.array([[ds.dims.__contains__(d) for d in self.dims] for ds in nest.data_spaces])  # [S, D]
+        # data spaces with a rank fed by two dims: a diagonal possible when both are spatial at one level
+        self.multi_rank = [np.flatnonzero(r) for r in rows if np.count_nonzero(r) > 1]
+        self.multi_owner = [owner[k] for k, r in enumerate(rows) if np.count_nonzero(r) > 1]
+        self.rw = np.array([ds.read_write for ds in nest.data_spaces])
+        self.bounds = np.array([nest.bounds[d] for d in self.dims])
+        lv = hier.levels
+        self.cap = np.array([-1 if x.capacity_words is None else x.capacity_words for x in lv])
+        self.may_keep = np.array([[x.may_keep(ds.name) for ds in nest.data_spaces] for x in lv])
+        self.fan = np.array([hier.fanout(i) for i in range(self.L)])          # [L, 2]
+        self.inst = np.array([x.instances for x in lv])
+        self.cluster = np.array([x.cluster_size for x in lv])
+        self.block = np.array([x.block_size for x in lv])
+        self.e = np.array([[x.read_pj, x.fill_pj, x.update_pj] for x in lv])   # [L, 3]
+        self.leak = np.array([0.0 if x.spatial_only else x.leak_pj_per_cycle for x in lv])
+        self.rbw = np.array([np.inf if x.read_bandwidth is None else x.read_bandwidth for x in lv])
+        self.wbw = np.array([np.inf if x.write_bandwidth is None else x.write_bandwidth for x in lv])
+        self.mac_pj = hier.arithmetic.mac_pj
+        self.macs = nest.macs
+
+    def per_space(self, x: np.ndarray) -> np.ndarray:
+        """Product over each data space's ranks of ``x[..., R]`` -> ``[..., S]``."""
+        return np.multiply.reduceat(x, self.starts, axis=-1)
+
+    def all_ranks(self, x: np.ndarray) -> np.ndarray:
+        """``x[..., R]`` bool -> all() per data space ``[..., S]``."""
+        return np.minimum.reduceat(x.astype(np.int8), self.starts, axis=-1).astype(bool)
+
+
+_CACHE: dict[tuple[int, int], _Structure] = {}
+
+
+def _structure(hier: Hierarchy, nest: Nest) -> _Structure:
+    key = (id(hier), id(nest))
+    st = _CACHE.get(key)
+    if st is None or st.dims != nest.dim_names:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        st = _CACHE[key] = _Structure(hier, nest)
+        st._refs = (hier, nest)   # keep the ids alive while cached
+    return st
+
+
+def _spans(m: MappingArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sp = m.spatial_x * m.spatial_y
+    ts = m.temporal * sp
+    inner = np.cumprod(ts[:, ::-1], axis=1)[:, ::-1]               # [B, L, D] prod over levels >= i
+    below = np.concatenate([inner[:, 1:], np.ones_like(inner[:, :1])], axis=1)
+    return sp, inner, below
+
+
+def check_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> np.ndarray:
+    """Reason code per mapping (``OK`` = 0 for a legal one), as ``Mapping.check`` decides."""
+    st = _structure(hier, nest)
+    sp, inner, _ = _spans(m)
+    code = np.zeros(len(m), np.int64)
+
+    def mark(bad, c):
+        code[(code == 0) & bad] = c
+
+    mark((inner[:, 0] != st.bounds).any(axis=1), BAD_PRODUCT)
+    mark((m.spatial_x.prod(axis=2) > st.fan[:, 0]).any(axis=1), BAD_FANOUT_X)
+    mark((m.spatial_y.prod(axis=2) > st.fan[:, 1]).any(axis=1), BAD_FANOUT_Y)
+    mark((m.keep & ~st.may_keep).any(axis=(1, 2)), BAD_KEEP)
+    mark(~m.keep[:, 0].all(axis=1), BACKING_STORE)
+    tile = st.per_space(1 + (inner - 1) @ st.P.T)                   # [B, L, S]
+    words = (tile * m.keep).sum(axis=2)
+    mark(((st.cap >= 0) & (words > st.cap)).any(axis=1), OVERFLOW)
+    return code
+
+
+def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> BatchEvaluation:
+    """Counts, cycles and energy of every mapping (assumed legal: filter with ``check_batch``)."""
+    st = _structure(hier, nest)
+    B, L, D, S = len(m), st.L, st.D, st.S
+    T = m.temporal
+    sp, inner, below = _spans(m)
+    P = st.P                                                        # [R, D]
+    ext = 1 + (inner - 1) @ P.T                                     # [B, L, R] tile extents
+    tile = st.per_space(ext)                                        # [B, L, S]
+    t_all = T.prod(axis=(1, 2))
+    tdim = T.prod(axis=1)                                           # [B, D]
+    sp_inner = np.cumprod(sp[:, ::-1], axis=1)[:, ::-1]             # spatial at levels >= i
+    part = st.per_space(1 + (tdim[:, None, :] * sp_inner - 1) @ P.T)
+
+    # the temporal loop sequence, outermost first: level by level, each in its permutation order
+    f = np.take_along_axis(T, m.perm, axis=2).reshape(B, L * D)
+    stride = np.take_along_axis(sp * below, m.perm, axis=2).reshape(B, L * D)
+    dq = m.perm.reshape(B, L * D)
+    nonunit = f > 1
+    pj = P.T[dq] * stride[:, :, None]                               # [B, Q, R] projected steps
+    suf = np.cumsum((pj * nonunit[:, :, None])[:, ::-1], axis=1)[:, ::-1]
+    suf = np.concatenate([suf, np.zeros_like(suf[:, :1])], axis=1)  # [B, Q+1, R]
+    A = pj - suf[:, 1:]                                             # translation up to shared wraps
+    pre = np.concatenate([np.ones((B, 1), np.int64), np.cumprod(f, axis=1)], axis=1)   # [B, Q+1]
+    w = (f - 1) * pre[:, :-1]                                       # [B, Q]
+    pos = np.where(nonunit, np.arange(L * D)[None, :], -1)
+    lastpos = np.concatenate([np.full((B, 1), -1), np.maximum.accumulate(pos, axis=1)], axis=1)
+    rowsB = np.arange(B)
+
+    def arrivals(Q: int, ext_box: np.ndarray) -> np.ndarray:
+        """Weighted fetches of a box with extents ``ext_box[B, R]`` over the loops [0, Q)."""
+        full = st.per_space(ext_box)
+        if Q == 0:
+            return full
+        last = lastpos[:, Q]
+        lc = np.maximum(last, 0)
+        tau = pj[rowsB, lc]                                         # [B, R]
+        diff = full - st.per_space(np.maximum(0, ext_box - np.abs(tau)))
+        eq = st.all_ranks(A[:, :Q] == A[rowsB, lc][:, None, :])    # [B, Q, S]
+        w_eq = (w[:, :Q, None] * eq).sum(axis=1)
+        steps = (pre[:, Q] - 1)[:, None]
+        out = full + full * (steps - w_eq) + diff * w_eq
+        return np.where((last >= 0)[:, None], out, full)
+
+    arr = np.stack([arrivals(i * D, ext[:, i]) for i in range(L)], axis=1)     # [B, L, S]
+
+    # distinct child tiles per level (product over spatial dims indexing the data space)
+    dist = np.prod(np.where(st.indexes[None, None], sp[:, :, None, :], 1), axis=3)   # [B, L, S]
+    cumd = np.concatenate([np.ones((B, 1, S), np.int64), np.cumprod(dist, axis=1)], axis=1)  # [B, L+1, S]
+
+    def between(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(cumd, hi[:, None, :], 1)[:, 0] // np.take_along_axis(cumd, lo[:, None, :], 1)[:, 0]
+
+    keep = m.keep
+    # innermost keeper per data space, and each level's next inner keeper
+    lvl = np.arange(L)[None, :, None]
+    inner_keeper = np.where(keep, lvl, -1).max(axis=1)              # [B, S]
+    nxt = np.full((B, L, S), -1)
+    run = np.full((B, S), -1)
+    for i in range(L - 1, -1, -1):
+        nxt[:, i] = run
+        run = np.where(keep[:, i], i, run)
+
+    last_sp = sp[:, L - 1].prod(axis=1) > 1                         # innermost loop of the nest spatial?
+    box = 1 + (sp[:, L - 1] - 1) @ P.T                              # [B, R]
+    per_box = arrivals(L * D, box)
+    base_t = t_all[:, None] * between(inner_keeper, np.full_like(inner_keeper, L))
+    base_s = per_box * between(inner_keeper, np.full_like(inner_keeper, L - 1))
+    to_macs = np.where(last_sp[:, None], base_s, base_t)            # [B, S]
+
+    first = np.argmax(keep, axis=1)                                 # outermost keeper
+    has_child = nxt >= 0
+    child = np.maximum(nxt, 0)
+    arr_child = np.take_along_axis(arr, child, axis=1)
+    part_child = np.take_along_axis(part, child, axis=1)
+    k = np.stack([between(np.full((B, S), i), child[:, i]) for i in range(L)], axis=1)
+    outer = lvl == first[:, None, :]
+    rw = st.rw[None, None, :]
+    fills = np.where(outer, 0, np.where(rw, arr - part, arr))
+    reads_in = np.where(has_child, arr_child * k, to_macs[:, None, :])
+    reads_out = np.where(has_child, (arr_child - part_child) * k, to_macs[:, None, :] - part)
+    updates = np.where(rw, np.where(has_child, arr_child * k, to_macs[:, None, :]), 0)
+    reads = np.where(rw, reads_out, reads_in)
+    reads, fills, updates = (np.where(keep, x, 0) for x in (reads, fills, updates))
+
+    # cycles with Timeloop's per-level bandwidth slowdown
+    util = np.concatenate([np.ones((B, 1), np.int64), np.cumprod(sp.prod(axis=2), axis=1)[:, :-1]], axis=1)
+    rd = reads.sum(axis=2) / t_all[:, None]
+    wr = (fills + updates).sum(axis=2) / t_all[:, None]
+    slow = np.minimum(1.0, np.minimum(st.rbw / np.maximum(rd, 1e-300), st.wbw / np.maximum(wr, 1e-300)))
+    lc = np.where(slow < 1.0, np.ceil(t_all[:, None] / slow), t_all[:, None])
+    cycles = lc.max(axis=1).astype(np.int64)
+
+    clusters = np.minimum(util, np.maximum(1, st.inst // st.cluster)[None, :])
+    share = util / clusters
+    blk = st.block[None, :, None]
+    acc = (-(-reads // blk) * st.e[None, :, 0, None] + -(-fills // blk) * st.e[None, :, 1, None]
+           + -(-updates // blk) * st.e[None, :, 2, None])
+    energy = ((acc.sum(axis=2) / share) * util).sum(axis=1) + (st.leak[None] * util).sum(axis=1) * cycles
+    energy = energy + st.macs * st.mac_pj
+
+    # rows with a diagonal spatial fan-out: evaluated exactly one by one
+    diag = np.zeros(B, bool)
+    for dims_r in st.multi_rank:
+        diag |= ((sp[:, :, dims_r] > 1).sum(axis=2) > 1).any(axis=1)
+    nfb = int(diag.sum())
+    if nfb:
+        reads, fills, updates = reads.copy(), fills.copy(), updates.copy()
+        energy, cycles = energy.copy(), cycles.copy()
+        for b in np.flatnonzero(diag):
+            ev = evaluate_one(hier, nest, m.mapping(hier, nest, b), check=False)
+            for i, lvr in enumerate(ev.levels):
+                got = dict(lvr.tensors)
+                for s, ds in enumerate(nest.data_spaces):
+                    c = got.get(ds.name)
+                    reads[b, i, s], fills[b, i, s], updates[b, i, s] = (c.reads, c.fills, c.updates) if c else (0, 0, 0)
+            energy[b], cycles[b] = ev.energy_pj, ev.cycles
+    return BatchEvaluation(reads, fills, updates, util, t_all, cycles, energy, nfb)

@@ -1,0 +1,50 @@
+"""Timeloop interoperability at the edge: Timeloop v0.4 YAML (+ Accelergy ERT/ART) -> the three
+values of the multi-level model (``Hierarchy``, ``Nest``, ``Mapping``) -> ``sim.movement``.
+
+``evaluate(paths)`` reads the files (merged by top-level key as Timeloop merges them: the user's
+split arch/problem/map files or the front end's ``parsed-processed-input.yaml``, plus the ERT and
+ART files), and returns a ``sim.movement.Evaluation``; ``load(paths)`` returns the three values;
+``mapping_yaml`` writes a mapping back as a Timeloop mapping file. A construct this reader does
+not model (sparse densities, shared bandwidth, parallel subtrees, templates, unknown directive
+types or top-level keys) raises ``TimeloopError`` with one line naming it, never a number.
+Constraints (``constraints``, ``architecture_constraints``, ``mapspace_constraints``) steer
+Timeloop's mapper, not its model: they are read with the files and not applied.
+"""
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from ..hierarchy import Hierarchy
+from ..mapping import Mapping, MappingError
+from ..movement import Evaluation, evaluate as evaluate_mapping
+from ..nest import Nest
+from .arch import hierarchy
+from .errors import TimeloopError
+from .files import read_merged
+from .mapping import mapping_directives, mapping_yaml, read_mapping
+from .problem import read_problem
+
+__all__ = ["TimeloopError", "evaluate", "load", "mapping_yaml", "mapping_directives"]
+
+
+def load(paths: Iterable[str | os.PathLike]) -> tuple[Hierarchy, Nest, Mapping]:
+    merged = read_merged(paths)
+    if "problem" not in merged:
+        raise TimeloopError("no 'problem' in the given files")
+    if not merged.get("mapping"):
+        raise TimeloopError("no 'mapping' in the given files (a mapper run's mapping is its *.map.yaml)")
+    hier = hierarchy(merged)
+    nest = read_problem(merged["problem"])
+    mapping = read_mapping(merged["mapping"], hier, nest)
+    try:
+        mapping.check(hier, nest)
+    except MappingError as e:
+        raise TimeloopError(str(e)) from None
+    return hier, nest, mapping
+
+
+def evaluate(paths: Iterable[str | os.PathLike]) -> Evaluation:
+    """Timeloop's statistics for the given files (see ``Evaluation.to_json``)."""
+    hier, nest, mapping = load(paths)
+    return evaluate_mapping(hier, nest, mapping, check=False)

@@ -1,0 +1,117 @@
+"""movement_batch (vectorised, closed form) == movement.evaluate (per mapping) on random legal
+mappings, and check_batch == Mapping.check on random (often illegal) ones."""
+import math
+
+import numpy as np
+import pytest
+
+from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping import LevelMapping, Mapping, MappingError
+from sim.movement import evaluate
+from sim.movement_batch import OK, MappingArrays, check_batch, evaluate_batch
+from sim.nest import batch_matmul, conv1d, conv2d, gemm
+
+
+def _primes(n):
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
+def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
+    """Random factorisation of every dim over (temporal, X, Y) slots of every level, within the
+    X/Y fan-outs ``fan[i]``; random loop orders; random bypass below the backing store."""
+    slots = {d: [[1, 1, 1] for _ in range(nlev)] for d in nest.dim_names}
+    used = [[1, 1] for _ in range(nlev)]
+    for d, b in nest.dims:
+        for p in _primes(b):
+            i = rng.integers(nlev)
+            k = 0
+            if rng.random() < spatial_prob:
+                axis = rng.integers(2)
+                if used[i][axis] * p <= fan[i][axis]:
+                    k = 1 + axis
+                    used[i][axis] *= p
+            slots[d][i][k] *= p
+    levels = []
+    for i in range(nlev):
+        perm = tuple(rng.permutation(list(nest.dim_names)))
+        byp = frozenset(ds.name for ds in nest.data_spaces if i > 0 and rng.random() < bypass_prob)
+        levels.append(LevelMapping(temporal={d: slots[d][i][0] for d in nest.dim_names}, permutation=perm,
+                                   spatial_x={d: slots[d][i][1] for d in nest.dim_names},
+                                   spatial_y={d: slots[d][i][2] for d in nest.dim_names}, bypass=byp))
+    return Mapping(tuple(levels))
+
+
+def eyeriss_like(spatial_last=False):
+    levels = (StorageLevel("DRAM", block_size=4, read_pj=200, fill_pj=200, update_pj=200),
+              StorageLevel("glb", capacity_words=1 << 20, block_size=4, read_pj=6, fill_pj=6, update_pj=6,
+                           leak_pj_per_cycle=0.1, read_bandwidth=16, write_bandwidth=16),
+              StorageLevel("ifmap", capacity_words=1 << 16, instances=16, mesh_x=4, keeps={"Inputs"},
+                           read_pj=1, fill_pj=1, update_pj=1, leak_pj_per_cycle=0.01),
+              StorageLevel("weights", capacity_words=1 << 16, instances=16, mesh_x=4, keeps={"Weights"},
+                           read_pj=1, fill_pj=1, update_pj=1, cluster_size=4),
+              StorageLevel("psum", capacity_words=1 << 16, instances=16, mesh_x=4, keeps={"Outputs"},
+                           read_pj=1.5, fill_pj=1.5, update_pj=1.5))
+    mac = Arithmetic(instances=64 if spatial_last else 16, mesh_x=8 if spatial_last else 4, mac_pj=2)
+    return Hierarchy(levels, mac)
+
+
+NESTS = [conv2d(c=4, m=8, r=3, s=3, p=6, q=4, stride=1), conv2d(c=2, m=4, r=3, s=1, p=4, q=6, stride=2),
+         conv1d(c=4, k=6, r=3, p=12), gemm(12, 8, 6), batch_matmul(2, 4, 6, 4)]
+
+
+@pytest.mark.parametrize("nest", NESTS, ids=lambda n: n.name)
+@pytest.mark.parametrize("spatial_last", [False, True])
+def test_batch_equals_one_by_one(nest, spatial_last):
+    rng = np.random.default_rng(7)
+    hier = eyeriss_like(spatial_last)
+    fan = [hier.fanout(i) for i in range(len(hier.levels))]
+    maps = []
+    while len(maps) < 60:
+        m = random_mapping(rng, nest, fan, len(hier.levels))
+        try:
+            m.check(hier, nest)
+        except MappingError:
+            continue
+        maps.append(m)
+    arrays = MappingArrays.from_mappings(hier, nest, maps)
+    assert (check_batch(hier, nest, arrays) == OK).all()
+    got = evaluate_batch(hier, nest, arrays)
+    for b, m in enumerate(maps):
+        ev = evaluate(hier, nest, m)
+        assert got.cycles[b] == ev.cycles and got.compute_cycles[b] == ev.compute_cycles
+        assert got.energy_pj[b] == pytest.approx(ev.energy_pj, rel=1e-9)
+        for i, lv in enumerate(ev.levels):
+            assert got.utilized[b, i] == lv.utilized_instances
+            tens = dict(lv.tensors)
+            for s, ds in enumerate(nest.data_spaces):
+                c = tens.get(ds.name)
+                want = (c.reads, c.fills, c.updates) if c else (0, 0, 0)
+                assert (got.reads[b, i, s], got.fills[b, i, s], got.updates[b, i, s]) == want, (b, lv.name, ds.name)
+    # round trip of the array form
+    assert arrays.mapping(hier, nest, 0).levels[0].temporal == maps[0].levels[0].temporal
+
+
+def test_check_batch_agrees_with_mapping_check():
+    rng = np.random.default_rng(3)
+    nest = NESTS[0]
+    hier = eyeriss_like()
+    big = [(8, 8)] * len(hier.levels)            # propose fan-outs beyond the hardware on purpose
+    maps = [random_mapping(rng, nest, big, len(hier.levels), bypass_prob=0.4) for _ in range(300)]
+    arrays = MappingArrays.from_mappings(hier, nest, maps)
+    # break some products too
+    arrays.temporal[::7, 0, 0] *= 2
+    codes = check_batch(hier, nest, arrays)
+    for b in range(len(maps)):
+        try:
+            arrays.mapping(hier, nest, b).check(hier, nest)
+            legal = True
+        except MappingError:
+            legal = False
+        assert legal == (codes[b] == OK), b
+    assert 0 < (codes == OK).sum() < len(maps)

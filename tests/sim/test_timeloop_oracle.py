@@ -1,0 +1,41 @@
+"""Timeloop's own statistics (shared/oracle/timeloop, measured output of Timeloop 2024-05) against
+the multi-level model through the Timeloop adapter, both input forms; skips without ../shared."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.timeloop.oracle import load_case, validate_case, write_inputs_form_missing
+
+REPO = Path(__file__).resolve().parents[2]
+ORACLE = REPO / ".." / "shared" / "oracle" / "timeloop"
+CASES = sorted(ORACLE.glob("*.json")) if ORACLE.is_dir() else []
+pytestmark = pytest.mark.skipif(not CASES, reason="shared Timeloop oracle not present")
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+@pytest.mark.parametrize("form", ["processed", "split"])
+def test_every_count_cycles_and_energy_equal_timeloop(path, form):
+    case = load_case(path)
+    r = validate_case(case, form)
+    if r is None:
+        assert form == "split" and write_inputs_form_missing(case)
+        pytest.skip("split files are Jinja2 templates")
+    assert "error" not in r, r.get("error")
+    assert r["mismatches"] == [], r["mismatches"][:5]
+    assert r["counts_equal"] == r["counts"] > 0
+    assert r["cycles"] == r["cycles_timeloop"]
+    assert r["energy_rel_err"] <= 1e-3
+
+
+def test_validation_script_table_and_json():
+    out = subprocess.run([sys.executable, str(REPO / "experiments" / "validate_timeloop.py"), str(ORACLE)],
+                         capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert "runs exact over" in out.stdout and "tl06_mapper_vgg02l5_eyeriss" in out.stdout
+    js = subprocess.run([sys.executable, str(REPO / "experiments" / "validate_timeloop.py"), str(ORACLE), "--json"],
+                        capture_output=True, text=True, cwd=REPO)
+    import json
+    s = json.loads(js.stdout)["summary"]
+    assert s["runs_exact"] == s["runs"] >= len(CASES)

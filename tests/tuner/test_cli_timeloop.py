@@ -1,0 +1,55 @@
+"""accel-tune simulate --timeloop: the --json contract of issue 12 and the readable table."""
+import json
+from pathlib import Path
+
+import pytest
+
+from sim.timeloop.oracle import load_case, write_inputs
+from tuner.cli import main
+
+CASE = Path(__file__).resolve().parents[2] / ".." / "shared" / "oracle" / "timeloop" / "tl04_conv1doc_3levelspatial_kp.json"
+
+
+@pytest.fixture
+def tl04(tmp_path):
+    if not CASE.exists():
+        pytest.skip("shared Timeloop oracle not present")
+    case = load_case(CASE)
+    return case, [str(p) for p in write_inputs(case, "split", tmp_path)]
+
+
+def test_json_contract_equals_timeloop(tl04, capsys):
+    case, fs = tl04
+    assert main(["simulate", "--timeloop", *fs, "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert set(js) == {"cycles", "computes", "energy_pj", "levels"}
+    assert isinstance(js["cycles"], int) and isinstance(js["energy_pj"], float)
+    for lv in js["levels"]:
+        assert set(lv) == {"name", "instances", "utilized_instances", "energy_pj", "tensors"}
+        for c in lv["tensors"].values():
+            assert set(c) == {"reads", "fills", "updates"} and all(isinstance(v, int) for v in c.values())
+    # innermost first, the dummy spatial level left out, totals over the utilized instances
+    assert [lv["name"] for lv in js["levels"]] == ["RegisterFile", "GlobalBuffer", "MainMemory"]
+    ref = {lv["name"]: lv for lv in case["reference"]["levels"]}
+    rf = ref["RegisterFile"]["data_spaces"]["Inputs"]["derived"]
+    assert js["levels"][0]["tensors"]["Inputs"]["fills"] == rf["scalar_fills_total"] == 1152 * 16
+    assert js["cycles"] == case["reference"]["summary"]["cycles"]
+
+
+def test_table(tl04, capsys):
+    _, fs = tl04
+    assert main(["simulate", "--timeloop", *fs]) == 0
+    out = capsys.readouterr().out
+    assert "Timeloop model: 49,152 computes, 3,072 cycles" in out and "RegisterFile" in out
+
+
+def test_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "x.yaml"
+    bad.write_text("wibble: 1\n")
+    for argv in (["simulate", "--timeloop", str(bad)],
+                 ["simulate", "--timeloop", str(tmp_path / "missing.yaml")],
+                 ["simulate", "--timeloop", str(bad), "--model", "resnet18"],
+                 ["simulate", "--hw", "eyeriss-like"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("accel-tune: error:") and err.count("\n") == 1, err

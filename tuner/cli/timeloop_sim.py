@@ -1,0 +1,33 @@
+"""``accel-tune simulate --timeloop FILE...``: evaluate a Timeloop architecture + problem + mapping
+(+ Accelergy ERT/ART) on the multi-level data-movement model and print Timeloop's statistics:
+per storage level (innermost first) and data space the reads, fills and updates (totals over the
+utilized instances), cycles and energy. ``--json`` prints the object of issue 12's contract."""
+from __future__ import annotations
+
+from tuner.cli import print_json
+
+
+def run_timeloop(args) -> int:
+    from sim.timeloop import evaluate
+    ev = evaluate(args.timeloop)
+    js = ev.to_json()
+    if args.json:
+        print_json(js)
+        return 0
+    print(f"Timeloop model: {js['computes']:,} computes, {js['cycles']:,} cycles "
+          f"({ev.utilized_macs} of the MACs used), energy {js['energy_pj']:,.2f} pJ "
+          f"({js['energy_pj'] / max(1, js['computes']):.3f} pJ/compute)")
+    print(f"  {'level':<24} {'inst':>9} {'tensor':<12} {'reads':>14} {'fills':>14} {'updates':>14} {'energy pJ':>16}")
+    for lv in js["levels"]:
+        inst = f"{lv['utilized_instances']}/{lv['instances']}"
+        first = True
+        for name, c in lv["tensors"].items():
+            label = (lv["name"][:24], inst) if first else ("", "")
+            energy = f"{lv['energy_pj']:,.2f}" if first else ""
+            print(f"  {label[0]:<24} {label[1]:>9} {name[:12]:<12} {c['reads']:>14,} {c['fills']:>14,} "
+                  f"{c['updates']:>14,} {energy:>16}")
+            first = False
+        if first:
+            print(f"  {lv['name'][:24]:<24} {inst:>9} {'(keeps nothing)':<12} {'':>14} {'':>14} {'':>14} "
+                  f"{lv['energy_pj']:>16,.2f}")
+    return 0
