@@ -23,6 +23,7 @@ once (``sim.movement_batch`` when it can, else one by one). Same inputs and seed
 """
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -235,6 +236,18 @@ def _mapping(p: _Problem, g: _Genome) -> Mapping:
     return Mapping(tuple(lms))
 
 
+def _evaluate_batch(p: _Problem, gs: list[_Genome]) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, energy_pj) of every genome through ``sim.movement_batch`` (the genome's arrays
+    are its ``MappingArrays``; every level keeps what it may)."""
+    from .movement_batch import MappingArrays, evaluate_batch
+    keep = np.array([[ds.name in (lv.keeps if lv.keeps is not None else (ds.name,)) and not lv.spatial_only
+                      for ds in p.nest.data_spaces] for lv in p.hier.levels], dtype=bool)
+    m = MappingArrays(np.stack([g.t for g in gs]), np.stack([g.sx for g in gs]), np.stack([g.sy for g in gs]),
+                      np.array([g.perm for g in gs], dtype=np.int64), np.broadcast_to(keep, (len(gs), *keep.shape)).copy())
+    r = evaluate_batch(p.hier, p.nest, m)
+    return np.asarray(r.cycles, dtype=np.float64), np.asarray(r.energy_pj, dtype=np.float64)
+
+
 def _score(metric: str, cycles: np.ndarray, energy: np.ndarray) -> np.ndarray:
     """Lower is better; ``delay`` breaks ties by energy (cycles are often equal between mappings
     that use the same MACs)."""
@@ -252,13 +265,16 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
                  evaluate: Evaluator | None = None) -> tuple[Mapping, SearchStats]:
     """The best mapping found of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp);
     ``evaluate(hier, nest, mappings) -> (cycles, energy_pj)`` arrays (default: the movement
-    model, ``sim.multilevel.evaluate_mappings``)."""
+    model over the whole round at once, ``sim.movement_batch``)."""
     if metric not in METRICS:
         raise SearchError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
-    if evaluate is None:
-        from .multilevel import evaluate_mappings as evaluate
     start = time.perf_counter()
     p = _Problem(hier, nest)
+    if evaluate is None:
+        run = functools.partial(_evaluate_batch, p)
+    else:
+        def run(gs: list[_Genome]) -> tuple[np.ndarray, np.ndarray]:
+            return evaluate(hier, nest, [_mapping(p, g) for g in gs])
     rng = np.random.default_rng([config.seed, len(p.dims), int(p.bounds.prod() % (2**31))])
     seen: dict[tuple, int] = {}
     pool: list[_Genome] = []
@@ -282,7 +298,7 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
     batch = add([_random_genome(p, rng) for _ in range(config.random)])
     for r in range(config.rounds + 1):
         if batch:
-            c, e = evaluate(hier, nest, [_mapping(p, g) for g in batch])
+            c, e = run(batch)
             c, e = np.asarray(c, dtype=np.float64), np.asarray(e, dtype=np.float64)
             pool.extend(batch)
             cyc.extend(c.tolist())
