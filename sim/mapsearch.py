@@ -57,12 +57,17 @@ class SearchConfig:
     ``elite`` best so far. For ``delay`` only the ``keep`` fraction of each round with the fewest
     temporal iterations (the cycles of a mapping no bandwidth slows down; counted without the
     model) is evaluated: the model is the expensive part."""
-    random: int = 64
-    rounds: int = 3
-    mutants: int = 32
+    random: int = 128
+    rounds: int = 4
+    mutants: int = 48
     elite: int = 6
-    keep: float = 0.4
+    keep: float = 0.5
     seed: int = 0
+    # Rounds added (up to this many) while the best cycles stay above the MAC bound by more than
+    # ``slack``: an easy layer stops at ``rounds``, a hard one (bandwidth-bound) searches on.
+    extra_rounds: int = 4
+    slack: float = 0.02
+    fresh: float = 0.25  # share of each mutation round that is new random candidates (diversity)
 
 
 def _primes(n: int) -> list[int]:
@@ -296,7 +301,9 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
     cyc: list[float] = []
     en: list[float] = []
     batch = add([_random_genome(p, rng) for _ in range(config.random)])
-    for r in range(config.rounds + 1):
+    bound = math.ceil(nest.macs / hier.arithmetic.instances)
+    rounds = config.rounds
+    for r in range(config.rounds + config.extra_rounds + 1):
         if batch:
             c, e = run(batch)
             c, e = np.asarray(c, dtype=np.float64), np.asarray(e, dtype=np.float64)
@@ -304,10 +311,14 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
             cyc.extend(c.tolist())
             en.extend(e.tolist())
             scores = _score(metric, np.array(cyc), np.array(en)).tolist()
-        if r == config.rounds:
+        if r == rounds and r < config.rounds + config.extra_rounds and min(cyc) > bound * (1 + config.slack):
+            rounds += 1
+        if r >= rounds:
             break
         elite = np.argsort(scores, kind="stable")[:config.elite]
-        batch = add([_mutate(p, pool[int(elite[j % len(elite)])], rng) for j in range(config.mutants)])
+        n_fresh = int(config.mutants * config.fresh)
+        batch = add([_mutate(p, pool[int(elite[j % len(elite)])], rng) for j in range(config.mutants - n_fresh)]
+                    + [_random_genome(p, rng) for _ in range(n_fresh)])
     if not pool:
         raise SearchError(f"no mapping of {nest.name} fits {', '.join(hier.names)}")
     b = int(np.argmin(scores))
