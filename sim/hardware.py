@@ -10,6 +10,15 @@ field's metadata (numbers are finite and within physical bounds, so derived figu
 line naming the dotted field and the rule broken. A section added later declares its fields the
 same way (``_int``, ``_num``, ``_R``) and gets the same checks, messages and docs.
 
+``levels`` (optional, ``[[levels]]`` in TOML, outermost first) is the storage hierarchy: one
+``LevelConfig`` per level (capacity, word and block size, fan-out to the next level or the MACs,
+bandwidths, per-access energies, leakage, area, which tensors it may keep), ranged by the same
+``Rule`` mechanism (``level_rules()``); ``_check_levels`` holds the rules across levels (unique
+names, a backing store that keeps everything, fan-outs that multiply to the array). Without it the
+config is the one-buffer machine it always was (``levels`` is then absent from ``to_dict``, so
+fingerprints do not change); with it MAC kernels are costed on the hierarchy (``sim.multilevel``).
+Overrides name a level field ``levels.<level>.<field>``; see docs/SIMULATOR.md.
+
 Files (TOML, YAML or JSON, read by ``sim.configfile.read_config`` as untrusted input) hold the same
 tree as nested tables. A file may start from ``base = "<preset name or file>"`` (a file relative to
 the one naming it; a cycle of files is refused) and override only what differs. ``fingerprint`` is
