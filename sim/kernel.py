@@ -48,6 +48,8 @@ def fused_roofline_for(wl: Workload, hw: HardwareConfig, on_chip_bytes: float) -
     its DRAM traffic on chip (``analytical.fused_roofline_cycles``)."""
     if not on_chip_bytes:
         return roofline_for(wl, hw)
+    if hw.levels and wl.is_mac:
+        return multilevel_roofline(wl, hw, on_chip_bytes)
     return fused_roofline_cycles(wl, hw, _vector_work(wl, hw), on_chip_bytes)
 
 

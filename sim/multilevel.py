@@ -75,21 +75,24 @@ def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
             for lv, lm in zip(hier.levels, m.levels)]
 
 
-def roofline_cycles(wl: Workload, hw: HardwareConfig) -> float:
+def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
     """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
-    tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth."""
+    tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
+    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
+    traffic bound drops by what that credit takes off (``sim.subgraph.credited_cycles``: the
+    bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
     hier = hierarchy_of(hw)
     nest = nest_from_workload(wl)
     top = hier.levels[0]
     compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
     reads = sum(nest.size(ds.name) for ds in nest.data_spaces if not ds.read_write)
     writes = nest.size(nest.output.name)
-    bound = compute
+    traffic = 0.0
     if top.read_bandwidth is not None:
-        bound = max(bound, reads / top.read_bandwidth)
+        traffic = max(traffic, reads / top.read_bandwidth)
     if top.write_bandwidth is not None:
-        bound = max(bound, writes / top.write_bandwidth)
-    return float(bound)
+        traffic = max(traffic, writes / top.write_bandwidth)
+    return float(max(compute, traffic - on_chip_bytes / hw.dram.bytes_per_cycle))
 
 
 def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:

@@ -75,6 +75,15 @@ def _params_text(r: dict[str, Any]) -> str:
                      for k, v in r.get("params", {}).items())
 
 
+def _scales(ax, x: np.ndarray, y: np.ndarray) -> None:
+    """Log axes where the values span more than 20x (else a few points crush the rest), a light grid."""
+    if x.max() / max(x.min(), 1e-30) > 20:
+        ax.set_xscale("log")
+    if y.max() / max(y.min(), 1e-30) > 20:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+
+
 # ---------------------------------------------------------------------------------------- figures
 def pareto_figure(rows: list[dict[str, Any]], front: Sequence[int]) -> Figure:
     fig = _new_fig()
@@ -94,11 +103,7 @@ def pareto_figure(rows: list[dict[str, Any]], front: Sequence[int]) -> Figure:
         ax.annotate(_label(rows[i]), (lat[i], en[i]), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("latency per inference, all models (ms)")
     ax.set_ylabel("energy per inference, all models (mJ)")
-    if lat.max() / max(lat.min(), 1e-30) > 20:
-        ax.set_xscale("log")
-    if en.max() / max(en.min(), 1e-30) > 20:
-        ax.set_yscale("log")
-    ax.grid(alpha=0.3)
+    _scales(ax, lat, en)
     ax.legend(fontsize=8, loc="upper right")
     return Figure("pareto", "Pareto front", f"{len(rows)} design points; circled: the {int(on.sum())} "
                   "points no other point beats in latency, energy and area together.", _png(fig))
@@ -123,11 +128,7 @@ def area_figure(rows: list[dict[str, Any]], front: Sequence[int]) -> Figure:
                 ax.annotate(text[:40], (x[i], area[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("area (mm²)")
-        if x.max() / max(x.min(), 1e-30) > 20:
-            ax.set_xscale("log")
-        if area.max() / max(area.min(), 1e-30) > 20:
-            ax.set_yscale("log")
-        ax.grid(alpha=0.3)
+        _scales(ax, x, area)
         if k == 0:
             ax.legend(fontsize=7, loc="upper right")
     return Figure("area", "Area against latency and energy",
