@@ -362,10 +362,6 @@ class LevelConfig(_Section):
     ``fanout_y`` instances of the next level (or MACs) hang below each instance, so a level's
     instance count is the product of the fan-outs above it."""
     _name = "levels[]"
-
-    def _where(self) -> str:
-        n = self.name  # a level is named by its name once that name is itself valid
-        return f"levels.{n}" if isinstance(n, str) and _NAME_CHARS.match(n) and len(n) <= 64 else self._name
     name: str = _R("symbol", "level", "level name (unique; Timeloop's component name)", hi=64)
     capacity_words: int = _int(0, 0, 2**50, "words", "words one instance holds; 0 = unbounded (outermost only)")
     word_bits: int = _int(8, 1, 64, "bits", "bits per word")
@@ -387,6 +383,10 @@ class LevelConfig(_Section):
     keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
                                 + "); the others bypass it; [] = a network level that holds nothing, costs "
                                   "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
+
+    def _where(self) -> str:
+        n = self.name  # a level is named by its name once that name is itself valid
+        return f"levels.{n}" if isinstance(n, str) and _NAME_CHARS.match(n) and len(n) <= 64 else self._name
 
     def _check(self) -> None:
         bad = [t for t in self.keeps if t not in TENSORS]
