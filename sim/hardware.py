@@ -379,10 +379,16 @@ class LevelConfig(_Section):
     fill_pj: float = _num(0.0, *_PJ, "one fill access from the level above (Timeloop/Accelergy 'write')")
     update_pj: float = _num(0.0, *_PJ, "one update access (partial sums written back from below)")
     leak_pj_per_cycle: float = _num(0.0, *_PJ, "leakage of one instance per cycle")
-    area_um2: float = _num(0.0, 0.0, 1e10, "um2", "area of one instance")
+    area_um2: float = _num(0.0, 0.0, 1e10, "um2", "fixed area of one instance (ports, address generation)")
+    area_um2_per_word: float = _num(0.0, 0.0, 1e6, "um2", "storage area per word of capacity, so a swept "
+                                    "capacity moves the area")
     keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
                                 + "); the others bypass it; [] = a network level that holds nothing, costs "
                                   "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
+
+    def instance_area_um2(self) -> float:
+        """One instance: its fixed area plus its capacity at ``area_um2_per_word``."""
+        return self.area_um2 + self.area_um2_per_word * self.capacity_words
 
     def _where(self) -> str:
         n = self.name  # a level is named by its name once that name is itself valid
@@ -505,7 +511,7 @@ class HardwareConfig:
         global buffer's area); without, the buffers at ``sram_mm2_per_kib``."""
         a = self.area
         if self.levels:
-            storage = sum(n * lv.area_um2 for n, lv in zip(self.level_instances(), self.levels)) * 1e-6
+            storage = sum(n * lv.instance_area_um2() for n, lv in zip(self.level_instances(), self.levels)) * 1e-6
         else:
             storage = self.buffers.total_bytes / 1024 * a.sram_mm2_per_kib
         return self.pes * a.pe_mm2 + storage + self.vector.lanes * a.vector_lane_mm2 + a.fixed_mm2

@@ -29,7 +29,7 @@ def hierarchy_of(hw: HardwareConfig) -> Hierarchy:
             read_bandwidth=None if lv.read_bandwidth >= NO_LIMIT else lv.read_bandwidth,
             write_bandwidth=None if lv.write_bandwidth >= NO_LIMIT else lv.write_bandwidth,
             read_pj=lv.read_pj, fill_pj=lv.fill_pj, update_pj=lv.update_pj,
-            leak_pj_per_cycle=lv.leak_pj_per_cycle, area_um2=lv.area_um2,
+            leak_pj_per_cycle=lv.leak_pj_per_cycle, area_um2=lv.instance_area_um2(),
             keeps=frozenset(lv.keeps) if lv.keeps else None, spatial_only=not lv.keeps))
         mx, my = mx * fx, my * fy
     a = hw.array

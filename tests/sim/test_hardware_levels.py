@@ -40,9 +40,14 @@ def test_simba_like_preset_fans_out_16_x_4_x_4():
 
 def test_area_counts_every_instance_of_every_level():
     hw = load_hw("eyeriss")
-    levels = sum(n * lv.area_um2 for n, lv in zip((1, 1, 168, 168, 168), hw.levels)) * 1e-6
+    levels = sum(n * (lv.area_um2 + lv.area_um2_per_word * lv.capacity_words)
+                 for n, lv in zip((1, 1, 168, 168, 168), hw.levels)) * 1e-6
     a = hw.area
     assert hw.area_mm2() == pytest.approx(168 * a.pe_mm2 + levels + hw.vector.lanes * a.vector_lane_mm2 + a.fixed_mm2)
+    # a bigger GLB costs its words at the level's density, nothing else moves
+    big = hw.with_overrides({"levels.shared_glb.capacity_words": 2 * 55296})
+    assert big.area_mm2() - hw.area_mm2() == pytest.approx(55296 * hw.levels[1].area_um2_per_word * 1e-6)
+    assert big.area_mm2() > hw.area_mm2()
 
 
 @pytest.mark.parametrize("suffix", [".toml", ".yaml", ".json"])

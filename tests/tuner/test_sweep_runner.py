@@ -265,7 +265,8 @@ def test_sweep_over_a_hierarchy_varies_levels_and_reports_area(tmp_path):
         assert glb.fanout_x == hw.array.cols == v["array.cols,levels.shared_glb.fanout_x".split(",")[0]]
         assert hw.level_instances()[2] == hw.array.cols * hw.array.rows   # the spads: one per PE
         # area: the base's, less the PEs and spads the narrower array drops
-        per_pe = base.area.pe_mm2 + sum(lv.area_um2 for lv in base.levels[2:]) * 1e-6
+        per_pe = base.area.pe_mm2 + sum(lv.area_um2 + lv.area_um2_per_word * lv.capacity_words
+                                        for lv in base.levels[2:]) * 1e-6
         assert hw.area_mm2() == pytest.approx(base.area_mm2() - (14 - hw.array.cols) * 12 * per_pe)
     res = run_sweep(spec, tmp_path / "out", progress=False)
     assert res.new == 4 and not res.failed
