@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping as TMapping
 
 from .hierarchy import Hierarchy
@@ -73,8 +74,19 @@ class LevelMapping:
         both = sorted((self.keep or frozenset()) & self.bypass)
         _check(not both, f"mapping: data space {both[0] if both else ''} is both kept and bypassed")
 
+    # factor look-ups as dicts, built once (cached_property writes the instance dict directly,
+    # so it works on a frozen dataclass and stays out of equality and hashing)
+    @cached_property
+    def _t(self) -> dict[str, int]:
+        return dict(self.temporal)
+
+    @cached_property
+    def _s(self) -> dict[str, int]:
+        sx, sy = dict(self.spatial_x), dict(self.spatial_y)
+        return {d: sx.get(d, 1) * sy.get(d, 1) for d in set(sx) | set(sy)}
+
     def t(self, dim: str) -> int:
-        return dict(self.temporal).get(dim, 1)
+        return self._t.get(dim, 1)
 
     def sx(self, dim: str) -> int:
         return dict(self.spatial_x).get(dim, 1)
@@ -83,7 +95,7 @@ class LevelMapping:
         return dict(self.spatial_y).get(dim, 1)
 
     def s(self, dim: str) -> int:
-        return self.sx(dim) * self.sy(dim)
+        return self._s.get(dim, 1)
 
     def loop_order(self, dims: Iterable[str]) -> tuple[str, ...]:
         """Temporal dims with factor > 1, outermost first (unlisted ones innermost, in ``dims`` order)."""
@@ -169,6 +181,20 @@ class Mapping:
             _check(words <= lv.capacity_words,
                    f"mapping level {lv.name}: tiles of {', '.join(kept)} take {words} words, beyond its "
                    f"capacity of {lv.capacity_words}")
+
+
+def prime_factors(n: int) -> list[int]:
+    """The prime factors of ``n`` with multiplicity, ascending: the units a perfect factorisation
+    of a dim over loops is built from (12 -> [2, 2, 3])."""
+    out, p = [], 2
+    while n > 1 and p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
 
 
 def mapping_from_loops(levels: Iterable[TMapping[str, Any]]) -> Mapping:

@@ -253,17 +253,20 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
     util_macs = mapping.utilized_macs()
     computes = nest.macs
     counts: list[dict[str, list[int]]] = [dict() for _ in range(n)]   # name -> [reads, fills, updates, tile, part]
+    # per level, shared by every data space: the iteration box, the step loops, the box of
+    # distinct words over the run
+    full_span = {d: math.prod(lm.t(d) for lm in mapping.levels) for d in dims}
+    spans = [mapping.span_below(i, dims) for i in range(n)]
+    steps = [step_loops(mapping, nest, i) for i in range(n)]
+    pspans = [{d: full_span[d] * math.prod(lm.s(d) for lm in mapping.levels[i:]) for d in dims} for i in range(n)]
     for ds in nest.data_spaces:
         keepers = [i for i in range(n) if mapping.keeps(hier, i, ds.name)]
         arrivals, tile, part = {}, {}, {}
-        full_span = {d: math.prod(lm.t(d) for lm in mapping.levels) for d in dims}
         for i in keepers:
-            span = mapping.span_below(i, dims)
-            ext = ds.extents(span)
+            ext = ds.extents(spans[i])
             tile[i] = math.prod(ext)
-            arrivals[i] = delta_sum(ds, ext, step_loops(mapping, nest, i))
-            pspan = {d: full_span[d] * math.prod(lm.s(d) for lm in mapping.levels[i:]) for d in dims}
-            part[i] = ds.tile_words(pspan)
+            arrivals[i] = delta_sum(ds, ext, steps[i])
+            part[i] = ds.tile_words(pspans[i])
         inner = keepers[-1]
         to_macs = mac_side_accesses(mapping, nest, ds, inner, t_all)
         for pos, i in enumerate(keepers):

@@ -5,7 +5,7 @@ values of the multi-level model (``Hierarchy``, ``Nest``, ``Mapping``) -> ``sim.
 split arch/problem/map files or the front end's ``parsed-processed-input.yaml``, plus the ERT and
 ART files), and returns a ``sim.movement.Evaluation``; ``load(paths)`` returns the three values;
 ``mapping_yaml`` writes a mapping back as a Timeloop mapping file. A construct this reader does
-not model (sparse densities, shared bandwidth, parallel subtrees, templates, unknown directive
+not model (sparse densities or optimizations, shared bandwidth, parallel subtrees, templates, unknown directive
 types or top-level keys) raises ``TimeloopError`` with one line naming it, never a number.
 Constraints (``constraints``, ``architecture_constraints``, ``mapspace_constraints``) steer
 Timeloop's mapper, not its model: they are read with the files and not applied.
@@ -32,16 +32,32 @@ def load(paths: Iterable[str | os.PathLike]) -> tuple[Hierarchy, Nest, Mapping]:
     merged = read_merged(paths)
     if "problem" not in merged:
         raise TimeloopError("no 'problem' in the given files")
+    so = merged.get("sparse_optimizations")
+    if so and (not isinstance(so, dict) or so.get("targets")):
+        raise TimeloopError("sparse_optimizations (gating, skipping, compressed formats) are not supported: "
+                            "the model is dense")
     if not merged.get("mapping"):
         raise TimeloopError("no 'mapping' in the given files (a mapper run's mapping is its *.map.yaml)")
-    hier = hierarchy(merged)
-    nest = read_problem(merged["problem"])
-    mapping = read_mapping(merged["mapping"], hier, nest)
+    hier = _guard("architecture", hierarchy, merged)
+    nest = _guard("problem", read_problem, merged["problem"])
+    mapping = _guard("mapping", read_mapping, merged["mapping"], hier, nest)
     try:
         mapping.check(hier, nest)
     except MappingError as e:
         raise TimeloopError(str(e)) from None
     return hier, nest, mapping
+
+
+def _guard(section: str, fn, *args):
+    """Run one reader; a value of an unexpected type deep in a hand-edited file (a list where a
+    number belongs, a mapping where a name belongs) is bad input too: one line naming the section."""
+    try:
+        return fn(*args)
+    except TimeloopError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, ZeroDivisionError, OverflowError) as e:
+        first = str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+        raise TimeloopError(f"{section}: malformed input ({type(e).__name__}: {first})") from None
 
 
 def evaluate(paths: Iterable[str | os.PathLike]) -> Evaluation:

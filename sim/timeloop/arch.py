@@ -26,6 +26,7 @@ from typing import Any
 
 from ..hierarchy import Arithmetic, Hierarchy, HierarchyError, StorageLevel
 from .errors import TimeloopError
+from .expr import resolve
 
 _RANGE = re.compile(r"^(.*)\[(\d+)\.\.(\d+)\]$")
 
@@ -73,6 +74,8 @@ def _mesh(spatial: Any, where: str) -> tuple[int, int]:
 
 
 def _walk_user(nodes: Any, st: dict[str, Any], out: list[Component]) -> None:
+    """``st``: attributes passed down (``attrs``), the mesh so far (``mx``, ``my``), and the
+    top-level ``variables`` (``vars``) expressions may name."""
     if not isinstance(nodes, list):
         raise TimeloopError("architecture: 'nodes' must be a list")
     for node in nodes:
@@ -86,7 +89,7 @@ def _walk_user(nodes: Any, st: dict[str, Any], out: list[Component]) -> None:
             continue
         name = node.get("name")
         if tag == "Container":
-            st["attrs"] = {**st["attrs"], **(node.get("attributes") or {})}
+            st["attrs"] = resolve({**st["attrs"], **(node.get("attributes") or {})}, st["vars"])
             mx, my = _mesh(node.get("spatial"), f"container {name}")
             if mx * my > 1:
                 out.append(Component(f"inter_{name}_spatial", "dummy_storage", {}, st["mx"] * st["my"],
@@ -100,12 +103,12 @@ def _walk_user(nodes: Any, st: dict[str, Any], out: list[Component]) -> None:
         mx, my = _mesh(node.get("spatial"), f"component {name}")
         st["mx"] *= mx
         st["my"] *= my
-        attrs = {**st["attrs"], **(node.get("attributes") or {})}
+        attrs = resolve({**st["attrs"], **(node.get("attributes") or {})}, st["vars"])
         out.append(Component(str(name), str(node.get("class", "")), attrs, st["mx"] * st["my"], st["mx"], st["my"],
                              constraints=node.get("constraints") or {}))
 
 
-def _walk_processed(tree: Any, mult: int, out: list[Component]) -> None:
+def _walk_processed(tree: Any, mult: int, out: list[Component], variables: dict[str, Any]) -> None:
     if not isinstance(tree, list) or len(tree) != 1:
         raise TimeloopError("architecture: a subtree must hold exactly one entry (parallel subtrees are not supported)")
     node = tree[0]
@@ -117,7 +120,7 @@ def _walk_processed(tree: Any, mult: int, out: list[Component]) -> None:
         if not isinstance(comp, dict):
             raise TimeloopError("architecture: a local component must be a mapping")
         name, k = _split_name(comp.get("name"))
-        attrs = dict(comp.get("attributes") or {})
+        attrs = resolve(dict(comp.get("attributes") or {}), variables)
         inst = k * mult
         mx = attrs.get("meshX")
         my = attrs.get("meshY")
@@ -132,18 +135,24 @@ def _walk_processed(tree: Any, mult: int, out: list[Component]) -> None:
         cls = str(comp.get("class", ""))
         out.append(Component(name, cls, attrs, inst, mx, my, dummy=cls == "dummy_storage"))
     if node.get("subtree"):
-        _walk_processed(node["subtree"], mult, out)
+        _walk_processed(node["subtree"], mult, out, variables)
 
 
-def components(arch: Any) -> list[Component]:
-    """The architecture's components, outermost first (the compute unit last)."""
+def components(arch: Any, variables: Any = None) -> list[Component]:
+    """The architecture's components, outermost first (the compute unit last); attribute
+    expressions are evaluated over the top-level ``variables``."""
     if not isinstance(arch, dict):
         raise TimeloopError("architecture must be a mapping")
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        raise TimeloopError("variables must be a mapping of names to values")
+    variables = resolve({k: v for k, v in variables.items() if isinstance(k, str)}, {})
     out: list[Component] = []
     if "nodes" in arch:
-        _walk_user(arch["nodes"], {"attrs": {}, "mx": 1, "my": 1}, out)
+        _walk_user(arch["nodes"], {"attrs": {}, "mx": 1, "my": 1, "vars": variables}, out)
     elif "subtree" in arch:
-        _walk_processed(arch["subtree"], 1, out)
+        _walk_processed(arch["subtree"], 1, out, variables)
     else:
         raise TimeloopError("architecture needs 'nodes' (v0.4 tree) or 'subtree' (processed input)")
     if len(out) < 2:
@@ -158,7 +167,10 @@ def _tables(doc: Any, key: str, what: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise TimeloopError(f"{key} must be a mapping")
     out = {}
-    for t in doc.get("tables") or doc.get("table_summary") or []:
+    tables = doc.get("tables") or doc.get("table_summary") or []
+    if not isinstance(tables, list):
+        raise TimeloopError(f"{key}: 'tables' must be a list")
+    for t in tables:
         if not isinstance(t, dict) or "name" not in t:
             raise TimeloopError(f"{key}: each {what} table needs a name")
         base = _split_name(str(t["name"]))[0].split(".")[-1]
@@ -175,6 +187,10 @@ def _action_energy(entry: dict[str, Any] | None, action: str) -> float | None:
     return float(_num(found[0].get("energy"), f"ERT {entry.get('name')} {action}"))
 
 
+def _area(entry: dict[str, Any] | None) -> float:
+    return float(_num(entry.get("area", 0.0), f"ART {entry.get('name')} area")) if entry else 0.0
+
+
 def hierarchy(merged: dict[str, Any]) -> Hierarchy:
     """The hierarchy of a merged Timeloop document (needs ``architecture`` and ``ERT``)."""
     if "architecture" not in merged:
@@ -182,7 +198,7 @@ def hierarchy(merged: dict[str, Any]) -> Hierarchy:
     if "ERT" not in merged:
         raise TimeloopError("no Accelergy ERT in the given files (energy needs it: pass the *.ERT.yaml "
                             "Accelergy wrote next to the processed input)")
-    comps = components(merged["architecture"])
+    comps = components(merged["architecture"], merged.get("variables"))
     ert = _tables(merged.get("ERT"), "ERT", "ERT")
     art = _tables(merged.get("ART"), "ART", "ART")
     levels = []
@@ -235,7 +251,7 @@ def hierarchy(merged: dict[str, Any]) -> Hierarchy:
                 read_bandwidth=None if rbw is None else float(_num(rbw, f"{where} read_bandwidth")),
                 write_bandwidth=None if wbw is None else float(_num(wbw, f"{where} write_bandwidth")),
                 read_pj=rd, fill_pj=wr, update_pj=up, leak_pj_per_cycle=leak or 0.0,
-                area_um2=float(art_e.get("area", 0.0)) if art_e else 0.0))
+                area_um2=_area(art_e)))
         except HierarchyError as err:
             raise TimeloopError(f"architecture: {err}") from None
     mac = comps[-1]
@@ -247,6 +263,6 @@ def hierarchy(merged: dict[str, Any]) -> Hierarchy:
     try:
         return Hierarchy(tuple(levels), Arithmetic(mac.name, instances=mac.instances, mesh_x=mac.mesh_x,
                                                    mesh_y=mac.mesh_y, mac_pj=compute,
-                                                   area_um2=float(art_e.get("area", 0.0)) if art_e else 0.0))
+                                                   area_um2=_area(art_e)))
     except HierarchyError as err:
         raise TimeloopError(f"architecture: {err}") from None

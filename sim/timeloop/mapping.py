@@ -74,7 +74,7 @@ def _perm(v: Any, dims: tuple[str, ...], where: str) -> list[str]:
     if v is None:
         return []
     if isinstance(v, list):
-        bad = [x for x in v if x not in dims]
+        bad = [x for x in v if not isinstance(x, str) or x not in dims]
         if bad:
             raise TimeloopError(f"mapping {where}: permutation names unknown dimension {str(bad[0])[:40]!r}")
         return [str(x) for x in v]
@@ -88,8 +88,8 @@ def _names(v: Any, spaces: set[str], where: str) -> frozenset[str]:
         return frozenset()
     if isinstance(v, str):
         v = [v]
-    if not isinstance(v, list):
-        raise TimeloopError(f"mapping {where}: keep/bypass must be a list of data spaces")
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TimeloopError(f"mapping {where}: keep/bypass must be a list of data-space names")
     bad = [x for x in v if x not in spaces]
     if bad:
         raise TimeloopError(f"mapping {where}: unknown data space {str(bad[0])[:40]!r}")
@@ -109,6 +109,8 @@ def read_mapping(directives: Any, hier: Hierarchy, nest: Nest) -> Mapping:
         if not isinstance(dvt, dict):
             raise TimeloopError("mapping: each directive must be a mapping")
         target = dvt.get("target")
+        if not isinstance(target, str):
+            raise TimeloopError(f"mapping: a directive needs a target level name, got {str(target)[:40]!r}")
         if target not in names:
             alt = f"inter_{target}_spatial"
             if alt not in names:
@@ -116,6 +118,8 @@ def read_mapping(directives: Any, hier: Hierarchy, nest: Nest) -> Mapping:
                                     f"({', '.join(hier.names)})")
             target = alt
         typ = dvt.get("type", "temporal")
+        if not isinstance(typ, str):
+            raise TimeloopError(f"mapping: directive type at {target} must be text, got {str(typ)[:40]!r}")
         kind = "keep" if typ in KEEP_TYPES else typ
         if kind not in ("temporal", "spatial", "keep"):
             raise TimeloopError(f"mapping: directive type {str(typ)[:40]!r} at {target} is not supported")

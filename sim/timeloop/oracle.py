@@ -3,9 +3,10 @@ files in either form and compare an evaluation with what Timeloop printed.
 
 Forms: ``processed`` = the front end's ``parsed-processed-input.yaml`` (+ the mapper's map file
 for mapper runs) + ERT + ART; ``split`` = the user's arch/problem/map/constraints files + ERT +
-ART (a mapper run's found mapping as the map file). Cases whose split files are Jinja2 templates (a
-top template, or ``{{ }}`` placeholders filled by the run script) have no split form here
-(``None``): their split files are only meaningful after rendering.
+ART (a mapper run's found mapping as the map file). Split files with ``{{ }}`` placeholders are rendered
+with the values the case's run script passed (``jinja_parse_data``), as the front end renders
+them; cases assembled by a Jinja2 top template (with the front end's include functions) have no
+split form here (``None``).
 """
 from __future__ import annotations
 
@@ -48,10 +49,8 @@ def write_inputs(case: dict[str, Any], form: str, out_dir: str | Path) -> list[P
         if write_inputs_form_missing(case):
             return None
         roles = [f for f in files if f["role"] in SPLIT_ROLES]
-        if not any(f["role"] == "arch" for f in roles):
-            return None
         for i, f in enumerate(roles):
-            put(f"{i:02d}_{f['role']}_{Path(f['path']).name}", f["text"])
+            put(f"{i:02d}_{f['role']}_{Path(f['path']).name}", _render(f["text"], case))
         if mapper_run or not any(f["role"] == "mapping" for f in roles):
             put("timeloop-mapper.map.yaml", inp["evaluated_mapping_yaml"])
     else:
@@ -147,9 +146,27 @@ def validate_dir(folder: str | Path) -> dict[str, Any]:
                                                if write_inputs_form_missing(load_case(f))]}}
 
 
+def _render(text: str, case: dict[str, Any]) -> str:
+    """A split file with ``{{ name }}`` placeholders rendered with the values the case's run
+    script passed (``source.jinja_parse_data``), as Timeloop's front end renders it first."""
+    if "{{" not in text and "{%" not in text:
+        return text
+    import jinja2
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    return env.from_string(text).render(**(case["source"].get("jinja_parse_data") or {}))
+
+
 def write_inputs_form_missing(case: dict[str, Any]) -> bool:
-    """True when the case has no split form here (a Jinja2-assembled example design)."""
+    """True when the case has no split form here: assembled by a Jinja2 top template (with
+    include functions of the front end), or placeholders without the values to fill them, or no
+    jinja2 to render them."""
     files = case["inputs"]["files"]
     templated = any("{{" in f["text"] or "{%" in f["text"] for f in files if f["role"] in SPLIT_ROLES)
-    return (templated or any(f["role"] == "top_template" for f in files)
-            or not any(f["role"] == "arch" for f in files))
+    if templated:
+        try:
+            import jinja2  # noqa: F401
+        except ImportError:
+            return True
+        if not case["source"].get("jinja_parse_data"):
+            return True
+    return any(f["role"] == "top_template" for f in files) or not any(f["role"] == "arch" for f in files)

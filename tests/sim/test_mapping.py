@@ -78,3 +78,15 @@ def test_overflow_names_level_and_capacity():
     m.check(h, NEST)
     with pytest.raises(MappingError, match="may only keep Weights"):
         Mapping(m.levels[:2] + (LevelMapping(temporal={"C": 4, "R": 3, "P": 16}, keep={"Inputs"}),)).check(h, NEST)
+
+
+def test_prime_factors():
+    from sim.mapping import prime_factors
+    assert prime_factors(1) == [] and prime_factors(12) == [2, 2, 3] and prime_factors(97) == [97]
+    for n in (56, 128, 224, 1000003 * 4):
+        fs = prime_factors(n)
+        assert all(fs[i] <= fs[i + 1] for i in range(len(fs) - 1))
+        prod = 1
+        for f in fs:
+            prod *= f
+        assert prod == n

@@ -1,25 +1,15 @@
 """movement_batch (vectorised, closed form) == movement.evaluate (per mapping) on random legal
 mappings, and check_batch == Mapping.check on random (often illegal) ones."""
-import math
 
 import numpy as np
 import pytest
 
 from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping, MappingError
+from sim.mapping import LevelMapping, Mapping, MappingError, prime_factors
 from sim.movement import evaluate
 from sim.movement_batch import OK, MappingArrays, check_batch, evaluate_batch
+from sim.movement_jit import available
 from sim.nest import batch_matmul, conv1d, conv2d, gemm
-
-
-def _primes(n):
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    return out
 
 
 def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
@@ -28,7 +18,7 @@ def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
     slots = {d: [[1, 1, 1] for _ in range(nlev)] for d in nest.dim_names}
     used = [[1, 1] for _ in range(nlev)]
     for d, b in nest.dims:
-        for p in _primes(b):
+        for p in prime_factors(b):
             i = rng.integers(nlev)
             k = 0
             if rng.random() < spatial_prob:
@@ -65,9 +55,13 @@ NESTS = [conv2d(c=4, m=8, r=3, s=3, p=6, q=4, stride=1), conv2d(c=2, m=4, r=3, s
          conv1d(c=4, k=6, r=3, p=12), gemm(12, 8, 6), batch_matmul(2, 4, 6, 4)]
 
 
+ENGINES = ["numpy"] + (["jit"] if available() else [])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("nest", NESTS, ids=lambda n: n.name)
 @pytest.mark.parametrize("spatial_last", [False, True])
-def test_batch_equals_one_by_one(nest, spatial_last):
+def test_batch_equals_one_by_one(nest, spatial_last, engine):
     rng = np.random.default_rng(7)
     hier = eyeriss_like(spatial_last)
     fan = [hier.fanout(i) for i in range(len(hier.levels))]
@@ -81,7 +75,7 @@ def test_batch_equals_one_by_one(nest, spatial_last):
         maps.append(m)
     arrays = MappingArrays.from_mappings(hier, nest, maps)
     assert (check_batch(hier, nest, arrays) == OK).all()
-    got = evaluate_batch(hier, nest, arrays)
+    got = evaluate_batch(hier, nest, arrays, engine=engine)
     for b, m in enumerate(maps):
         ev = evaluate(hier, nest, m)
         assert got.cycles[b] == ev.cycles and got.compute_cycles[b] == ev.compute_cycles

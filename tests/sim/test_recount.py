@@ -6,7 +6,7 @@ import math
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping
+from sim.mapping import LevelMapping, Mapping, prime_factors
 from sim.movement import evaluate
 from sim.nest import conv1d, conv2d, gemm, batch_matmul
 from sim.recount import recount
@@ -15,18 +15,8 @@ from sim.recount import recount
 def _split(draw, n, parts):
     """n as an ordered product of ``parts`` factors."""
     out = [1] * parts
-    for p in _primes(n):
+    for p in prime_factors(n):
         out[draw(st.integers(0, parts - 1))] *= p
-    return out
-
-
-def _primes(n):
-    out, p = [], 2
-    while n > 1:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
     return out
 
 

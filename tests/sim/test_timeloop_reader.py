@@ -116,6 +116,7 @@ def test_mapping_yaml_round_trips(tmp_path):
     ({"arch": ARCH.replace("!Container\n    name: PE", "!Mystery\n    name: PE")}, "could not determine a constructor"),
     ({"arch": ARCH.replace("depth: 64", "depth: '{{ d }}'").replace("'", "")}, "Jinja2"),
     ({"problem": PROBLEM.replace("P: 16,", "")}, "no size for dimension P"),
+    ({"arch": "sparse_optimizations:\n  targets: [{target: RF, action_optimization: []}]\n" + ARCH}, "sparse_optimizations"),
     ({"map": "mapping: 3\n"}, "list of directives"),
     ({"arch": "sparse_optimizations: {}\n" + ARCH, "problem": PROBLEM.replace("version: 0.4", "version: 0.4\n  bogus: 1")},
      None),
@@ -152,3 +153,35 @@ def test_factor_spellings(tmp_path):
                          hier, nest)
         m.check(hier, nest)
         assert m.levels[0].t("K") == 2 and m.levels[1].sx("K") == 4
+
+
+@pytest.mark.parametrize("over", [
+    {"map": MAP.replace("target: Main,", "target: {a: 1},")},
+    {"map": MAP.replace("keep: [Weights, Outputs]", "keep: [{x: 1}]")},
+    {"ert": ERT.replace("tables:", "tables: true\n  other:")},
+    {"arch": ARCH.replace("depth: 64", "depth: .nan")},
+    {"problem": PROBLEM.replace("K: 8,", "K: [8],")},
+    {"map": MAP.replace("permutation: RPK", "permutation: [R, {P: 1}, K]")},
+])
+def test_values_of_the_wrong_type_give_one_line(tmp_path, over):
+    with pytest.raises(TimeloopError) as e:
+        evaluate(files(tmp_path, **over))
+    assert "\n" not in str(e.value)
+
+
+def test_expressions_over_variables_and_container_attributes(tmp_path):
+    from sim.timeloop.expr import evaluate_text, resolve
+    assert evaluate_text("2 * W + 1", {"W": 8}) == 17
+    assert evaluate_text("log2(N)", {"N": 64}) == 6
+    assert evaluate_text("40nm", {}) == "40nm" and evaluate_text("LPDDR4", {}) == "LPDDR4"
+    assert evaluate_text("__import__('os').getcwd()", {}) == "__import__('os').getcwd()"
+    assert evaluate_text("W.__class__", {"W": 1}) == "W.__class__"
+    assert evaluate_text("9 ** 99999", {}) == "9 ** 99999"
+    assert resolve({"width": "DW * 8", "depth": "width * 2"}, {"DW": 8}) == {"width": 64, "depth": 128}
+    arch = ARCH.replace("{datawidth: 8}", "{datawidth: DW}").replace("{depth: 64, width: 8}", "{depth: DEPTH // 2, width: datawidth}")
+    fs = files(tmp_path, arch="variables: {DW: 8, DEPTH: 128}\n" + arch)
+    hier, _, _ = load(fs)
+    assert hier.levels[2].capacity_words == 64 and hier.levels[2].word_bits == 8
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert evaluate(fs).to_json() == evaluate(files(plain)).to_json()

@@ -1,0 +1,135 @@
+"""Multi-level model speed: mappings evaluated per CPU second by ``sim.movement_batch`` (both
+engines: ``jit``, the numba-compiled closed form of the ``fast`` extra, and ``numpy``) on a
+5-level eyeriss-like hierarchy (DRAM, global buffer, ifmap / weight / psum scratchpads in each of
+168 PEs on a 14 x 12 mesh) for VGG-16 conv layer 5 (C128 M256 R3 S3 P56 Q56, as in Timeloop's
+exercise 06), and the one-by-one model (``sim.movement.evaluate``) for comparison.
+
+    python experiments/bench/multilevel_speed.py [--json] [--n 400000] [--chunk 4096] [--seed 0]
+
+Random mappings (every prime factor of every dim placed on a random temporal or spatial slot of a
+random level, random loop orders, random bypass where a level may choose) are drawn as arrays,
+filtered with ``check_batch`` (as a mapper filters), and the legal ones evaluated in chunks.
+Rates are per CPU second of this process (``time.process_time``); wall time is reported too.
+Results and the configuration go to experiments/results/multilevel_speed/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping import prime_factors
+from sim import movement_jit
+from sim.movement import evaluate
+from sim.movement_batch import OK, MappingArrays, check_batch, evaluate_batch
+from sim.nest import conv2d
+
+OUT = Path(__file__).resolve().parents[1] / "results" / "multilevel_speed"
+
+
+def eyeriss_5level() -> Hierarchy:
+    """Energies are Accelergy's for Timeloop's eyeriss_like (tl06 ERT, pJ per access)."""
+    return Hierarchy((
+        StorageLevel("DRAM", word_bits=8, block_size=8, read_pj=512.0, fill_pj=512.0, update_pj=512.0),
+        StorageLevel("shared_glb", capacity_words=131072, word_bits=8, block_size=8, read_pj=33.7,
+                     fill_pj=31.9, update_pj=31.9, leak_pj_per_cycle=0.0055, read_bandwidth=16, write_bandwidth=16),
+        StorageLevel("ifmap_spad", capacity_words=24, word_bits=8, block_size=2, instances=168, mesh_x=14,
+                     read_pj=0.71, fill_pj=0.87, update_pj=0.87, keeps={"Inputs"}, read_bandwidth=2, write_bandwidth=2),
+        StorageLevel("weights_spad", capacity_words=384, word_bits=8, block_size=2, instances=168, mesh_x=14,
+                     read_pj=1.52, fill_pj=1.98, update_pj=1.98, keeps={"Weights"}, read_bandwidth=2, write_bandwidth=2),
+        StorageLevel("psum_spad", capacity_words=16, word_bits=16, block_size=1, instances=168, mesh_x=14,
+                     read_pj=0.86, fill_pj=1.0, update_pj=1.0, keeps={"Outputs"}, read_bandwidth=2, write_bandwidth=2),
+    ), Arithmetic("mac", instances=168, mesh_x=14, mac_pj=0.56))
+
+
+def random_arrays(hier: Hierarchy, nest, n: int, rng) -> MappingArrays:
+    L, D, S = len(hier.levels), len(nest.dims), len(nest.data_spaces)
+    t = np.ones((n, L, D), np.int64)
+    sx = np.ones((n, L, D), np.int64)
+    sy = np.ones((n, L, D), np.int64)
+    spatial_levels = [i for i in range(L) if hier.fanout(i) != (1, 1)]
+    # most factors outside the small scratchpads, as a mapper's mapspace would propose them
+    where = np.array([0.4, 0.4] + [0.2 / (L - 2)] * (L - 2))
+    for k, (_, b) in enumerate(nest.dims):
+        for p in prime_factors(b):
+            lvl = rng.choice(L, n, p=where)
+            kind = rng.integers(0, 4, n)            # 0-1 temporal, 2 X, 3 Y (only where the level fans out)
+            fans = np.isin(lvl, spatial_levels)
+            kind = np.where(fans, kind, 0)
+            for arr, sel in ((t, kind < 2), (sx, kind == 2), (sy, kind == 3)):
+                rows = np.flatnonzero(sel)
+                arr[rows, lvl[rows], k] *= p
+    perm = np.argsort(rng.random((n, L, D)), axis=2)
+    may = np.array([[lv.may_keep(ds.name) for ds in nest.data_spaces] for lv in hier.levels])
+    keep = may[None] & (rng.random((n, L, S)) < 0.75)
+    keep[:, 0] = True
+    keep[:, 2:] = may[None, 2:]                    # the scratchpads keep their one tensor
+    return MappingArrays(t, sx, sy, perm, keep)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=400_000, help="random mappings drawn")
+    ap.add_argument("--chunk", type=int, default=4096, help="mappings per evaluate_batch call")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    hier = eyeriss_5level()
+    nest = conv2d(c=128, m=256, r=3, s=3, p=56, q=56, name="vgg16_conv5")
+    rng = np.random.default_rng(a.seed)
+    arrays = random_arrays(hier, nest, a.n, rng)
+
+    c0 = time.process_time()
+    codes = check_batch(hier, nest, arrays)
+    check_cpu = time.process_time() - c0
+    legal = arrays.take(np.flatnonzero(codes == OK))
+    nl = len(legal)
+    rates = {}
+    for engine in (["jit"] if movement_jit.available() else []) + ["numpy"]:
+        evaluate_batch(hier, nest, legal.take(slice(0, min(nl, 1000))), engine=engine)   # warm-up (compiles)
+        cpu = wall = 0.0
+        fallback = 0
+        for lo in range(0, nl, a.chunk):
+            part = legal.take(slice(lo, lo + a.chunk))
+            c0, w0 = time.process_time(), time.perf_counter()
+            ev = evaluate_batch(hier, nest, part, engine=engine)
+            cpu += time.process_time() - c0
+            wall += time.perf_counter() - w0
+            fallback += ev.fallback
+        rates[engine] = {"per_cpu_s": nl / cpu if cpu else None, "per_wall_s": nl / wall if wall else None,
+                         "fallback_rows": fallback}
+    # one by one, for comparison
+    k = min(nl, 300)
+    c0 = time.process_time()
+    for b in range(k):
+        evaluate(hier, nest, legal.mapping(hier, nest, b), check=False)
+    one_cpu = (time.process_time() - c0) / max(k, 1)
+    out = {"config": {"n": a.n, "chunk": a.chunk, "seed": a.seed, "nest": nest.name,
+                      "dims": dict(nest.dims), "levels": list(hier.names), "macs": hier.arithmetic.instances},
+           "legal": nl, "check_per_cpu_s": a.n / check_cpu if check_cpu else None,
+           "evaluate": rates, "one_by_one_per_cpu_s": 1 / one_cpu if one_cpu else None,
+           "load_average_1min": os.getloadavg()[0]}
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "latest.json").write_text(json.dumps(out, indent=2) + "\n")
+    if a.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{nest.name} on {', '.join(hier.names)} (+{hier.arithmetic.instances} MACs): "
+          f"{nl:,} legal of {a.n:,} random mappings")
+    print(f"  check_batch                  {out['check_per_cpu_s']:>14,.0f} mappings / CPU-s")
+    for engine, r in rates.items():
+        print(f"  evaluate_batch ({engine:5s})     {r['per_cpu_s']:>14,.0f} mappings / CPU-s "
+              f"({r['per_wall_s']:,.0f} / wall-s; {r['fallback_rows']} rows one by one)")
+    print(f"  movement.evaluate            {out['one_by_one_per_cpu_s']:>14,.0f} mappings / CPU-s (one by one)")
+    print(f"  (load average {out['load_average_1min']:.1f} on this machine while measuring)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
