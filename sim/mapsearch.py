@@ -129,13 +129,7 @@ class _Problem:
             cap = self.caps[i]
             if cap is None or (upto is not None and i > upto):
                 continue
-            words = 0
-            for ranks in self.kept[i]:
-                w = 1
-                for rank in ranks:
-                    w *= sum(c * (span[j] - 1) for j, c in rank) + 1
-                words += w
-            if words > cap:
+            if _words(self.kept[i], span) > cap:
                 return False
         return True
 
@@ -185,6 +179,18 @@ def _order(p: _Problem, g: _Genome, i: int, rng: np.random.Generator) -> tuple[i
     return tuple(int(d) for d in dims)
 
 
+def _words(kept: list, span: list[int]) -> int:
+    """Words of the tiles of ``kept`` (projections as (dim index, coefficient) terms per rank)
+    over an iteration box spanning ``span``."""
+    words = 0
+    for ranks in kept:
+        w = 1
+        for rank in ranks:
+            w *= sum(c * (span[j] - 1) for j, c in rank) + 1
+        words += w
+    return words
+
+
 def _random_genome(p: _Problem, rng: np.random.Generator) -> _Genome:
     L, D = p.n_levels, len(p.dims)
     g = _Genome(np.ones((L, D), np.int64), np.ones((L, D), np.int64), np.ones((L, D), np.int64), [])
@@ -192,18 +198,34 @@ def _random_genome(p: _Problem, rng: np.random.Generator) -> _Genome:
     _spatial(p, g, rng, left)
     pool = [(d, f) for d in range(D) for f in _primes(int(left[d]))]
     rng.shuffle(pool)
-    # Inside out: a level takes what fits; the outermost (unbounded) takes the rest.
+    # Inside out: a level takes what fits; the outermost (unbounded) takes the rest. While level
+    # i fills, the levels inside it are final and those outside hold only spatial factors, so the
+    # span of level j <= i is (levels > i) x (level i's factors) x (spatial of levels j..i-1):
+    # plain-int products kept here instead of recomputing every level per factor (the hot loop).
+    t = [[1] * D for _ in range(L)]
+    sp = (g.sx * g.sy).tolist()
+    below = [1] * D
     for i in range(L - 1, 0, -1):
+        outer = []   # (level j, its capacity, spatial product of levels j..i-1) for bounded j <= i
+        acc = [1] * D
+        for j in range(i, -1, -1):
+            if j < i:
+                acc = [a * b for a, b in zip(acc, sp[j])]
+            if p.caps[j] is not None and p.kept[j]:
+                outer.append((p.kept[j], p.caps[j], acc))
         rest = []
         for d, f in pool:
-            g.t[i, d] *= f
-            if p.fits(g, upto=i):
+            t[i][d] *= f
+            lvl = [b * x * s for b, x, s in zip(below, t[i], sp[i])]
+            if all(_words(kept, [a * b for a, b in zip(lvl, acc)]) <= cap for kept, cap, acc in outer):
                 continue
-            g.t[i, d] //= f
+            t[i][d] //= f
             rest.append((d, f))
         pool = rest
+        below = [b * x * s for b, x, s in zip(below, t[i], sp[i])]
     for d, f in pool:
-        g.t[0, d] *= f
+        t[0][d] *= f
+    g.t = np.array(t, dtype=np.int64)
     g.perm = [_order(p, g, i, rng) for i in range(L)]
     return g
 
