@@ -297,6 +297,11 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
         raise SearchError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
     start = time.perf_counter()
     p = _Problem(hier, nest)
+    for i, cap in enumerate(p.caps):   # the smallest tiles (every loop at the outermost level) must fit
+        words = _words(p.kept[i], [1] * len(p.dims))
+        if cap is not None and words > cap:
+            raise SearchError(f"no mapping of {nest.name} fits {hier.levels[i].name}: its smallest tiles "
+                              f"take {words} words, beyond its capacity of {cap}")
     if evaluate is None:
         run = functools.partial(_evaluate_batch, p)
     else:

@@ -90,6 +90,13 @@ def test_search_meets_timeloops_mapper_on_its_own_eyeriss_case():
     assert (stats.cycles, stats.energy_pj) == (ev.cycles, pytest.approx(ev.energy_pj))
 
 
+def test_a_level_too_small_for_any_tile_is_one_line():
+    hw = sim.load_hw("eyeriss").with_overrides({"levels.shared_glb.capacity_words": 1})
+    with pytest.raises(SearchError, match="no mapping of gemm fits shared_glb: its smallest tiles take 2 words, "
+                                          "beyond its capacity of 1"):
+        best_mapping(hierarchy_of(hw), gemm(8, 8, 8))
+
+
 def test_search_is_deterministic_and_metric_checked():
     hier = hierarchy_of(sim.load_hw("simba-like"))
     nest = gemm(64, 96, 48)
