@@ -33,6 +33,7 @@ import numpy as np
 
 from .hierarchy import Hierarchy
 from .mapping import LevelMapping, Mapping
+from .mapping import prime_factors as _primes
 from .nest import Nest
 
 METRICS = ("delay", "energy", "edp")
@@ -68,18 +69,6 @@ class SearchConfig:
     extra_rounds: int = 4
     slack: float = 0.02
     fresh: float = 0.25  # share of each mutation round that is new random candidates (diversity)
-
-
-def _primes(n: int) -> list[int]:
-    out, p = [], 2
-    while p * p <= n:
-        while n % p == 0:
-            out.append(p)
-            n //= p
-        p += 1
-    if n > 1:
-        out.append(n)
-    return out
 
 
 # ---------------------------------------------------------------------------- genome
