@@ -40,6 +40,8 @@ def _check(cond: Any, msg: str) -> None:
 
 def _factors(v: Any, where: str) -> tuple[tuple[str, int], ...]:
     items = v.items() if isinstance(v, TMapping) else v
+    _check(isinstance(items, (tuple, list)) or isinstance(v, TMapping),
+           f"{where}: expected a mapping or list of (dim, factor), got {v!r}")
     out = []
     for item in items:
         _check(isinstance(item, (tuple, list)) and len(item) == 2, f"{where}: expected (dim, factor), got {item!r}")
@@ -109,6 +111,7 @@ class Mapping:
     levels: tuple[LevelMapping, ...]
 
     def __post_init__(self):
+        _check(isinstance(self.levels, (tuple, list)), f"mapping levels must be a list of LevelMapping, got {self.levels!r}")
         object.__setattr__(self, "levels", tuple(self.levels))
         _check(all(isinstance(lm, LevelMapping) for lm in self.levels), "mapping levels must be LevelMapping values")
 

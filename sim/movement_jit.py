@@ -1,7 +1,7 @@
 """The closed form of ``sim.movement_batch`` compiled per mapping with numba (optional: the
 ``fast`` extra). Same inputs, same outputs, same formulas (see the ``movement_batch`` module
-docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping, so
-it reaches the issue's >= 1e6 mappings per CPU second. ``available()`` says whether numba is
+docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping:
+about 8x faster (docs/SIMULATOR.md has the measured rates). ``available()`` says whether numba is
 installed; ``movement_batch.evaluate_batch`` uses this kernel when it is and falls back to the
 numpy form otherwise. Rows the closed form does not count (a spatial dim indexing two ranks of
 one tensor) come back flagged and are evaluated one by one.
@@ -20,20 +20,14 @@ def available() -> bool:
     return numba is not None
 
 
-def _arrivals(ext, row, Q, nu_pos, nu_dim, nu_str, nu_cnt, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
-    """Weighted fetches of a box with extents ``ext[R]`` over the loops before position Q, for
-    every data space (into ``out[S]``). ``A[j, r]``: loop j's projected step less the steps of
+def _arrivals(ext, row, n_above, nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
+    """Weighted fetches of a box with extents ``ext[row]`` over the first ``n_above`` non-unit
+    loops (those outside the level), for every data space (into ``out[S]``). ``A[j, r]``: loop j's projected step less the steps of
     every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]. ``ext`` is
 read at ``ext[row]``; data spaces level ``lvl`` does not keep (``KEEP[b, lvl]``) are skipped, all
 of them counted when ``lvl`` < 0. (Indices rather than array views: a view costs reference
 counting on every call.)"""
-    # the innermost non-unit loop above Q
-    last = -1
-    n_above = 0
-    for k in range(nu_cnt):
-        if nu_pos[k] < Q:
-            last = k
-            n_above = k + 1
+    last = n_above - 1        # the innermost non-unit loop outside the level (-1: none)
     for s in range(S):
         if lvl >= 0 and not KEEP[b, lvl, s]:
             out[s] = 0
@@ -114,7 +108,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
     ext = np.empty((L, R), np.int64)
     part = np.empty((L, S), np.int64)
     arr = np.empty((L, S), np.int64)
-    nu_pos = np.empty(L * D, np.int64)
+    n_before = np.empty(L, np.int64)
     nu_dim = np.empty(L * D, np.int64)
     nu_str = np.empty(L * D, np.int64)
     nu_f = np.empty(L * D, np.int64)
@@ -175,11 +169,11 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
         n = 0
         pre[0] = 1
         for l in range(L):
+            n_before[l] = n
             for k in range(D):
                 d = PERM[b, l, k]
                 f = T[b, l, d]
                 if f > 1:
-                    nu_pos[n] = l * D + k
                     nu_dim[n] = d
                     nu_str[n] = sp[l, d] * inner[l + 1, d]
                     nu_f[n] = f
@@ -194,7 +188,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 suf[j, r] = suf[j + 1, r] + step
                 A[j, r] = step - suf[j + 1, r]
         for l in range(L):
-            _arrivals(ext, l, l * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, l, tmp)
+            _arrivals(ext, l, n_before[l], nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, l, tmp)
             for s in range(S):
                 arr[l, s] = tmp[s]
         # distinct child tiles per level and data space
@@ -236,7 +230,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 for z in range(rp[r], rp[r + 1]):
                     acc += rcoef[z] * (sp[L - 1, rdim[z]] - 1)
                 box[0, r] = acc
-            _arrivals(box, 0, L * D, nu_pos, nu_dim, nu_str, n, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, -1, tomac)
+            _arrivals(box, 0, n, nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, -1, tomac)
         # per data space: the keeper chain
         for s in range(S):
             innerk = -1
@@ -321,7 +315,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
 
 
 if numba is not None:
-    _arrivals = numba.njit(cache=True, nogil=True, error_model="numpy")(_arrivals)
+    _arrivals = numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")(_arrivals)
     _distinct_rank = numba.njit(cache=True, nogil=True, error_model="numpy")(_distinct_rank)
     _kernel = numba.njit(cache=True, nogil=True, error_model="numpy")(_kernel)
 

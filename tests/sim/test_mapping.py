@@ -90,3 +90,11 @@ def test_prime_factors():
         for f in fs:
             prod *= f
         assert prod == n
+
+
+@pytest.mark.parametrize("build", [lambda: LevelMapping(temporal=5), lambda: LevelMapping(spatial_x="K4"),
+                                   lambda: Mapping(levels=3), lambda: Mapping((1, 2))])
+def test_wrong_types_give_one_line(build):
+    with pytest.raises(MappingError) as e:
+        build()
+    assert "\n" not in str(e.value)
