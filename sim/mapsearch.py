@@ -297,7 +297,7 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
         def run(gs: list[_Genome]) -> tuple[np.ndarray, np.ndarray]:
             return evaluate(hier, nest, [_mapping(p, g) for g in gs])
     rng = np.random.default_rng([config.seed, len(p.dims), int(p.bounds.prod() % (2**31))])
-    seen: dict[tuple, int] = {}
+    seen: set[tuple] = set()   # candidates made before (evaluated, or dropped by the prefilter)
     pool: list[_Genome] = []
 
     def add(gs: list[_Genome]) -> list[_Genome]:
@@ -305,7 +305,7 @@ def best_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay", config: Sea
         for g in gs:
             k = g.key()
             if k not in seen:
-                seen[k] = len(pool) + len(new)
+                seen.add(k)
                 new.append(g)
         if metric == "delay" and len(new) > 4:
             iters = [int(np.prod(g.t, dtype=np.float64)) for g in new]
