@@ -58,6 +58,10 @@ def default_schedule(wl: Workload, hw: HardwareConfig) -> Schedule:
     epi = fused_epilogue(wl, hw)
     if not wl.is_mac:
         return _default_vector(wl, hw)
+    if hw.levels:  # costed on the hierarchy (sim.multilevel): the one-buffer tiles are moot, the
+        # smallest fits any buffer, and the epilogue is all that matters
+        df = hw.array.dataflows[0]
+        return Schedule(df, STANDARD_SPATIAL[df], 1, 1, 1, LOOP_ORDERS[0], False, epi)
     for db in (True, False):
         cand = _candidate_arrays(wl, hw, db)
         ok = buffer_fits(wl, hw, cand)

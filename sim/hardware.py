@@ -10,6 +10,15 @@ field's metadata (numbers are finite and within physical bounds, so derived figu
 line naming the dotted field and the rule broken. A section added later declares its fields the
 same way (``_int``, ``_num``, ``_R``) and gets the same checks, messages and docs.
 
+``levels`` (optional, ``[[levels]]`` in TOML, outermost first) is the storage hierarchy: one
+``LevelConfig`` per level (capacity, word and block size, fan-out to the next level or the MACs,
+bandwidths, per-access energies, leakage, area, which tensors it may keep), ranged by the same
+``Rule`` mechanism (``level_rules()``); ``_check_levels`` holds the rules across levels (unique
+names, a backing store that keeps everything, fan-outs that multiply to the array). Without it the
+config is the one-buffer machine it always was (``levels`` is then absent from ``to_dict``, so
+fingerprints do not change); with it MAC kernels are costed on the hierarchy (``sim.multilevel``).
+Overrides name a level field ``levels.<level>.<field>``; see docs/SIMULATOR.md.
+
 Files (TOML, YAML or JSON, read by ``sim.configfile.read_config`` as untrusted input) hold the same
 tree as nested tables. A file may start from ``base = "<preset name or file>"`` (a file relative to
 the one naming it; a cycle of files is refused) and override only what differs. ``fingerprint`` is
@@ -179,9 +188,13 @@ class _Section:
 
     def __post_init__(self):
         _tupled(self, numbers=False)
-        _validate(self, self._name)  # before numbers are normalised, so errors echo the input
+        _validate(self, self._where())  # before numbers are normalised, so errors echo the input
         _tupled(self, numbers=True)
         self._check()
+
+    def _where(self) -> str:
+        """The dotted prefix messages name this section by."""
+        return self._name
 
     def _check(self) -> None:
         """Rules that span fields (overridden where a section has them)."""
@@ -333,6 +346,105 @@ def _pattern_names() -> frozenset[str]:
     return frozenset(pattern_names())
 
 
+# Tensor (data space) names of the multi-level model, as Timeloop's problem specs name them: a
+# GEMM's A is Inputs, B Weights, C Outputs.
+TENSORS = ("Weights", "Inputs", "Outputs")
+MAX_LEVELS = 16
+ARITHMETIC_NAME = "MAC"  # the array, as the hierarchy names it below the last level
+NO_LIMIT = 1e12  # a bandwidth of 1e12 words/cycle: no throttling (as buffers.sram_bytes_per_cycle)
+
+
+@dataclass(frozen=True)
+class LevelConfig(_Section):
+    """One storage level of a multi-level hierarchy (``[[levels]]`` in a file, outermost first:
+    DRAM, then on-chip buffers, then per-PE scratchpads; the MACs of ``array`` sit below the
+    last). Capacities, bandwidths, energies, leakage and area are per instance; ``fanout_x`` x
+    ``fanout_y`` instances of the next level (or MACs) hang below each instance, so a level's
+    instance count is the product of the fan-outs above it."""
+    _name = "levels[]"
+    name: str = _R("symbol", "level", "level name (unique; Timeloop's component name)", hi=64)
+    capacity_words: int = _int(0, 0, 2**50, "words", "words one instance holds; 0 = unbounded (outermost only)")
+    word_bits: int = _int(8, 1, 64, "bits", "bits per word")
+    block_size: int = _int(1, 1, 65536, "words", "words per access (one vector access costs one energy)")
+    cluster_size: int = _int(1, 1, 65536, "instances", "instances sharing one access (Timeloop cluster_size)")
+    fanout_x: int = _int(1, 0, 4096, "instances", "instances of the level below per instance, mesh X; "
+                         "0 = what the array's cols leave (one level per axis at most)")
+    fanout_y: int = _int(1, 0, 4096, "instances", "instances of the level below per instance, mesh Y; "
+                         "0 = what the array's rows leave (one level per axis at most)")
+    read_bandwidth: float = _num(NO_LIMIT, 1e-3, NO_LIMIT, "words/cycle",
+                                 "read bandwidth per instance (1e12: no limit)")
+    write_bandwidth: float = _num(NO_LIMIT, 1e-3, NO_LIMIT, "words/cycle",
+                                  "write (fill + update) bandwidth per instance (1e12: no limit)")
+    read_pj: float = _num(0.0, *_PJ, "one read access of block_size words")
+    fill_pj: float = _num(0.0, *_PJ, "one fill access from the level above (Timeloop/Accelergy 'write')")
+    update_pj: float = _num(0.0, *_PJ, "one update access (partial sums written back from below)")
+    leak_pj_per_cycle: float = _num(0.0, *_PJ, "leakage of one instance per cycle")
+    area_um2: float = _num(0.0, 0.0, 1e10, "um2", "fixed area of one instance (ports, address generation)")
+    area_um2_per_word: float = _num(0.0, 0.0, 1e6, "um2", "storage area per word of capacity, so a swept "
+                                    "capacity moves the area")
+    keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
+                                + "); the others bypass it; [] = a network level that holds nothing, costs "
+                                  "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
+
+    def instance_area_um2(self) -> float:
+        """One instance: its fixed area plus its capacity at ``area_um2_per_word``."""
+        return self.area_um2 + self.area_um2_per_word * self.capacity_words
+
+    def _where(self) -> str:
+        n = self.name  # a level is named by its name once that name is itself valid
+        return f"levels.{n}" if isinstance(n, str) and _NAME_CHARS.match(n) and len(n) <= 64 else self._name
+
+    def _check(self) -> None:
+        bad = [t for t in self.keeps if t not in TENSORS]
+        if bad:
+            raise HardwareError(f"hardware.levels.{self.name}.keeps lists {', '.join(map(repr, bad))}; "
+                                f"tensors are {', '.join(TENSORS)}")
+
+
+def _check_levels(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> None:
+    """Rules that span the levels: distinct names, the outermost keeps every tensor and is the
+    only unbounded one, and the fan-outs reach exactly the MACs of ``array``."""
+    if not levels:
+        return
+    if len(levels) > MAX_LEVELS:
+        raise HardwareError(f"hardware.levels must list at most {MAX_LEVELS} levels, got {len(levels)}")
+    names = [lv.name for lv in levels]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise HardwareError(f"hardware.levels names {dup[0]!r} twice; level names must be unique")
+    if ARITHMETIC_NAME in names:
+        raise HardwareError(f"hardware.levels: the name {ARITHMETIC_NAME!r} is the array's (the MACs below the "
+                            f"last level); name the level otherwise")
+    top = levels[0]
+    if set(top.keeps) != set(TENSORS):
+        raise HardwareError(f"hardware.levels.{top.name} (the outermost level) must keep every tensor "
+                            f"({', '.join(TENSORS)}): it is the backing store")
+    for lv in levels[1:]:
+        if lv.capacity_words == 0 and lv.keeps:  # keeps = []: a network level, holds nothing
+            raise HardwareError(f"hardware.levels.{lv.name}.capacity_words must be > 0: only the outermost "
+                                f"level ({top.name}) may be unbounded")
+    for axis, size, what in (("fanout_x", array.cols, "array.cols"), ("fanout_y", array.rows, "array.rows")):
+        given = [getattr(lv, axis) for lv in levels]
+        auto = [lv.name for lv in levels if getattr(lv, axis) == 0]
+        if len(auto) > 1:
+            raise HardwareError(f"hardware.levels: {auto[0]} and {auto[1]} both set {axis} = 0 (what the array "
+                                f"leaves); at most one level per axis may")
+        fixed = math.prod(g for g in given if g)
+        if size % fixed if auto else size != fixed:
+            raise HardwareError(f"hardware.levels: the {axis} of the levels multiply to {fixed}, which "
+                                f"{'does not divide' if auto else 'is not'} {what} = {size} (the MACs below "
+                                f"the last level)")
+
+
+def resolved_fanouts(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> tuple[tuple[int, int], ...]:
+    """Each level's (X, Y) fan-out with the 0 ('what the array leaves') filled in."""
+    out = []
+    for axis, size in (("fanout_x", array.cols), ("fanout_y", array.rows)):
+        fixed = math.prod(getattr(lv, axis) for lv in levels if getattr(lv, axis))
+        out.append([getattr(lv, axis) or size // fixed for lv in levels])
+    return tuple(zip(*out))
+
+
 _SECTIONS: dict[str, type] = {
     "array": ArrayConfig, "buffers": BufferConfig, "dram": DramConfig, "vector": VectorConfig,
     "clock": ClockConfig, "host": HostConfig, "link": LinkConfig, "energy": EnergyConfig,
@@ -354,6 +466,9 @@ class HardwareConfig:
     energy: EnergyConfig = field(default_factory=EnergyConfig)
     area: AreaConfig = field(default_factory=AreaConfig)
     support: SupportConfig = field(default_factory=SupportConfig)
+    # The multi-level hierarchy, outermost first; () = today's one-buffer machine (DRAM ->
+    # buffers -> array), costed exactly as before (sim.hw_hierarchy derives its hierarchy).
+    levels: tuple[LevelConfig, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -363,6 +478,10 @@ class HardwareConfig:
         for sec, cls in _SECTIONS.items():
             if not isinstance(getattr(self, sec), cls):
                 _fail(sec, f"a {cls.__name__}", getattr(self, sec))
+        object.__setattr__(self, "levels", tuple(self.levels))
+        if not all(isinstance(lv, LevelConfig) for lv in self.levels):
+            _fail("levels", "a list of LevelConfig", self.levels)
+        _check_levels(self.levels, self.array)
 
     # ------------------------------------------------------------------ derived figures
     @property
@@ -373,10 +492,29 @@ class HardwareConfig:
     def clock_hz(self) -> float:
         return self.clock.freq_mhz * 1e6
 
+    @property
+    def multilevel(self) -> bool:
+        """Whether MAC kernels are costed on an explicit storage hierarchy (``levels``)."""
+        return bool(self.levels)
+
+    def level_instances(self) -> tuple[int, ...]:
+        """Instances of each level, outermost first: the product of the fan-outs above it."""
+        out, n = [], 1
+        for fx, fy in resolved_fanouts(self.levels, self.array):
+            out.append(n)
+            n *= fx * fy
+        return tuple(out)
+
     def area_mm2(self) -> float:
+        """PEs + storage + vector lanes + fixed. With ``levels``, the storage is every level's
+        instances at its per-instance area (the buffers then only stage vector ops and share the
+        global buffer's area); without, the buffers at ``sram_mm2_per_kib``."""
         a = self.area
-        return (self.pes * a.pe_mm2 + self.buffers.total_bytes / 1024 * a.sram_mm2_per_kib
-                + self.vector.lanes * a.vector_lane_mm2 + a.fixed_mm2)
+        if self.levels:
+            storage = sum(n * lv.instance_area_um2() for n, lv in zip(self.level_instances(), self.levels)) * 1e-6
+        else:
+            storage = self.buffers.total_bytes / 1024 * a.sram_mm2_per_kib
+        return self.pes * a.pe_mm2 + storage + self.vector.lanes * a.vector_lane_mm2 + a.fixed_mm2
 
     def peak_macs_per_s(self) -> float:
         return self.pes * self.clock_hz
@@ -385,8 +523,9 @@ class HardwareConfig:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"name": self.name, "description": self.description}
         for sec in _SECTIONS:
-            d[sec] = {f.name: (list(v) if isinstance(v := getattr(getattr(self, sec), f.name), tuple) else v)
-                      for f in fields(_SECTIONS[sec])}
+            d[sec] = _section_dict(getattr(self, sec))
+        if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
+            d["levels"] = [_section_dict(lv) for lv in self.levels]
         return d
 
     @classmethod
@@ -405,9 +544,12 @@ class HardwareConfig:
         if "base" in d:
             base = _load(_base_ref(d.pop("base"), "hardware.base"), None, ())
         start = (base or cls()).to_dict()
+        start.setdefault("levels", [])
         for key, val in d.items():
             if key in ("name", "description"):
                 start[key] = val
+            elif key == "levels":  # a list replaces the base's levels whole (lists do not merge)
+                start[key] = _levels_from(val)
             elif key in _SECTIONS:
                 if not isinstance(val, Mapping):
                     raise HardwareError(f"hardware.{key} must be a table, got {_show(val)}")
@@ -419,7 +561,7 @@ class HardwareConfig:
                     start[key][k] = v
             else:
                 raise HardwareError(f"hardware.{_key(key)} is not a known section "
-                                    f"(known: name, description, base, {', '.join(_SECTIONS)})")
+                                    f"(known: name, description, base, {', '.join(_SECTIONS)}, levels)")
         if complete:  # after the unknown-key checks: a typo is the likelier fault, so it is named first
             missing = [k for k in ("name", *_SECTIONS) if k not in d]
             missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if sec in d
@@ -430,6 +572,7 @@ class HardwareConfig:
         kwargs: dict[str, Any] = {"name": start["name"], "description": start["description"]}
         for sec, scls in _SECTIONS.items():
             kwargs[sec] = scls(**start[sec])
+        kwargs["levels"] = tuple(LevelConfig(**lv) for lv in start["levels"])
         return cls(**kwargs)
 
     def fingerprint(self) -> str:
@@ -440,16 +583,32 @@ class HardwareConfig:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def with_overrides(self, changes: Mapping[str, Any]) -> "HardwareConfig":
-        """A copy with dotted-path changes, e.g. ``{"array.rows": 64, "dram.bytes_per_cycle": 16}``."""
+        """A copy with dotted-path changes, e.g. ``{"array.rows": 64, "dram.bytes_per_cycle": 16}``;
+        a level's field is ``levels.<level name>.<field>`` (``{"levels.glb.capacity_words": 65536}``)."""
         nested: dict[str, Any] = {}
+        levels = [_section_dict(lv) for lv in self.levels]
+        by_name = {lv["name"]: lv for lv in levels}
         for path, v in changes.items():
-            parts = path.split(".")
+            parts = path.split(".") if isinstance(path, str) else [path]
+            if parts[0] == "levels" and len(parts) > 3:  # a level name may hold dots: the field is last
+                parts = ["levels", ".".join(parts[1:-1]), parts[-1]]
             if len(parts) == 1 and parts[0] in ("name", "description"):
                 nested[parts[0]] = v
-            elif len(parts) == 2:
+            elif len(parts) == 3 and parts[0] == "levels":
+                lv = by_name.get(parts[1])
+                if lv is None:
+                    raise HardwareError(f"override '{path}': {self.name} has no level named {_key(parts[1])} "
+                                        f"(levels: {', '.join(by_name) or 'none'})")
+                if parts[2] not in lv:
+                    raise HardwareError(f"hardware.levels.{parts[1]}.{_key(parts[2])} is not a known field "
+                                        f"(known: {', '.join(sorted(lv))})")
+                lv[parts[2]] = v
+                nested["levels"] = levels
+            elif len(parts) == 2 and parts[0] != "levels":
                 nested.setdefault(parts[0], {})[parts[1]] = v
             else:
-                raise HardwareError(f"override '{path}' must look like section.field (e.g. array.rows)")
+                raise HardwareError(f"override '{_key(path)}' must look like section.field (e.g. array.rows) "
+                                    f"or levels.<level>.field")
         return HardwareConfig.from_dict(nested, base=self)
 
     def replace(self, **changes: Any) -> "HardwareConfig":
@@ -500,6 +659,26 @@ class HardwareConfig:
                             dtypes=FLOAT_DTYPES)
 
 
+def _section_dict(sec: Any) -> dict[str, Any]:
+    return {f.name: (list(v) if isinstance(v := getattr(sec, f.name), tuple) else v) for f in fields(sec)}
+
+
+def _levels_from(val: Any) -> list[dict[str, Any]]:
+    """``levels`` from a file: a list of tables, each with known fields only."""
+    if not isinstance(val, (list, tuple)) or not all(isinstance(x, Mapping) for x in val):
+        raise HardwareError(f"hardware.levels must be a list of tables ([[levels]] in TOML), got {_show(val)}")
+    known = {f.name for f in fields(LevelConfig)}
+    out = []
+    for i, lv in enumerate(val):
+        where = f"levels.{_key(lv['name'])}" if isinstance(lv.get("name"), str) else f"levels[{i}]"
+        for k in lv:
+            if k not in known:
+                raise HardwareError(f"hardware.{where}.{_key(k)} is not a known field "
+                                    f"(known: {', '.join(sorted(known))})")
+        out.append(dict(lv))
+    return out
+
+
 _DERIVED_KEYS = ("fingerprint", "area_mm2")
 FLOAT_DTYPES = ("float32", "float16", "float64")
 _NAME_RULE = Rule("str", hi=200)
@@ -512,6 +691,12 @@ def field_rules() -> list[tuple[str, Rule, str]]:
     print beside each value."""
     return [(f"{sec}.{f.name}", f.metadata["rule"], f.metadata["doc"])
             for sec, scls in _SECTIONS.items() for f in fields(scls)]
+
+
+def level_rules() -> list[tuple[str, Rule, str]]:
+    """(field, rule, doc) for every field of a storage level (``[[levels]]``); an override names
+    one as ``levels.<level name>.<field>``."""
+    return [(f.name, f.metadata["rule"], f.metadata["doc"]) for f in fields(LevelConfig)]
 
 
 def load_hw(path_or_name: "str | Path | HardwareConfig") -> HardwareConfig:
@@ -578,6 +763,8 @@ def _own_name(hw: HardwareConfig, base: HardwareConfig | None, data: Mapping[str
         return hw
     old, new = base.to_dict(), hw.to_dict()
     changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new[sec].items() if old[sec][k] != v]
+    if old.get("levels") != new.get("levels"):
+        changed.append(f"levels {' > '.join(lv.name for lv in hw.levels) or 'removed'}")
     if not changed:
         return hw
     stem = "".join(c if c.isprintable() else "_" for c in p.stem)[:_NAME_RULE.hi] or "custom"

@@ -14,6 +14,8 @@ from .hardware import DATAFLOWS
 from .hardware import HardwareConfig
 from .report import KernelReport
 from .schedule import Schedule, ScheduleError
+from .multilevel import roofline_cycles as multilevel_roofline
+from .multilevel import simulate_multilevel
 from .tile import simulate_tiles
 from .workload import Workload
 
@@ -36,6 +38,8 @@ def _vector_work(wl: Workload, hw: HardwareConfig) -> int:
 @lru_cache(maxsize=4096)  # pure function of two frozen values
 def roofline_for(wl: Workload, hw: HardwareConfig) -> float:
     """The cycles no schedule of the kernel can beat, alone (its operands in DRAM)."""
+    if hw.levels and wl.is_mac:
+        return multilevel_roofline(wl, hw)
     return roofline_cycles(wl, hw, _vector_work(wl, hw))
 
 
@@ -44,6 +48,8 @@ def fused_roofline_for(wl: Workload, hw: HardwareConfig, on_chip_bytes: float) -
     its DRAM traffic on chip (``analytical.fused_roofline_cycles``)."""
     if not on_chip_bytes:
         return roofline_for(wl, hw)
+    if hw.levels and wl.is_mac:
+        return multilevel_roofline(wl, hw, on_chip_bytes)
     return fused_roofline_cycles(wl, hw, _vector_work(wl, hw), on_chip_bytes)
 
 
@@ -85,6 +91,9 @@ def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None =
     if fidelity not in FIDELITIES:
         raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     s = schedule if schedule is not None else Schedule.default(workload, hw)
+    if hw.levels and workload.is_mac:  # costed on the storage hierarchy: the buffers play no part
+        _check_epilogue(workload, hw, s)
+        return simulate_multilevel(workload, hw, s, fidelity)
     s.check(workload, hw)
     _check_epilogue(workload, hw, s)
     if fidelity == "tile":
@@ -118,6 +127,8 @@ def tile_cycles(workload: Workload, hw: HardwareConfig, schedule: Schedule) -> i
     """``simulate(workload, hw, schedule, fidelity="tile").total_cycles`` without the energy terms
     and the report around it: all a tuner's measurement keeps, at about two thirds of the cost.
     An illegal schedule raises ``ScheduleError`` as ``simulate`` does."""
+    if hw.levels and workload.is_mac:
+        return simulate(workload, hw, schedule, fidelity="tile").total_cycles
     schedule.check(workload, hw)
     _check_epilogue(workload, hw, schedule)
     return int(round(simulate_tiles(workload, hw, schedule)["total_cycles"]))
@@ -135,6 +146,14 @@ def simulate_batch(workload: Workload, hw: HardwareConfig,
         s = ScheduleArrays.from_mapping(schedules)
     else:
         s = ScheduleArrays.of(schedules, workload)
+    if hw.levels and workload.is_mac:  # one cost whatever the one-buffer schedule: the hierarchy's
+        rep = simulate(workload, hw)
+        n = len(s.tile_m)
+        return {"valid": np.ones(n, dtype=bool), "total_cycles": np.full(n, float(rep.total_cycles)),
+                "compute_cycles": np.full(n, float(rep.compute_cycles)),
+                "stall_cycles": np.full(n, float(rep.stall_cycles)), "dram_bytes": np.full(n, float(rep.dram_bytes)),
+                "energy_pj": np.full(n, sum(rep.energy_pj.values())), "latency_s": np.full(n, rep.latency_s),
+                "roofline_cycles": rep.roofline_cycles}
     valid = buffer_fits(workload, hw, s)
     r = evaluate(workload, hw, s)
     total = np.where(valid, r["total_cycles"], np.inf)

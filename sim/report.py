@@ -34,6 +34,8 @@ class KernelReport:
     roofline_cycles: float
     clock_hz: float
     n_tiles: int = 1
+    # On a hierarchical machine (sim.multilevel): the mapping the MAC kernel ran with; None else.
+    mapping: dict[str, Any] | None = None
 
     @property
     def steady_cycles(self) -> int:
@@ -58,6 +60,8 @@ class KernelReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if d["mapping"] is None:  # one-buffer machines: the report's keys as they always were
+            del d["mapping"]
         d.update(steady_cycles=self.steady_cycles, latency_s=self.latency_s, energy_j=self.energy_j,
                  roofline_fraction=self.roofline_fraction)
         return d

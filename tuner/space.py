@@ -91,6 +91,8 @@ class ScheduleSpace:
         DMA latency and an array fill, so they are never competitive, and they are what makes a
         tile-level measurement slow."""
         epi = fused_epilogue(wl, hw)
+        if wl.is_mac and hw.levels:
+            return cls._one_point(wl, hw, epi)
         if wl.is_mac:
             _, m, n, k = wl.gemm_view()
             ext = tuple(sorted({hw.array.rows, hw.array.cols}))
@@ -124,6 +126,15 @@ class ScheduleSpace:
         cap = max(max_tiles, 4 * int(count[valid].min()))
         valid = valid & (count <= cap)
         return cls(wl, hw, dfs, orients, tms, tns, tks, tuple(orders), dbs, epi, valid)
+
+    @classmethod
+    def _one_point(cls, wl: Workload, hw: HardwareConfig, epi: tuple[str, ...]) -> "ScheduleSpace":
+        """On a machine with a storage hierarchy a MAC kernel's cost is its searched mapping's
+        (``sim.multilevel``), whatever the one-buffer schedule: the space is the default schedule
+        alone, so tuning measures it once and spends nothing on schedules that cost the same."""
+        s = Schedule.default(wl, hw)
+        return cls(wl, hw, (s.dataflow,), (s.transposed,), (s.tile_m,), (s.tile_n,), (s.tile_k,), (s.loop_order,),
+                   (s.double_buffer,), epi, np.ones((1, 1, 1, 1), dtype=bool))
 
     # ------------------------------------------------------------------ size and encoding
     @property

@@ -10,6 +10,7 @@ finite), an invalid one must end in one error line.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -50,6 +51,19 @@ def _valid_buffers(values: dict) -> bool:
     return b["unified_bytes"] != 0 or all(b[k] > 0 for k in ("ifmap_bytes", "weight_bytes", "output_bytes"))
 
 
+def _valid_levels(values: dict) -> bool:
+    """A hierarchical preset's fan-outs must still reach the array: the fixed fan-outs of each axis
+    divide the array's side (one level per axis takes the rest, fan-out 0) or equal it."""
+    for axis, side in (("fanout_x", int(values["array"]["cols"])), ("fanout_y", int(values["array"]["rows"]))):
+        given = [lv[axis] for lv in values.get("levels", [])]
+        if not given:
+            continue
+        fixed = math.prod(g for g in given if g)
+        if (side % fixed if 0 in given else side != fixed):
+            return False
+    return True
+
+
 def _numbers(rng, tmp: Path, n_fields: int) -> list[Case]:
     preset = choose(rng, PRESETS)
     full = sim.load_hw(preset).to_dict()
@@ -61,7 +75,7 @@ def _numbers(rng, tmp: Path, n_fields: int) -> list[Case]:
         doc.setdefault(sec, {})[f] = v
         full[sec][f] = v
         valid &= in_range(RULES[path], v)
-    valid = valid and _valid_buffers(full)
+    valid = valid and _valid_buffers(full) and _valid_levels(full)
     p = write(tmp / "hw", doc, choose(rng, FORMATS))
     label = f"{n_fields} field(s) over {preset}: " + json.dumps({k: v for k, v in doc.items() if k != "base"},
                                                                 default=str)[:160]

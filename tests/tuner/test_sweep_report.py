@@ -60,7 +60,7 @@ def _brute_front(rows):
 def test_report_is_self_contained_with_every_figure():
     rows = _rows()
     rep = build_report(rows, {"name": "toy", "objective": "latency", "base": "edge-npu"}, {"python": "3"})
-    assert [f.id for f in rep.figures] == ["pareto", "breakdown", "roofline", "search"]
+    assert [f.id for f in rep.figures] == ["pareto", "area", "breakdown", "roofline", "search"]
     assert rep.points == 12
     assert sorted(rep.pareto) == _brute_front(rows)
     html = rep.html
@@ -68,7 +68,7 @@ def test_report_is_self_contained_with_every_figure():
     assert not re.search(r"(src|href)\s*=\s*['\"](https?:|//|file:)", html)
     assert "<script" not in html
     imgs = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
-    assert len(imgs) == 4
+    assert len(imgs) == 5
     for b in imgs:
         assert base64.b64decode(b)[:8] == b"\x89PNG\r\n\x1a\n"
     assert "ScheduleError: nothing fits" in html  # the failed point is listed, not hidden
@@ -78,7 +78,7 @@ def test_figures_without_data_are_left_out():
     rows = [dict(r, models={k: {kk: vv for kk, vv in m.items() if kk not in ("breakdown", "kernels")}
                             for k, m in r["models"].items()}) for r in _rows(5) if r["error"] is None]
     rep = build_report(rows, {})
-    assert [f.id for f in rep.figures] == ["pareto", "search"]
+    assert [f.id for f in rep.figures] == ["pareto", "area", "search"]
 
 
 def test_no_successful_point_is_an_error(tmp_path):
@@ -101,7 +101,7 @@ def test_report_dir_reads_results_and_cli(tmp_path, capsys):
         rc = main(["report", str(tmp_path / "sw"), "-o", str(tmp_path / "r.html"), "--json"])
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["figures"] == ["pareto", "breakdown", "roofline", "search"]
+    assert out["figures"] == ["pareto", "area", "breakdown", "roofline", "search"]
     assert sorted(out["pareto"]) == _brute_front(_rows())
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert main(["report", str(tmp_path / "none")]) == 2
@@ -124,7 +124,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     dom = subprocess.run(base + ["--dump-dom", path.resolve().as_uri()], capture_output=True, text=True,
                          timeout=120)
     assert dom.returncode == 0, dom.stderr[-500:]
-    for fid in ("pareto", "breakdown", "roofline", "search"):
+    for fid in ("pareto", "area", "breakdown", "roofline", "search"):
         assert f'id="fig-{fid}"' in dom.stdout
     assert dom.stdout.count("data:image/png;base64,") == 4
     shot = tmp_path / "shot.png"

@@ -65,7 +65,7 @@ def test_rows_match_tuning_each_point_directly(tmp_path):
     assert json.loads((tmp_path / "out" / "spec.json").read_text())["settings"]["seed"] == 1
     # The report of real rows has every figure: the plan's breakdown and tuned kernels are in them.
     from tuner.sweep.report import build_report
-    assert [f.id for f in build_report(list(res.rows)).figures] == ["pareto", "breakdown", "roofline", "search"]
+    assert [f.id for f in build_report(list(res.rows)).figures] == ["pareto", "area", "breakdown", "roofline", "search"]
     bd = res.rows[0]["models"]["bert_tiny"]["breakdown"]
     assert sum(v["latency_s"] for v in bd.values()) == pytest.approx(res.rows[0]["latency_s"])
 
@@ -242,3 +242,39 @@ def test_folder_refuses_an_edited_onnx_model(tmp_path):
     save("edited")
     with pytest.raises(SweepError, match="other ONNX model files"):
         run_sweep(spec, out, progress=False, limit=0)
+
+
+def test_sweep_over_a_hierarchy_varies_levels_and_reports_area(tmp_path):
+    """Per-level sizes, bandwidths and fan-out as sweep axes on a hierarchical preset: every point
+    is the base with exactly those level fields changed, its area counts the PEs and per-PE
+    levels the fan-out gives, and each row is what tuning that machine directly gives."""
+    import tuner
+    from partition.models import get
+    from sim import load_hw
+    axes = {"levels.DRAM.read_bandwidth": [2.0, 8.0], "array.cols,levels.shared_glb.fanout_x": [7, 14],
+            "levels.weights_spad.capacity_words": [224]}
+    spec = parse_spec(_spec_dict(base="eyeriss", axes=axes, models=[{"name": "byoc_demo"}]))
+    pts = enumerate_space(spec).points
+    assert len(pts) == 4
+    base = load_hw("eyeriss")
+    for p in pts:
+        v = dict(p.values)
+        hw = p.hw
+        assert hw.levels[0].read_bandwidth == v["levels.DRAM.read_bandwidth"]
+        glb = next(lv for lv in hw.levels if lv.name == "shared_glb")
+        assert glb.fanout_x == hw.array.cols == v["array.cols,levels.shared_glb.fanout_x".split(",")[0]]
+        assert hw.level_instances()[2] == hw.array.cols * hw.array.rows   # the spads: one per PE
+        # area: the base's, less the PEs and spads the narrower array drops
+        per_pe = base.area.pe_mm2 + sum(lv.area_um2 + lv.area_um2_per_word * lv.capacity_words
+                                        for lv in base.levels[2:]) * 1e-6
+        assert hw.area_mm2() == pytest.approx(base.area_mm2() - (14 - hw.array.cols) * 12 * per_pe)
+    res = run_sweep(spec, tmp_path / "out", progress=False)
+    assert res.new == 4 and not res.failed
+    for p, r in zip(pts, res.rows):
+        plan = tuner.tune(get("byoc_demo"), p.hw, trials=TRIALS, objective="latency", seed=1, progress=False)
+        assert r["models"]["byoc_demo"]["latency_s"] == pytest.approx(plan.latency_s, rel=1e-12)
+        assert r["area_mm2"] == pytest.approx(p.hw.area_mm2())
+    from tuner.sweep.report import build_report
+    rep = build_report(list(res.rows))
+    assert "area" in [f.id for f in rep.figures]
+    assert "DRAM.read_bandwidth=" in rep.html  # a level's field is named with its level in the tables

@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def _summary(hw) -> dict:
     b = hw.buffers
-    return {"name": hw.name, "description": hw.description, "fingerprint": hw.fingerprint(),
+    return {"name": hw.name, "levels": [lv.name for lv in hw.levels], "description": hw.description, "fingerprint": hw.fingerprint(),
             "array": f"{hw.array.rows}x{hw.array.cols}", "dataflows": list(hw.array.dataflows),
             "mac_dtype": hw.array.mac_dtype, "sram_bytes": b.total_bytes, "unified_buffer": b.unified,
             "dram_bytes_per_cycle": hw.dram.bytes_per_cycle, "clock_mhz": hw.clock.freq_mhz,
@@ -50,17 +50,37 @@ def run(args) -> int:
     return 0
 
 
+def hierarchy_text(hw) -> str:
+    """The storage hierarchy as TOML comments, outermost first, one line per level (instances,
+    capacity, what it keeps, fan-out below); the [[levels]] tables below hold the values."""
+    from sim.hw_hierarchy import hierarchy_of
+    h = hierarchy_of(hw)
+    lines = ["# hierarchy (outermost first):"]
+    for i, lv in enumerate(h.levels):
+        fx, fy = h.fanout(i)
+        cap = "unbounded" if lv.capacity_words is None else f"{lv.capacity_words:,} words"
+        keeps = ", ".join(sorted(lv.keeps)) if lv.keeps is not None else "all"
+        lines.append(f"#   {lv.name:<16} x{lv.instances:<5} {cap:>17} of {lv.word_bits} b, block {lv.block_size}, "
+                     f"keeps {keeps}; fans out {fx}x{fy}")
+    m = h.arithmetic
+    lines.append(f"#   {m.name:<16} x{m.instances:<5} ({m.mesh_x} x {m.mesh_y}), {m.mac_pj:g} pJ per MAC")
+    return "\n".join(lines) + "\n"
+
+
 def toml_text(hw) -> str:
     """The whole config as TOML (what ``hw show`` prints): it loads back as the same machine
     (same fingerprint), so ``accel-tune hw show X > mine.toml`` starts a config to edit. The
     derived figures are TOML comments."""
     import tomli_w
 
-    from sim.hardware import field_rules
+    from sim.hardware import field_rules, level_rules
     head = (f"# {hw.name}: {hw.description}\n"
             f"# fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  "
             f"peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s\n")
-    return head + _with_ranges(tomli_w.dumps(hw.to_dict()), {p: r.describe() for p, r, _ in field_rules()})
+    if hw.levels:
+        head += hierarchy_text(hw)
+    return head + _with_ranges(tomli_w.dumps(hw.to_dict()), {**{p: r.describe() for p, r, _ in field_rules()},
+                                                       **{f"levels.{p}": r.describe() for p, r, _ in level_rules()}})
 
 
 def _with_ranges(text: str, rules: dict[str, str]) -> str:
@@ -69,7 +89,7 @@ def _with_ranges(text: str, rules: dict[str, str]) -> str:
     out, section = [], ""
     for line in text.splitlines():
         if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1]
+            section = line.strip("[]")  # [[levels]]: every level's fields share the levels rules
         key = line.split(" = ", 1)[0] if " = " in line and not line.startswith(" ") else None
         rule = rules.get(f"{section}.{key}") if key else None
         out.append(f"{line}  # {rule}" if rule else line)

@@ -71,7 +71,17 @@ def _label(r: dict[str, Any]) -> str:
 
 
 def _params_text(r: dict[str, Any]) -> str:
-    return ", ".join(f"{k.split('.')[-1]}={v}" for k, v in r.get("params", {}).items())
+    return ", ".join(f"{k.removeprefix('levels.') if k.startswith('levels.') else k.split('.')[-1]}={v}"
+                     for k, v in r.get("params", {}).items())
+
+
+def _scales(ax, x: np.ndarray, y: np.ndarray) -> None:
+    """Log axes where the values span more than 20x (else a few points crush the rest), a light grid."""
+    if x.max() / max(x.min(), 1e-30) > 20:
+        ax.set_xscale("log")
+    if y.max() / max(y.min(), 1e-30) > 20:
+        ax.set_yscale("log")
+    ax.grid(alpha=0.3)
 
 
 # ---------------------------------------------------------------------------------------- figures
@@ -93,14 +103,38 @@ def pareto_figure(rows: list[dict[str, Any]], front: Sequence[int]) -> Figure:
         ax.annotate(_label(rows[i]), (lat[i], en[i]), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set_xlabel("latency per inference, all models (ms)")
     ax.set_ylabel("energy per inference, all models (mJ)")
-    if lat.max() / max(lat.min(), 1e-30) > 20:
-        ax.set_xscale("log")
-    if en.max() / max(en.min(), 1e-30) > 20:
-        ax.set_yscale("log")
-    ax.grid(alpha=0.3)
+    _scales(ax, lat, en)
     ax.legend(fontsize=8, loc="upper right")
     return Figure("pareto", "Pareto front", f"{len(rows)} design points; circled: the {int(on.sum())} "
                   "points no other point beats in latency, energy and area together.", _png(fig))
+
+
+def area_figure(rows: list[dict[str, Any]], front: Sequence[int]) -> Figure:
+    """Area against latency and against energy, every point labelled with its index and the
+    values its axes took (the hardware cost of each design beside what it buys)."""
+    fig = _new_fig(10.0, 4.4)
+    area = np.array([r["area_mm2"] for r in rows])
+    on = np.array([r["index"] in set(front) for r in rows])
+    labelled = len(rows) <= 40  # beyond that labels overlap into a blot: the front only
+    for k, (key, scale, xlabel) in enumerate((("latency_s", 1e3, "latency per inference, all models (ms)"),
+                                               ("energy_j", 1e3, "energy per inference, all models (mJ)"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        x = np.array([r[key] * scale for r in rows])
+        ax.scatter(x[~on], area[~on], s=26, color="C0", alpha=0.8, label="design point")
+        ax.scatter(x[on], area[on], s=40, color="crimson", alpha=0.9, label="on the Pareto front")
+        for i, r in enumerate(rows):
+            if labelled or on[i]:
+                text = _label(r) + (f" {_params_text(r)}" if _params_text(r) else "")
+                ax.annotate(text[:40], (x[i], area[i]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("area (mm²)")
+        _scales(ax, x, area)
+        if k == 0:
+            ax.legend(fontsize=7, loc="upper right")
+    return Figure("area", "Area against latency and energy",
+                  f"{len(rows)} design points, labelled with their index and the values of the swept fields "
+                  f"(per-level sizes, bandwidths and fan-outs on a hierarchical machine); red: the "
+                  f"latency-energy-area Pareto front.", _png(fig))
 
 
 def best_points(rows: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
@@ -283,7 +317,7 @@ text-align:right}th{background:#f2f2f2}figure{margin:1em 0}figcaption{font-size:
 img{max-width:100%}pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}.meta{color:#555}"""
 
 
-FIGURES = ("pareto", "breakdown", "roofline", "search")
+FIGURES = ("pareto", "area", "breakdown", "roofline", "search")
 
 
 def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = None,
@@ -307,7 +341,8 @@ def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = N
     front_idx = pareto_front(objective_matrix(ok))
     front = tuple(ok[i]["index"] for i in front_idx)
     objective = spec.get("objective", "latency")
-    makers = {"pareto": lambda: pareto_figure(ok, front), "breakdown": lambda: breakdown_figure(ok),
+    makers = {"pareto": lambda: pareto_figure(ok, front), "area": lambda: area_figure(ok, front),
+              "breakdown": lambda: breakdown_figure(ok),
               "roofline": lambda: roofline_figure(ok), "search": lambda: search_figure(ok, objective)}
     figs = []
     for fid in FIGURES:

@@ -210,8 +210,10 @@ def _parse_axis(key: str, raw: Any, base: HardwareConfig, budget: int = 10**9) -
     where = f'axes."{key}"'
     paths = tuple(p.strip() for p in key.split(","))
     for p in paths:
-        if p.count(".") != 1 or not all(p.split(".")):
-            raise SpecError(f"{where}: '{p}' must look like section.field (e.g. array.rows)")
+        level = p.startswith("levels.") and p.count(".") >= 2 and all(p[len("levels."):].rpartition("."))
+        if not level and (p.count(".") != 1 or not all(p.split("."))):
+            raise SpecError(f"{where}: '{p}' must look like section.field (e.g. array.rows) or "
+                            f"levels.<level>.field (e.g. levels.shared_glb.capacity_words)")
     if len(set(paths)) != len(paths):
         raise SpecError(f"{where} names a field twice")
     if isinstance(raw, Mapping):

@@ -1,0 +1,115 @@
+"""MAC kernels on hierarchical hardware: nest -> searched mapping -> the movement model -> the
+kernel report, and the search against Timeloop's own mapper."""
+import math
+
+import pytest
+
+import sim
+from sim.hw_hierarchy import hierarchy_of
+from sim.mapping import Mapping
+from sim.mapsearch import SearchConfig, SearchError, best_mapping
+from sim.movement import evaluate
+from sim.multilevel import kernel_mapping
+from sim.nest import gemm, nest_from_workload
+
+WORKLOADS = [
+    sim.Workload.conv2d(1, 64, 28, 28, 96, 3, 3, pad=1),
+    sim.Workload.conv2d(1, 32, 56, 56, 32, 3, 3, pad=1, groups=32),          # depthwise
+    sim.Workload.conv2d(1, 64, 14, 14, 128, 3, 3, stride=2, pad=1, groups=4),  # grouped, strided
+    sim.Workload.gemm(1, 1000, 512),                                          # dense
+    sim.Workload.gemm(128, 64, 64, batch=12),                                 # batch matmul
+]
+
+
+@pytest.mark.parametrize("preset", ["eyeriss", "simba-like"])
+@pytest.mark.parametrize("wl", WORKLOADS, ids=lambda w: w.key[:40])
+def test_report_is_the_movement_model_of_a_legal_mapping(preset, wl):
+    hw = sim.load_hw(preset)
+    rep = sim.simulate(wl, hw)
+    m, stats, ev = kernel_mapping(wl, hw)
+    hier, nest = hierarchy_of(hw), nest_from_workload(wl)
+    m.check(hier, nest)                                      # legal: factors, fan-outs, capacities
+    again = evaluate(hier, nest, m)
+    assert rep.total_cycles == again.cycles and rep.array_cycles == again.cycles
+    assert rep.macs == wl.macs == again.computes
+    # the MACs cannot beat the array; the report's roofline is a bound the kernel respects
+    assert rep.total_cycles >= math.ceil(wl.macs / hw.pes)
+    assert rep.roofline_cycles <= rep.total_cycles
+    # energy: the model's MAC, access and leakage energy, nothing else (no epilogue here)
+    assert sum(rep.energy_pj.values()) == pytest.approx(again.energy_pj, rel=1e-12)
+    assert rep.energy_pj["dram"] == pytest.approx(again.levels[0].access_energy_pj)
+    # DRAM bytes: the outermost level's reads and (output) updates at its word width
+    top = again.levels[0]
+    wb = hier.levels[0].word_bits // 8
+    assert rep.dram_read_bytes == sum(c.reads for _, c in top.tensors) * wb
+    assert rep.dram_write_bytes == sum(c.updates for _, c in top.tensors) * wb
+    # every operand is read from DRAM at least once (compulsory traffic)
+    assert rep.dram_read_bytes >= (nest.size("Inputs") + nest.size("Weights")) * wb
+    assert rep.mapping["utilized_macs"] == again.utilized_macs <= hw.pes
+    assert stats.evaluations >= 1
+
+
+def test_both_fidelities_and_the_batch_agree_and_the_schedule_does_not_matter():
+    hw = sim.load_hw("eyeriss")
+    wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
+    a = sim.simulate(wl, hw, fidelity="analytical")
+    t = sim.simulate(wl, hw, fidelity="tile")
+    assert (a.total_cycles, a.energy_pj) == (t.total_cycles, t.energy_pj)
+    other = sim.Schedule("os", ("m", "n"), 64, 64, 64, "kmn", True)   # would overflow nothing here
+    assert sim.simulate(wl, hw, other).total_cycles == a.total_cycles
+    assert sim.tile_cycles(wl, hw, other) == a.total_cycles
+    b = sim.simulate_batch(wl, hw, [sim.Schedule.default(wl, hw), other])
+    assert list(b["total_cycles"]) == [a.total_cycles] * 2 and b["valid"].all()
+
+
+def test_fused_epilogue_adds_its_vector_cycles():
+    hw = sim.load_hw("eyeriss")
+    wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
+    plain = sim.simulate(wl, hw)
+    fused = sim.simulate(wl.with_epilogue(("bias_add", "relu")), hw)
+    outs = 64 * 28 * 28
+    assert fused.vector_cycles == math.ceil(2 * outs / hw.vector.lanes)
+    assert fused.total_cycles == plain.total_cycles + fused.vector_cycles
+    assert fused.energy_pj["vector"] == pytest.approx(2 * outs * hw.energy.vector_op_pj)
+
+
+def test_search_meets_timeloops_mapper_on_its_own_eyeriss_case():
+    """tl06: Timeloop's mapper found 5,505,024 cycles (all 168 PEs busy) at 2.7644e9 pJ on VGG02
+    layer 5; the heuristic search reaches the same cycles at no more energy on the same machine."""
+    from test_hw_levels_oracle import ORACLE, EYERISS_AS_TIMELOOP, _case, _nest, _with_timeloops_networks
+    if not ORACLE.is_dir():
+        pytest.skip("../shared/oracle/timeloop is not here")
+    case = _case("tl06_mapper_vgg02l5_eyeriss")
+    hw = _with_timeloops_networks(sim.load_hw("eyeriss").with_overrides(EYERISS_AS_TIMELOOP))
+    hier, nest = hierarchy_of(hw), _nest(case)
+    m, stats = best_mapping(hier, nest, "delay")
+    ev = evaluate(hier, nest, m)                      # checks the mapping too
+    ref = case["reference"]["summary"]
+    assert ev.cycles == ref["cycles"] == 5505024
+    assert ev.energy_pj <= ref["derived"]["total_energy_pJ_from_fJ_per_compute"]
+    assert (stats.cycles, stats.energy_pj) == (ev.cycles, pytest.approx(ev.energy_pj))
+
+
+def test_a_level_too_small_for_any_tile_is_one_line():
+    hw = sim.load_hw("eyeriss").with_overrides({"levels.shared_glb.capacity_words": 1})
+    with pytest.raises(SearchError, match="no mapping of gemm fits shared_glb: its smallest tiles take 2 words, "
+                                          "beyond its capacity of 1"):
+        best_mapping(hierarchy_of(hw), gemm(8, 8, 8))
+
+
+def test_search_is_deterministic_and_metric_checked():
+    hier = hierarchy_of(sim.load_hw("simba-like"))
+    nest = gemm(64, 96, 48)
+    a = best_mapping(hier, nest, "energy", SearchConfig(random=16, rounds=1, mutants=8))
+    b = best_mapping(hier, nest, "energy", SearchConfig(random=16, rounds=1, mutants=8))
+    assert a[0] == b[0] and isinstance(a[0], Mapping)
+    with pytest.raises(SearchError, match="mapping metric must be one of delay, energy, edp, got 'fast'"):
+        best_mapping(hier, nest, "fast")
+
+
+def test_one_point_schedule_space_for_mac_kernels_on_a_hierarchy():
+    from tuner.space import ScheduleSpace
+    hw = sim.load_hw("eyeriss")
+    wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
+    assert ScheduleSpace.build(wl, hw).size == 1
+    assert ScheduleSpace.build(wl, sim.load_hw("eyeriss-like")).size > 1
