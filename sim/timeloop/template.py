@@ -71,6 +71,10 @@ def render_file(path: str | os.PathLike, variables: Mapping[str, Any] | None, ta
     return ctx.load_yaml(real, dict(variables or {}), [])
 
 
+class _Outside(TimeloopError):
+    """A path outside the template's folder tree: refused even where a missing path is not."""
+
+
 class _MultiInclude:
     """``include_all``'s value: one entry per matched file (``accelergy.utils.yaml.MultiIncludeWrapper``)."""
 
@@ -90,7 +94,7 @@ class _Context:
     def inside(self, p: str) -> str:
         real = os.path.realpath(p)
         if real != self.root and not real.startswith(self.root.rstrip(os.sep) + os.sep):
-            raise TimeloopError(f"{self.top}: template path {p} is outside the template's folder "
+            raise _Outside(f"{self.top}: template path {p} is outside the template's folder "
                                 f"{self.root}; refused")
         return real
 
@@ -163,22 +167,27 @@ class _Context:
             try:
                 self.find_path(p, path, dirs)
                 return True
-            except TimeloopError as e:
-                if "outside the template's folder" in str(e):
-                    raise
+            except _Outside:
+                raise
+            except TimeloopError:
                 return False
 
         def setenv(key, value):
             raise TimeloopError(f"{self.top}: template: setenv({key!r}, ...) is not supported "
                                 f"(it would change the environment of this process)")
 
-        class Loader(jinja2.FileSystemLoader):
-            def get_source(self, environment, template):
-                src, filename, uptodate = super().get_source(environment, template)
-                ctx.inside(filename)
-                return read_text(filename, "Timeloop template", TimeloopError), filename, uptodate
+        class Loader(jinja2.BaseLoader):
+            """Jinja2's FileSystemLoader rules (names under the file's folder, no ``..``) with
+            the folder-tree bound checked and read_text's checks before anything is read."""
 
-        env = SandboxedEnvironment(loader=Loader(os.path.dirname(path)), undefined=jinja2.StrictUndefined)
+            def get_source(self, environment, template):
+                from jinja2.loaders import split_template_path
+                filename = ctx.inside(os.path.join(os.path.dirname(path), *split_template_path(template)))
+                if not os.path.isfile(filename):
+                    raise jinja2.TemplateNotFound(template)
+                return read_text(filename, "Timeloop template", TimeloopError), filename, lambda: True
+
+        env = SandboxedEnvironment(loader=Loader(), undefined=jinja2.StrictUndefined)
         env.globals.update(
             cwd=lambda: os.path.dirname(path), include=lambda p, i="": include(p, True, i),
             include_all=lambda p, i="": include(p, False, i), include_text=include_text,
@@ -219,7 +228,7 @@ class _Context:
     # -- accelergy.utils.yaml.load_yaml -------------------------------------------------------
     def load_yaml(self, path: str, data: dict[str, Any], dirs: list[str]) -> Any:
         path = self.inside(path)
-        read_text(path, "Timeloop file", TimeloopError)   # the checks: regular file, size, UTF-8
+        read_text(path, "Timeloop file", TimeloopError)   # a directory, device or binary: its own line
         text, data, dirs = self.render(path, data, dirs)
         try:
             doc = yaml.load(text, Loader=self.loader(path, data))  # noqa: S506 - a SafeLoader subclass

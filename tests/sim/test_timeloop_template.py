@@ -119,6 +119,8 @@ def test_find_path_searches_the_files_folder_before_added_folders(tmp_path):
     ("problem: {{ include('link/outside.yaml') }}", "outside the template's folder"),
     ("problem: !include ../outside.yaml", "outside the template's folder"),
     ("{% include '../outside.yaml' %}", "outside.yaml"),
+    ("{% include 'link/outside.yaml' %}", "outside the template's folder"),
+    ("problem: {{ include('d') }}", "not a regular file"),
     ("problem: {{ include('top.yaml.jinja2') }}", "includes itself"),
     ("problem: {{ include('nothere.yaml') }}", "could not find nothere.yaml"),
     ("problem: {{ include_all('*.yaml') }}\nx: {{ include('*.yaml') }}", "use include_all"),
@@ -137,6 +139,7 @@ def test_refusals_are_one_line(tmp_path, body, words):
     (root / "a.yaml").write_text("v: 1\n")
     (root / "b.yaml").write_text("v: 2\n")
     os.symlink(tmp_path, root / "link")
+    (root / "d").mkdir()
     top = root / "top.yaml.jinja2"
     top.write_text(body + "\n")
     with pytest.raises(TimeloopError) as e:
@@ -157,3 +160,32 @@ def test_missing_jinja2_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "jinja2", None)
     with pytest.raises(TimeloopError, match=r"pip install 'accel-tune\[timeloop\]'"):
         evaluate([root / "top.yaml.jinja2", ert], {"architecture": "pe4"})
+
+
+def test_mutated_templates_evaluate_or_give_one_line(tmp_path):
+    """200 random edits of the top template (characters deleted, duplicated or replaced by
+    template/YAML punctuation): each evaluates or raises TimeloopError with one line."""
+    import random
+    rng = random.Random(12)
+    root, ert = tree(tmp_path)
+    top = root / "top.yaml.jinja2"
+    outcomes = {"ok": 0, "error": 0}
+    for _ in range(200):
+        text = list(TOP)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(text))
+            op = rng.randrange(3)
+            if op == 0:
+                del text[i]
+            elif op == 1:
+                text.insert(i, text[i])
+            else:
+                text[i] = rng.choice("{}%#()'\"|~.:*&!-[] \n")
+        top.write_text("".join(text))
+        try:
+            evaluate([top, ert], {"architecture": "pe4"})
+            outcomes["ok"] += 1
+        except TimeloopError as e:
+            assert "\n" not in str(e), str(e)
+            outcomes["error"] += 1
+    assert outcomes["error"] > 0 and outcomes["ok"] > 0
