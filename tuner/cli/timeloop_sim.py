@@ -2,7 +2,8 @@
 (+ Accelergy ERT/ART) on the multi-level data-movement model and print Timeloop's statistics:
 per storage level (innermost first) and data space the reads, fills and updates (totals over the
 utilized instances), cycles and energy. Jinja2 templates among the files (timeloopfe's
-``top.yaml.jinja2``) are rendered with ``--timeloop-var KEY=VALUE`` values. ``--json`` prints the object of issue 12's contract."""
+``top.yaml.jinja2``) are rendered with ``--timeloop-var KEY=VALUE`` values. ``--json`` prints
+the object of issue 12's contract."""
 from __future__ import annotations
 
 from tuner.cli import CLIError, print_json
