@@ -160,17 +160,24 @@ def validate_dir(folder: str | Path) -> dict[str, Any]:
 
 
 def variables(case: dict[str, Any], form: str) -> dict[str, Any] | None:
-    """The template values the case's run script passed (``source.jinja_parse_data``), for the
-    split form (the processed input is already rendered)."""
-    return (case["source"].get("jinja_parse_data") or None) if form == "split" else None
+    """The template values the case's run script passed (``source.jinja_parse_data``), for a
+    split form with templated files (the processed input is already rendered; the reader refuses
+    values no template uses)."""
+    if form != "split" or not _templated(case):
+        return None
+    return case["source"].get("jinja_parse_data") or None
+
+
+def _templated(case: dict[str, Any]) -> bool:
+    return any("{{" in f["text"] or "{%" in f["text"] or "{#" in f["text"] for f in case["inputs"]["files"]
+               if f["role"] in SPLIT_ROLES + ("top_template",))
 
 
 def write_inputs_form_missing(case: dict[str, Any]) -> bool:
     """True when the case has no split form here: no architecture file nor top template, or
     placeholders without the values to fill them, or no jinja2 to render them."""
     files = case["inputs"]["files"]
-    templated = any("{{" in f["text"] or "{%" in f["text"] for f in files if f["role"] in SPLIT_ROLES + ("top_template",))
-    if templated:
+    if _templated(case):
         try:
             import jinja2  # noqa: F401
         except ImportError:
