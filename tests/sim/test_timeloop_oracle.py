@@ -44,6 +44,7 @@ def test_validation_script_table_and_json():
 
 
 def test_top_template_cases_are_run_from_the_template(tmp_path):
+    pytest.importorskip("jinja2")
     from sim.timeloop.oracle import write_inputs
     tops = [p for p in CASES if any(f["role"] == "top_template" for f in load_case(p)["inputs"]["files"])]
     if not tops:
