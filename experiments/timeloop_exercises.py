@@ -11,6 +11,13 @@ utilized instances, the cycles and the energy (fJ/Compute Total x Computes, 0.1 
 compared. Sparse cases (densities, sparse optimizations, metadata storage: the reader refuses
 them with one line, the model being dense) are listed apart and not counted; any other refusal
 counts as a failure.
+
+With ``--template`` every case under a folder holding timeloopfe's ``top.yaml.jinja2`` (the
+exercises' ``example_designs``: ``<top>/<design>/ref_outputs/<problem>/``) is evaluated from the
+user's inputs instead of the processed input: the top template rendered by the reader with
+``architecture=<design>`` (what the exercises' run script passes), plus the same map, ERT and ART
+files; cases with no such template, or a problem folder other than ``default_problem`` (whose
+value the template cannot be told), are left out.
 """
 from __future__ import annotations
 
@@ -54,17 +61,34 @@ def parse_stats(text: str) -> dict:
     return {"levels": levels, "cycles": cycles, "computes": computes, "energy_pj": fj * computes / 1000.0}
 
 
-def run_case(folder: Path) -> dict:
+def template_input(folder: Path) -> tuple[Path, dict[str, str]] | None:
+    """The top template and its variables for ``<top>/<design>/ref_outputs/default_problem``."""
+    if folder.parent.name not in ("ref_outputs", "outputs") or folder.name != "default_problem":
+        return None
+    design = folder.parent.parent
+    for top in design.parents:
+        if (top / "top.yaml.jinja2").is_file():
+            return top / "top.yaml.jinja2", {"architecture": design.relative_to(top).as_posix()}
+    return None
+
+
+def run_case(folder: Path, from_template: bool = False) -> dict:
     stats = sorted(folder.glob("timeloop-*.stats.txt"))
     if not stats:
         return {"case": str(folder), "error": "no stats.txt"}
     prefix = stats[0].name[: -len(".stats.txt")]
     files = [folder / "parsed-processed-input.yaml"]
+    variables = None
+    if from_template:
+        found = template_input(folder)
+        if found is None:
+            return {"case": str(folder), "error": "no stats.txt"}   # not a template case: left out
+        files, variables = [found[0]], found[1]
     if (folder / f"{prefix}.map.yaml").exists() and prefix.endswith("mapper"):
         files.append(folder / f"{prefix}.map.yaml")
     files += [folder / f"{prefix}.ERT.yaml", folder / f"{prefix}.ART.yaml"]
     try:
-        ev = evaluate(files)
+        ev = evaluate(files, variables)
     except TimeloopError as e:
         return {"case": str(folder), "error": str(e), "ok": False}
     try:
@@ -104,13 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", help="a checkout of timeloop-accelergy-exercises")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--template", action="store_true",
+                   help="evaluate example designs from their top.yaml.jinja2 instead of the processed input")
     a = p.parse_args(argv)
     root = Path(a.folder)
     cases = sorted(f.parent for f in root.rglob("parsed-processed-input.yaml"))
     if not cases:
         print(f"timeloop_exercises: error: no parsed-processed-input.yaml under {root}", file=sys.stderr)
         return 2
-    results = [run_case(c) for c in cases]
+    results = [run_case(c, a.template) for c in cases]
     for r in results:
         r["sparse"] = "error" in r and any(w in r["error"] for w in SPARSE_WORDS)
     results = [r for r in results if r.get("error") != "no stats.txt"]

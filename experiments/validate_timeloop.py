@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"    DIFF {m['level']} {m['tensor']} {m['what']}: ours {m['ours']} timeloop {m['timeloop']}")
     s = out["summary"]
     print(f"{s['runs_exact']}/{s['runs']} runs exact over {s['cases']} cases; max energy error "
-          f"{s['max_energy_rel_err']:.2e}; no split form (Jinja2 templates): {', '.join(s['without_split_form']) or 'none'}")
+          f"{s['max_energy_rel_err']:.2e}; no split form: {', '.join(s['without_split_form']) or 'none'}")
     return 0 if s["runs_exact"] == s["runs"] else 1
 
 

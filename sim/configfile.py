@@ -34,6 +34,22 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError],
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise error(f"{what} {p} must end in .toml, .yaml, .yml or .json")
+    text = read_text(p, what, error)
+    try:
+        return _parse(text, suffix, yaml_tags)
+    except (AliasError, DuplicateKey) as e:
+        raise error(f"cannot parse {what} {p}: {e}") from None
+    except RecursionError:
+        raise error(f"cannot parse {what} {p}: nested too deeply") from None
+    except Exception as e:  # parse errors of three libraries, reported as one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise error(f"cannot parse {what} {p}: {first}") from None
+
+
+def read_text(path: str | os.PathLike, what: str, error: type[ValueError]) -> str:
+    """The text of a small UTF-8 file, with read_config's checks (regular file, size cap, no NUL,
+    UTF-8); faults raise ``error`` with one line."""
+    p = Path(path)
     try:
         st = os.stat(p)
         if not stat.S_ISREG(st.st_mode):
@@ -51,15 +67,7 @@ def read_config(path: str | os.PathLike, what: str, error: type[ValueError],
     except UnicodeDecodeError as e:
         raise error(f"{what} {p} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
                     f"is it a binary file?") from None
-    try:
-        return _parse(text, suffix, yaml_tags)
-    except (_AliasError, _DuplicateKey) as e:
-        raise error(f"cannot parse {what} {p}: {e}") from None
-    except RecursionError:
-        raise error(f"cannot parse {what} {p}: nested too deeply") from None
-    except Exception as e:  # parse errors of three libraries, reported as one line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise error(f"cannot parse {what} {p}: {first}") from None
+    return text
 
 
 def _parse(text: str, suffix: str, yaml_tags: tuple[str, ...] = ()) -> Any:
@@ -67,11 +75,11 @@ def _parse(text: str, suffix: str, yaml_tags: tuple[str, ...] = ()) -> Any:
         return tomllib.loads(text)
     if suffix == ".json":
         return json.loads(text, object_pairs_hook=unique_keys)
-    loader = _tagged_loader(tuple(yaml_tags)) if yaml_tags else _StrictSafeLoader
+    loader = tagged_loader(tuple(yaml_tags)) if yaml_tags else _StrictSafeLoader
     return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
 
 
-def _tagged_loader(tags: tuple[str, ...]) -> type:
+def tagged_loader(tags: tuple[str, ...]) -> type:
     """A _StrictSafeLoader that also reads ``!Tag {mapping}`` for the given tag names."""
     class _Tagged(_StrictSafeLoader):
         pass
@@ -89,11 +97,11 @@ def _tagged_loader(tags: tuple[str, ...]) -> type:
     return _Tagged
 
 
-class _AliasError(ValueError):
+class AliasError(ValueError):
     pass
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
     pass
 
 
@@ -104,7 +112,7 @@ class _StrictSafeLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _AliasError(f"line {event.start_mark.line + 1}: YAML anchors and aliases (&name, *name) "
+            raise AliasError(f"line {event.start_mark.line + 1}: YAML anchors and aliases (&name, *name) "
                               f"are not allowed in config files; write the values out")
         return super().compose_node(parent, index)
 
@@ -118,6 +126,6 @@ class _StrictSafeLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the base class reports it
                 continue
             if dup:
-                raise _DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice "
+                raise DuplicateKey(f"line {key_node.start_mark.line + 1}: key {key!r} appears twice "
                                     f"in one mapping")
         return super().construct_mapping(node, deep=deep)

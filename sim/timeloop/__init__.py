@@ -2,10 +2,11 @@
 values of the multi-level model (``Hierarchy``, ``Nest``, ``Mapping``) -> ``sim.movement``.
 
 ``evaluate(paths)`` reads the files (merged by top-level key as Timeloop merges them: the user's
-split arch/problem/map files or the front end's ``parsed-processed-input.yaml``, plus the ERT and
-ART files), and returns a ``sim.movement.Evaluation``; ``load(paths)`` returns the three values;
+split arch/problem/map files, a timeloopfe Jinja2 top template such as the exercises'
+``top.yaml.jinja2`` rendered with ``variables``, or the front end's ``parsed-processed-input.yaml``,
+plus the ERT and ART files), and returns a ``sim.movement.Evaluation``; ``load(paths)`` returns the three values;
 ``mapping_yaml`` writes a mapping back as a Timeloop mapping file. A construct this reader does
-not model (sparse densities or optimizations, shared bandwidth, parallel subtrees, templates, unknown directive
+not model (sparse densities or optimizations, shared bandwidth, parallel subtrees, template paths outside the template's folder, unknown directive
 types or top-level keys) raises ``TimeloopError`` with one line naming it, never a number.
 Constraints (``constraints``, ``architecture_constraints``, ``mapspace_constraints``) steer
 Timeloop's mapper, not its model: they are read with the files and not applied.
@@ -13,7 +14,8 @@ Timeloop's mapper, not its model: they are read with the files and not applied.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Mapping as MappingABC
+from typing import Any, Iterable
 
 from ..hierarchy import Hierarchy
 from ..mapping import Mapping, MappingError
@@ -28,8 +30,9 @@ from .problem import read_problem
 __all__ = ["TimeloopError", "evaluate", "load", "mapping_yaml", "mapping_directives"]
 
 
-def load(paths: Iterable[str | os.PathLike]) -> tuple[Hierarchy, Nest, Mapping]:
-    merged = read_merged(paths)
+def load(paths: Iterable[str | os.PathLike],
+         variables: MappingABC[str, Any] | None = None) -> tuple[Hierarchy, Nest, Mapping]:
+    merged = read_merged(paths, variables)
     if "problem" not in merged:
         raise TimeloopError("no 'problem' in the given files")
     so = merged.get("sparse_optimizations")
@@ -60,7 +63,9 @@ def _guard(section: str, fn, *args):
         raise TimeloopError(f"{section}: malformed input ({type(e).__name__}: {first})") from None
 
 
-def evaluate(paths: Iterable[str | os.PathLike]) -> Evaluation:
-    """Timeloop's statistics for the given files (see ``Evaluation.to_json``)."""
-    hier, nest, mapping = load(paths)
+def evaluate(paths: Iterable[str | os.PathLike],
+             variables: MappingABC[str, Any] | None = None) -> Evaluation:
+    """Timeloop's statistics for the given files (see ``Evaluation.to_json``); ``variables`` are
+    the Jinja2 templates' values (timeloopfe's ``jinja_parse_data``)."""
+    hier, nest, mapping = load(paths, variables)
     return evaluate_mapping(hier, nest, mapping, check=False)

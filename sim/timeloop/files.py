@@ -4,18 +4,19 @@ Each file is read as untrusted input by ``sim.configfile.read_config`` (size cap
 YAML anchors/aliases, no duplicate keys) with Timeloop v0.4's node tags (``!Component``,
 ``!Container``, ``!Parallel``, ``!Hierarchical``, ``!Nothing``) accepted. Files are merged by
 top-level key: a later file's key replaces an earlier one's, except that an empty ``mapping``
-(the processed input of a mapper run) never hides a non-empty one. Jinja2 templates are refused
-with one line: render them first (Timeloop's front end writes the rendered, processed input as
-``parsed-processed-input.yaml``).
+(the processed input of a mapper run) never hides a non-empty one. Jinja2 templates (a top
+``*.jinja2`` with timeloopfe's include functions, or split files with ``{{ }}`` placeholders)
+are rendered first, as timeloopfe renders them (``template``).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from ..configfile import read_config
+from ..configfile import read_config, read_text
 from .errors import TimeloopError
+from .template import is_template, render_file
 
 TAGS = ("Component", "Container", "Parallel", "Hierarchical", "Nothing")
 KNOWN_KEYS = frozenset({
@@ -25,23 +26,23 @@ KNOWN_KEYS = frozenset({
     "dumped_by_timeloop_front_end", "model", "version"})
 
 
-def read_merged(paths: Iterable[str | os.PathLike]) -> dict[str, Any]:
+def read_merged(paths: Iterable[str | os.PathLike],
+                variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The files merged by top-level key; a Jinja2 template (``*.jinja2`` or a file holding
+    ``{{``/``{%``/``{#``) is rendered first as timeloopfe renders it (``template.render_file``),
+    ``variables`` being its ``jinja_parse_data``."""
     merged: dict[str, Any] = {}
     paths = list(paths)
     if not paths:
         raise TimeloopError("no Timeloop files given")
+    rendered = False
     for p in paths:
         p = Path(p)
-        if p.suffix.lower() in (".jinja", ".jinja2", ".j2"):
-            raise TimeloopError(f"{p}: Jinja2 templates are not supported; give the rendered files "
-                                f"(e.g. Timeloop's parsed-processed-input.yaml)")
-        try:
+        if is_template(p) or is_template(p, read_text(p, "Timeloop file", TimeloopError)):
+            doc = render_file(p, variables, TAGS)
+            rendered = True
+        else:
             doc = read_config(p, "Timeloop file", TimeloopError, yaml_tags=TAGS)
-        except TimeloopError:
-            if _has_template_syntax(p):
-                raise TimeloopError(f"{p}: holds Jinja2 template syntax ({{{{ ... }}}} or {{% ... %}}); render "
-                                    f"it first (e.g. give Timeloop's parsed-processed-input.yaml)") from None
-            raise
         if doc is None:
             continue
         if not isinstance(doc, dict):
@@ -52,14 +53,7 @@ def read_merged(paths: Iterable[str | os.PathLike]) -> dict[str, Any]:
             if k == "mapping" and not v and merged.get("mapping"):
                 continue
             merged[k] = v
+    if variables and not rendered:
+        raise TimeloopError(f"template variables ({', '.join(map(str, variables))}) given but none of the "
+                            f"files is a Jinja2 template")
     return merged
-
-
-def _has_template_syntax(p: Path) -> bool:
-    """Called only after the file was read once as a regular text file within the size cap."""
-    try:
-        with open(p, "rb") as f:
-            text = f.read(1 << 20)
-    except OSError:
-        return False
-    return b"{{" in text or b"{%" in text

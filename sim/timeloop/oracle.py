@@ -3,10 +3,10 @@ files in either form and compare an evaluation with what Timeloop printed.
 
 Forms: ``processed`` = the front end's ``parsed-processed-input.yaml`` (+ the mapper's map file
 for mapper runs) + ERT + ART; ``split`` = the user's arch/problem/map/constraints files + ERT +
-ART (a mapper run's found mapping as the map file). Split files with ``{{ }}`` placeholders are rendered
-with the values the case's run script passed (``jinja_parse_data``), as the front end renders
-them; cases assembled by a Jinja2 top template (with the front end's include functions) have no
-split form here (``None``).
+ART (a mapper run's found mapping as the map file); a case assembled by a Jinja2 top template
+(``top.yaml.jinja2`` with the front end's include functions) is its folder tree and the top
+template. The reader renders templates and ``{{ }}`` placeholders itself with the values the
+case's run script passed (``variables``: ``jinja_parse_data``).
 """
 from __future__ import annotations
 
@@ -48,11 +48,24 @@ def write_inputs(case: dict[str, Any], form: str, out_dir: str | Path) -> list[P
         files = inp["files"]
         if write_inputs_form_missing(case):
             return None
-        roles = [f for f in files if f["role"] in SPLIT_ROLES]
-        for i, f in enumerate(roles):
-            put(f"{i:02d}_{f['role']}_{Path(f['path']).name}", _render(f["text"], case))
-        if mapper_run or not any(f["role"] == "mapping" for f in roles):
+        top = [f for f in files if f["role"] == "top_template"]
+        if top:
+            # the whole folder tree as the run had it; the top template includes the rest
+            base = Path(top[0]["path"]).parent
+            for f in files:
+                rel = Path(f["path"]).relative_to(base) if Path(f["path"]).is_relative_to(base) else None
+                if rel is None or ".." in rel.parts:
+                    continue
+                (out / "tree" / rel).parent.mkdir(parents=True, exist_ok=True)
+                (out / "tree" / rel).write_text(f["text"])
+            paths.append(out / "tree" / Path(top[0]["path"]).name)
             put("timeloop-mapper.map.yaml", inp["evaluated_mapping_yaml"])
+        else:
+            roles = [f for f in files if f["role"] in SPLIT_ROLES]
+            for i, f in enumerate(roles):
+                put(f"{i:02d}_{f['role']}_{Path(f['path']).name}", f["text"])
+            if mapper_run or not any(f["role"] == "mapping" for f in roles):
+                put("timeloop-mapper.map.yaml", inp["evaluated_mapping_yaml"])
     else:
         raise ValueError(f"form must be 'processed' or 'split', got {form!r}")
     put("timeloop.ERT.yaml", inp["ert_yaml"])
@@ -111,7 +124,7 @@ def validate_case(case: dict[str, Any], form: str) -> dict[str, Any] | None:
         if paths is None:
             return None
         try:
-            ev = evaluate(paths)
+            ev = evaluate(paths, variables(case, form))
         except TimeloopError as e:
             return {"case": case["case_id"], "form": form, "error": str(e), "ok": False}
     rows = compare(ev, case)
@@ -146,27 +159,29 @@ def validate_dir(folder: str | Path) -> dict[str, Any]:
                                                if write_inputs_form_missing(load_case(f))]}}
 
 
-def _render(text: str, case: dict[str, Any]) -> str:
-    """A split file with ``{{ name }}`` placeholders rendered with the values the case's run
-    script passed (``source.jinja_parse_data``), as Timeloop's front end renders it first."""
-    if "{{" not in text and "{%" not in text:
-        return text
-    import jinja2
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    return env.from_string(text).render(**(case["source"].get("jinja_parse_data") or {}))
+def variables(case: dict[str, Any], form: str) -> dict[str, Any] | None:
+    """The template values the case's run script passed (``source.jinja_parse_data``), for a
+    split form with templated files (the processed input is already rendered; the reader refuses
+    values no template uses)."""
+    if form != "split" or not _templated(case):
+        return None
+    return case["source"].get("jinja_parse_data") or None
+
+
+def _templated(case: dict[str, Any]) -> bool:
+    return any("{{" in f["text"] or "{%" in f["text"] or "{#" in f["text"] for f in case["inputs"]["files"]
+               if f["role"] in SPLIT_ROLES + ("top_template",))
 
 
 def write_inputs_form_missing(case: dict[str, Any]) -> bool:
-    """True when the case has no split form here: assembled by a Jinja2 top template (with
-    include functions of the front end), or placeholders without the values to fill them, or no
-    jinja2 to render them."""
+    """True when the case has no split form here: no architecture file nor top template, or
+    placeholders without the values to fill them, or no jinja2 to render them."""
     files = case["inputs"]["files"]
-    templated = any("{{" in f["text"] or "{%" in f["text"] for f in files if f["role"] in SPLIT_ROLES)
-    if templated:
+    if _templated(case):
         try:
             import jinja2  # noqa: F401
         except ImportError:
             return True
         if not case["source"].get("jinja_parse_data"):
             return True
-    return any(f["role"] == "top_template" for f in files) or not any(f["role"] == "arch" for f in files)
+    return not any(f["role"] in ("arch", "top_template") for f in files)

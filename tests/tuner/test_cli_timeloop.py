@@ -53,3 +53,34 @@ def test_errors_are_one_line(tmp_path, capsys):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("accel-tune: error:") and err.count("\n") == 1, err
+
+
+SIMBA = CASE.parent / "ex_simba_like.json"
+
+
+def test_top_template_with_timeloop_var_equals_timeloop(tmp_path, capsys):
+    pytest.importorskip("jinja2")
+    if not SIMBA.exists():
+        pytest.skip("shared Timeloop oracle not present")
+    case = load_case(SIMBA)
+    fs = [str(p) for p in write_inputs(case, "split", tmp_path)]
+    assert fs[0].endswith("top.yaml.jinja2")
+    assert main(["simulate", "--timeloop", *fs, "--timeloop-var", "architecture=simba_like", "--json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert js["cycles"] == case["reference"]["summary"]["cycles"]
+    ref = case["reference"]["summary"]["derived"]["total_energy_pJ_from_fJ_per_compute"]
+    assert abs(js["energy_pj"] - ref) <= 1e-3 * ref
+    # without the variable, or naming an architecture folder that is not there: one line each
+    for extra, words in (([], "'architecture' is undefined"),
+                         (["--timeloop-var", "architecture=nope"], "could not find"),
+                         (["--timeloop-var", "architecture"], "must be KEY=VALUE"),
+                         (["--timeloop-var", "a=1", "--timeloop-var", "a=2"], "given twice"),
+                         (["--timeloop-var", "architecture=../../x"], "outside the template's folder")):
+        assert main(["simulate", "--timeloop", *fs, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("accel-tune: error:") and err.count("\n") == 1 and words in err, err
+
+
+def test_timeloop_var_needs_timeloop(capsys):
+    assert main(["simulate", "--model", "resnet18", "--hw", "eyeriss-like", "--timeloop-var", "a=1"]) == 2
+    assert "--timeloop-var goes with --timeloop" in capsys.readouterr().err

@@ -23,6 +23,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--timeloop", nargs="+", metavar="FILE",
                    help="Timeloop v0.4 YAML files (arch, problem, mapping, or the processed input) and "
                         "Accelergy ERT/ART, merged by top-level key; prints Timeloop's per-level statistics")
+    p.add_argument("--timeloop-var", action="append", default=[], metavar="KEY=VALUE",
+                   help="a value for the Jinja2 templates among the --timeloop files (timeloopfe's "
+                        "jinja_parse_data, e.g. architecture=simba_like for the exercises' top.yaml.jinja2); repeatable")
     p.add_argument("--hw", metavar="PRESET|FILE", help="hardware preset or config file (with --model/--onnx)")
     p.add_argument("--fidelity", choices=("analytical", "tile"), default="analytical")
     p.add_argument("--json", action="store_true", help="print the whole breakdown as JSON")
@@ -37,6 +40,8 @@ def run(args) -> int:
             raise CLIError("simulate: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
         from tuner.cli.timeloop_sim import run_timeloop
         return run_timeloop(args)
+    if args.timeloop_var:
+        raise CLIError("simulate: --timeloop-var goes with --timeloop")
     if not (args.model or args.onnx):
         raise CLIError("simulate: one of the arguments --model --onnx --timeloop is required")
     if not args.hw:

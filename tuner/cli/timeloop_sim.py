@@ -1,15 +1,34 @@
 """``accel-tune simulate --timeloop FILE...``: evaluate a Timeloop architecture + problem + mapping
 (+ Accelergy ERT/ART) on the multi-level data-movement model and print Timeloop's statistics:
 per storage level (innermost first) and data space the reads, fills and updates (totals over the
-utilized instances), cycles and energy. ``--json`` prints the object of issue 12's contract."""
+utilized instances), cycles and energy. Jinja2 templates among the files (timeloopfe's
+``top.yaml.jinja2``) are rendered with ``--timeloop-var KEY=VALUE`` values. ``--json`` prints
+the object of issue 12's contract."""
 from __future__ import annotations
 
-from tuner.cli import print_json
+from tuner.cli import CLIError, print_json
+
+
+def template_variables(pairs: list[str]) -> dict[str, str]:
+    """``--timeloop-var KEY=VALUE`` as timeloopfe reads ``-j KEY=VALUE``: string values, each key
+    once, neither side empty."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key or not value:
+            raise CLIError(f"simulate: --timeloop-var {pair!r} must be KEY=VALUE")
+        if not key.isidentifier():
+            raise CLIError(f"simulate: --timeloop-var key {key!r} is not a template variable name")
+        if key in out:
+            raise CLIError(f"simulate: --timeloop-var {key} given twice")
+        out[key] = value
+    return out
 
 
 def run_timeloop(args) -> int:
     from sim.timeloop import evaluate
-    ev = evaluate(args.timeloop)
+    ev = evaluate(args.timeloop, template_variables(args.timeloop_var))
     js = ev.to_json()
     if args.json:
         print_json(js)
