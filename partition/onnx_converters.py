@@ -15,6 +15,8 @@ from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
+from .ops import OpError
+from .ops.nn import resize_targets
 
 
 Converter = Callable[[_Ctx], list]
@@ -353,8 +355,13 @@ def _norm_axes(axes, rank: int) -> tuple[int, ...]:
 def _reduce(op: str, axes_input_from: int) -> Converter:
     def conv(c: _Ctx):
         x = c.need(0)
-        axes = _axes_of(c, axes_input_from, 1)
         keep = bool(c.attrs.get("keepdims", 1))
+        v = c.inp(1)
+        if c.opset >= axes_input_from and v is not None and not v.is_const:
+            # axes computed at run time: typed by the declared output shape, checked when run
+            return c.emit(op, [x, v], {"shape": c.declared(1, "axes"), "keepdims": keep,
+                                       "noop_with_empty_axes": bool(int(c.attrs.get("noop_with_empty_axes", 0)))})
+        axes = _axes_of(c, axes_input_from, 1)
         if not axes:
             if int(c.attrs.get("noop_with_empty_axes", 0)):
                 return [x]
@@ -785,46 +792,54 @@ def _resize_check(c: _Ctx, x: Value) -> None:
 
 
 def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
-    """Per-axis scales (float32, as ONNX stores them) and output sizes from the constant scales or
-    sizes input; with sizes, the scale is sizes / input size, as onnxruntime computes it."""
+    """Per-axis scales and output sizes from the constant scales or sizes input."""
     scales, sizes = c.const(2, "scales"), c.const(3, "sizes")
-    scales = None if scales is None or np.size(scales) == 0 else np.asarray(scales, np.float32).reshape(-1)
-    sizes = None if sizes is None or np.size(sizes) == 0 else np.asarray(sizes, np.int64).reshape(-1)
+    scales = None if scales is None or np.size(scales) == 0 else scales
+    sizes = None if sizes is None or np.size(sizes) == 0 else sizes
     if (scales is None) == (sizes is None):
         raise c.fail("exactly one of the scales and sizes inputs must be given")
-    given = scales if scales is not None else sizes
+    by = "scales" if scales is not None else "sizes"
+    try:
+        return resize_targets(x.shape, scales if sizes is None else sizes, by, c.attrs.get("axes"),
+                              c.attrs.get("keep_aspect_ratio_policy", "stretch"))
+    except OpError as e:
+        raise c.fail(str(e).removeprefix("resize: ")) from None
+
+
+def _resize_runtime(c: _Ctx, x: Value) -> tuple[dict, list[Value]] | None:
+    """Scales or sizes computed at run time (a graph input): the output size is the model's declared
+    one, and the resize op checks the actual values give it (and uses their scales) when it runs."""
+    live = [(i, v) for i, v in ((2, c.inp(2)), (3, c.inp(3))) if v is not None and not v.is_const]
+    if not live:
+        return None
+    i, v = live[0]
+    other = c.inp(5 - i)
+    if len(live) > 1 or (other is not None and np.size(other.data) != 0):
+        raise c.fail("exactly one of the scales and sizes inputs must be given")
+    if i == 2 and c.attrs.get("coordinate_transformation_mode") == "align_corners":
+        # its formula divides by the resized length, fractional for most scales: onnx's reference
+        # uses scale * length and onnxruntime the integer length (import of a constant decides)
+        raise c.fail("align_corners with scales computed at run time is not supported (onnx's "
+                     "reference and onnxruntime disagree where scale * length is fractional)")
+    shape = c.declared(i, "scales" if i == 2 else "sizes")
+    if len(shape) != 4 or list(shape[:2]) != list(x.shape[:2]):
+        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {list(shape)}")
     axes = c.attrs.get("axes")
-    # in the given order, not sorted: scales/sizes pair with the axes as listed (axes=[3, 2])
-    axes = list(range(4)) if axes is None else [int(v) + 4 if int(v) < 0 else int(v) for v in axes]
-    if len(given) != len(axes):
-        raise c.fail(f"{'scales' if sizes is None else 'sizes'} {given.tolist()} has {len(given)} entries for "
-                     f"{len(axes)} axes")
-    sc = [np.float32(1.0)] * 4
-    out = list(x.shape)
-    policy = c.attrs.get("keep_aspect_ratio_policy", "stretch")
-    if sizes is not None and policy != "stretch":
-        # one scale for all the given axes, the largest (not_smaller) or smallest (not_larger)
-        # that fits, and sizes rounded half up from it (the spec)
-        ratios = [float(v) / x.shape[ax] for ax, v in zip(axes, given)]
-        r = min(ratios) if policy == "not_larger" else max(ratios)
-        for ax in axes:
-            sc[ax], out[ax] = np.float32(r), int(math.floor(r * x.shape[ax] + 0.5))
-        given = []
-    for ax, v in zip(axes, given):
-        if scales is not None:
-            sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
-        else:
-            sc[ax], out[ax] = np.float32(v) / np.float32(x.shape[ax]), int(v)
-    if out[:2] != list(x.shape[:2]):
-        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {out}")
-    return [float(s) for s in sc], out
+    return ({"size": tuple(shape[2:]), "by": "scales" if i == 2 else "sizes",
+             "axes": None if axes is None else tuple(int(a) for a in axes),
+             "policy": c.attrs.get("keep_aspect_ratio_policy", "stretch")}, [v])
 
 
 def _resize(c):
     x = c.need(0)
     _resize_check(c, x)
-    scales, out = _resize_targets(c, x)
-    attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
+    runtime = _resize_runtime(c, x)
+    if runtime is None:
+        scales, out = _resize_targets(c, x)
+        attrs, extra = {"size": tuple(out[2:]), "scales": tuple(scales[2:])}, []
+    else:
+        attrs, extra = runtime
+    attrs = {**attrs, "mode": c.attrs.get("mode", "nearest"),
              "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
              "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
     if attrs["mode"] == "cubic":
@@ -832,7 +847,7 @@ def _resize(c):
         attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
     if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
         attrs["antialias"] = True
-    return c.emit("resize", [x], attrs)
+    return c.emit("resize", [x, *extra], attrs)
 
 
 def _instance_norm(c):

@@ -91,6 +91,11 @@ def _dyn_reshape(args, attrs):
 def _dyn_slice(args, attrs):
     x = np.asarray(args[0])
     a = dict(attrs, starts=_ints(args[1], "dyn_slice", "starts"), ends=_ints(args[2], "dyn_slice", "ends"))
+    rest = list(args[3:])  # axes and steps computed at run time (typed by the declared shape)
+    if attrs.get("axes_input"):
+        a["axes"] = _ints(rest.pop(0), "dyn_slice", "axes")
+    if attrs.get("steps_input"):
+        a["steps"] = _ints(rest.pop(0), "dyn_slice", "steps")
     return _tensor._slice([x], a)
 
 
@@ -159,6 +164,30 @@ def _range(args, attrs):
     return [out]
 
 
+def _declared(d: OpDef) -> OpDef:
+    """An op whose static parameter came from the model's declared output shape (attribute
+    ``declared``, set when the parameter is a graph input or other run-time value with no bound):
+    the static attributes must give exactly that shape, and so must the actual values at run time.
+    Without ``declared`` the op is unchanged (its bound check applies)."""
+    def infer(ins, attrs, ctx):
+        types = d.infer(ins, attrs, ctx)
+        if "declared" in attrs:
+            want = tuple(int(v) for v in attrs["declared"])
+            check(tuple(types[0].shape) == want, f"{d.name}: declared shape {list(want)} does not fit "
+                                                 f"the input (it gives {list(types[0].shape)})")
+        return types
+
+    def compute(args, attrs):
+        outs = d.compute(args, attrs)
+        if "declared" in attrs:
+            got, want = tuple(np.shape(outs[0])), tuple(int(v) for v in attrs["declared"])
+            check(got == want, f"{d.name}: the values computed at run time give shape {list(got)}, "
+                               f"not the declared {list(want)}")
+        return outs
+
+    return OpDef(d.name, infer, compute, d.cost, d.category, d.num_inputs)
+
+
 def _data_cost(ins, outs, attrs):
     return zero_cost(ins[:1], outs, attrs)
 
@@ -169,7 +198,7 @@ DEFS = [
     OpDef("size", lambda i, a, c: [TensorType((), "int64")], _size, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("dyn_reshape", lambda i, a, c: _tensor._same(i, _tensor._reshape_target(i[0].shape, a)),
           _dyn_reshape, _data_cost, "data", (2, 2)),
-    OpDef("dyn_slice", lambda i, a, c: _tensor._infer_slice(i[:1], a, c), _dyn_slice, _data_cost, "data", (3, 3)),
+    OpDef("dyn_slice", lambda i, a, c: _tensor._infer_slice(i[:1], a, c), _dyn_slice, _data_cost, "data", (3, 5)),
     OpDef("dyn_topk", lambda i, a, c: _nn._infer_topk(i[:1], a, c), _dyn_topk,
           lambda i, o, a: _nn._cost_topk(i[:1], o, a), "data", (2, 2)),
     OpDef("dyn_expand", lambda i, a, c: _tensor._same(i, _tensor._expand_shape(i[0].shape, a)),
@@ -180,3 +209,5 @@ DEFS = [
     OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
     OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
 ]
+DEFS = [_declared(d) if d.name.startswith("dyn_") or d.name in ("constant_of_shape", "range") else d
+        for d in DEFS]

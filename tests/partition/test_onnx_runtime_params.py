@@ -1,0 +1,187 @@
+"""Shape parameters computed at run time (axes, scales/sizes, a Reshape/Expand target, Slice's
+starts..steps, TopK's K, Tile's repeats, ConstantOfShape's shape, Range's bounds) given as graph
+inputs: the importer types the op by the model's declared output shape (as an exporter writes it),
+costs that, reads the actual value when it runs and checks it gives exactly that shape (else one line
+naming the node). Each against onnxruntime on one-node models whose parameters are graph inputs."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+from test_ops import assert_same, ort_node
+
+from partition import interpret, load_onnx
+from partition.interpreter import InterpretError
+from partition.onnx_import import OnnxImportError
+
+OPSET = 21
+
+
+def _model(op_type: str, inputs: list[np.ndarray], attrs: dict | None, out_shapes, opset: int):
+    names = [f"in{i}" if v is not None else "" for i, v in enumerate(inputs)]
+    vis = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(np.asarray(v).dtype), np.shape(v))
+           for n, v in zip(names, inputs) if n]
+    outs = [helper.make_tensor_value_info(f"out{i}", 0, None) if s is None else
+            helper.make_tensor_value_info(f"out{i}", helper.np_dtype_to_tensor_dtype(np.dtype(s[1])), s[0])
+            for i, s in enumerate(out_shapes)]
+    node = helper.make_node(op_type, names, [f"out{i}" for i in range(len(out_shapes))], name="n0", **(attrs or {}))
+    model = helper.make_model(helper.make_graph([node], "g", vis, outs),
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return model, {n: np.asarray(v) for n, v in zip(names, inputs) if n}
+
+
+def declared_vs_ort(op_type: str, inputs: list, attrs: dict | None = None, n_out: int = 1, opset: int = OPSET,
+                    exact: bool = False):
+    """Every input a graph input; the outputs declared with the shapes onnxruntime computes (what
+    an exporter writes). Imports, runs and matches onnxruntime; returns the graph."""
+    ref = ort_node(op_type, inputs, attrs, n_out, opset)
+    model, feeds = _model(op_type, inputs, attrs, [(r.shape, r.dtype) for r in ref], opset)
+    g = load_onnx(model.SerializeToString())
+    assert [o.shape for o in g.outputs] == [r.shape for r in ref]  # typed (and costed) by the declaration
+    assert_same(interpret(g, feeds), ref, exact)
+    return g, model
+
+
+def run_with(model, feeds: dict) -> list:
+    return interpret(load_onnx(model.SerializeToString()), feeds)
+
+
+def rng_f32(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------- reductions
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"])
+@pytest.mark.parametrize("axes,keep", [([1], 1), ([0, 2], 0), ([-1], 1), ([2, 0], 1), ([1, 2, 0], 0)])
+def test_reduction_with_axes_computed_at_run_time(op, axes, keep):
+    x = np.abs(rng_f32(2, 3, 4)) + 0.5
+    declared_vs_ort(op, [x, np.array(axes, np.int64)], {"keepdims": keep}, opset=18)
+
+
+@pytest.mark.parametrize("noop", [0, 1])
+def test_reduction_with_empty_axes_at_run_time(noop):
+    x = rng_f32(2, 3)
+    declared_vs_ort("ReduceSum", [x, np.zeros(0, np.int64)], {"keepdims": 1, "noop_with_empty_axes": noop},
+                    opset=18)
+
+
+def test_reduction_axes_that_break_the_declared_shape_are_one_line_naming_the_node():
+    x = rng_f32(2, 3, 4)
+    _, model = declared_vs_ort("ReduceSum", [x, np.array([1], np.int64)], {"keepdims": 0}, opset=18)
+    with pytest.raises(InterpretError, match=r"n0.*reduce_sum: axes \[2\] at run time give shape \[2, 3\], "
+                                             r"not the declared \[2, 4\]") as e:
+        run_with(model, {"in0": x, "in1": np.array([2], np.int64)})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("op,dtype", [("ReduceMax", np.float32), ("ReduceMin", np.float32),
+                                      ("ReduceMax", np.int32), ("ReduceMin", np.int64)])
+def test_reduce_max_min_over_an_empty_set_give_the_identity(op, dtype):
+    """The spec: max over nothing is -inf (the type's least integer), min +inf (the greatest); the
+    empty input is an initializer (graph inputs must be non-empty)."""
+    from onnx import numpy_helper
+    x = np.zeros((2, 0, 3), dtype)
+    node = helper.make_node(op, ["x", "axes"], ["y"], keepdims=1)
+    graph = helper.make_graph([node], "g", [], [helper.make_tensor_value_info(
+        "y", helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), [2, 1, 3])],
+        initializer=[numpy_helper.from_array(x, "x"), numpy_helper.from_array(np.array([1], np.int64), "axes")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    got = interpret(load_onnx(model.SerializeToString()), {})[0]
+    info = np.iinfo(dtype) if np.dtype(dtype).kind in "iu" else None
+    want = ((-np.inf if info is None else info.min) if op == "ReduceMax" else (np.inf if info is None else info.max))
+    np.testing.assert_array_equal(got, np.full((2, 1, 3), want, dtype))
+    sess = ort.InferenceSession(model.SerializeToString())
+    np.testing.assert_array_equal(sess.run(None, {})[0], got)
+
+
+# ---------------------------------------------------------------------------- resize
+@pytest.mark.parametrize("mode,ctm", [("nearest", "asymmetric"), ("linear", "half_pixel"), ("cubic", "half_pixel"),
+                                      ("linear", "pytorch_half_pixel"), ("linear", "align_corners")])
+def test_resize_with_sizes_computed_at_run_time(mode, ctm):
+    x = rng_f32(1, 2, 5, 7)
+    declared_vs_ort("Resize", [x, None, None, np.array([1, 2, 8, 4], np.int64)],
+                    {"mode": mode, "coordinate_transformation_mode": ctm})
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_resize_with_scales_computed_at_run_time(mode):
+    x = rng_f32(1, 2, 4, 6)
+    declared_vs_ort("Resize", [x, None, np.array([1, 1, 1.5, 0.5], np.float32)], {"mode": mode})
+
+
+def test_resize_sizes_with_axes_and_aspect_policy_at_run_time():
+    x = rng_f32(1, 1, 4, 6)
+    declared_vs_ort("Resize", [x, None, None, np.array([9, 5], np.int64)],
+                    {"mode": "linear", "axes": [3, 2], "keep_aspect_ratio_policy": "not_larger"})
+
+
+def test_resize_sizes_at_run_time_other_than_declared_are_one_line():
+    x = rng_f32(1, 1, 4, 4)
+    _, model = declared_vs_ort("Resize", [x, None, None, np.array([1, 1, 8, 8], np.int64)], {"mode": "nearest"})
+    with pytest.raises(InterpretError, match=r"n0.*resize: the sizes computed at run time give size \[6, 8\], "
+                                             r"not the declared \[8, 8\]"):
+        run_with(model, {"in0": x, "in3": np.array([1, 1, 6, 8], np.int64)})
+
+
+def test_resize_align_corners_with_run_time_scales_is_refused_in_one_line():
+    x = rng_f32(1, 1, 2, 4)
+    model, _ = _model("Resize", [x, None, np.array([1, 1, 0.6, 0.6], np.float32)],
+                      {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+                      [((1, 1, 1, 2), np.float32)], OPSET)
+    with pytest.raises(OnnxImportError, match="align_corners with scales computed at run time is not supported"):
+        load_onnx(model.SerializeToString())
+
+
+# ---------------------------------------------------------------------------- shape ops (the dyn_* forms)
+def test_reshape_target_at_run_time():
+    x = rng_f32(2, 3, 4)
+    declared_vs_ort("Reshape", [x, np.array([4, 0, -1], np.int64)], exact=True)
+    declared_vs_ort("Reshape", [x, np.array([6, 4], np.int64)], exact=True)
+
+
+def test_reshape_target_other_than_declared_is_one_line():
+    x = rng_f32(2, 3, 4)
+    _, model = declared_vs_ort("Reshape", [x, np.array([6, 4], np.int64)], exact=True)
+    with pytest.raises(InterpretError, match=r"n0") as e:
+        run_with(model, {"in0": x, "in1": np.array([4, 6], np.int64)})
+    assert "\n" not in str(e.value) and "[4, 6]" in str(e.value)
+
+
+def test_slice_smaller_than_declared_at_run_time_is_one_line():
+    """The declared shape is exact, not a bound: a shorter slice at run time is an error too."""
+    x = rng_f32(4, 5)
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    _, model = declared_vs_ort("Slice", [x, i64([0]), i64([3]), i64([0])], exact=True)
+    with pytest.raises(InterpretError, match=r"n0.*dyn_slice: the values computed at run time give shape "
+                                             r"\[2, 5\], not the declared \[3, 5\]") as e:
+        run_with(model, {"in0": x, "in1": i64([0]), "in2": i64([2]), "in3": i64([0])})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("starts,ends,axes,steps", [([0, 1], [2, 3], [0, 2], [1, 1]), ([-1], [-4], [1], [-1]),
+                                                    ([1, 0], [10, 3], [2, 1], [2, 1])])
+def test_slice_with_starts_ends_axes_steps_at_run_time(starts, ends, axes, steps):
+    x = rng_f32(3, 4, 5)
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    declared_vs_ort("Slice", [x, i64(starts), i64(ends), i64(axes), i64(steps)], exact=True)
+    declared_vs_ort("Slice", [x, i64(starts), i64(ends), i64(axes)], exact=True)
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_topk_with_k_at_run_time(largest):
+    x = rng_f32(3, 7)
+    declared_vs_ort("TopK", [x, np.array([4], np.int64)], {"axis": 1, "largest": largest}, n_out=2, exact=True)
+
+
+def test_expand_tile_constant_of_shape_range_at_run_time():
+    x = rng_f32(3, 1)
+    declared_vs_ort("Expand", [x, np.array([2, 3, 4], np.int64)], exact=True)
+    declared_vs_ort("Tile", [x, np.array([2, 3], np.int64)], exact=True)
+    declared_vs_ort("ConstantOfShape", [np.array([2, 5], np.int64)], exact=True)
+    declared_vs_ort("Range", [np.float32(1), np.float32(7.5), np.float32(1.5)])
+    declared_vs_ort("Range", [np.int32(10), np.int32(1), np.int32(-3)], exact=True)
