@@ -538,7 +538,20 @@ def _roi_align(c):
                    "mode": c.attrs.get("mode", "avg"), "coordinate_transformation_mode": ctm})
 
 
+_NMS_PARAMS = ("max_output_boxes_per_class", "iou_threshold", "score_threshold")
+
+
 def _nms(c):
+    if any(c.inp(i) is not None and not c.inp(i).is_const for i in (2, 3, 4)):
+        # parameters computed at run time are read then (the output is data-dependent anyway);
+        # its type's bound is every box of every class
+        given = [(name, c.inp(i)) for i, name in zip((2, 3, 4), _NMS_PARAMS) if c.inp(i) is not None]
+        boxes = c.need(0)
+        attrs = {"max_output_boxes_per_class": boxes.shape[1] if len(boxes.shape) == 3 else 0,
+                 "iou_threshold": 0.0, "score_threshold": None,
+                 "center_point_box": int(c.attrs.get("center_point_box", 0)),
+                 "runtime": tuple(name for name, _ in given)}
+        return c.emit("non_max_suppression", [boxes, c.need(1), *(v for _, v in given)], attrs)
     mo, iou, st = c.const(2, "max_output_boxes_per_class"), c.const(3, "iou_threshold"), c.const(4, "score_threshold")
     scalar = lambda a, f: None if a is None else f(np.asarray(a).reshape(-1)[0])  # noqa: E731
     attrs = {"max_output_boxes_per_class": scalar(mo, int) or 0,

@@ -294,6 +294,62 @@ def _range(c):
     return c.emit("range", [c.need(0), c.need(1), c.need(2)], {"length": length})
 
 
+def _squeeze(c):
+    if c.opset < 13 or not _unbound(c, 1):
+        return _STATIC["Squeeze"](c)
+    return c.emit("dyn_squeeze", [c.need(0), c.need(1)], {"declared": c.declared(1, "axes")})
+
+
+def _unsqueeze(c):
+    if c.opset < 13 or not _unbound(c, 1):
+        return _STATIC["Unsqueeze"](c)
+    return c.emit("dyn_unsqueeze", [c.need(0), c.need(1)], {"declared": c.declared(1, "axes")})
+
+
+def _pad(c):
+    if c.opset < 11 or not _unbound(c, 1, 2, 3):
+        return _STATIC["Pad"](c)
+    shape = c.declared(next(i for i in (1, 2, 3) if _unbound(c, i)), "pads/constant_value/axes")
+    value, axes = c.inp(2), c.inp(3) if c.opset >= 18 else None
+    ins = [c.need(0), c.need(1)] + [v for v in (value, axes) if v is not None]
+    return c.emit("dyn_pad", ins, {"declared": shape, "mode": c.attrs.get("mode", "constant"),
+                                   "value_input": value is not None, "axes_input": axes is not None})
+
+
+def _one_hot(c):
+    if not _unbound(c, 1):
+        return _STATIC["OneHot"](c)
+    idx = c.need(0)
+    shape = c.declared(1, "depth")
+    axis = int(c.attrs.get("axis", -1))
+    axis = axis + len(idx.shape) + 1 if axis < 0 else axis
+    if len(shape) != len(idx.shape) + 1 or not 0 <= axis < len(shape):
+        raise c.fail(f"the declared shape {list(shape)} does not fit indices of shape {list(idx.shape)}")
+    return c.emit("dyn_one_hot", [idx, c.need(1), c.need(2)], {"depth": shape[axis], "axis": axis, "declared": shape})
+
+
+def _center_crop_pad(c):
+    """A constant target shape gives the output shape; one computed at run time takes the declared
+    one (checked when run)."""
+    x, tv = c.need(0), c.need(1)
+    rank = len(x.shape)
+    axes = c.attrs.get("axes")
+    axes = tuple(range(rank)) if axes is None else tuple(int(a) + rank if int(a) < 0 else int(a) for a in axes)
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        raise c.fail(f"axes {list(c.attrs.get('axes'))} are invalid for rank {rank}")
+    if tv.is_const:
+        target = _ints(tv.data)
+        if len(target) != len(axes):
+            raise c.fail(f"shape {list(target)} has {len(target)} entries for {len(axes)} axes")
+        shape = list(x.shape)
+        for a, t in zip(axes, target):
+            shape[a] = t
+        shape = tuple(shape)
+    else:
+        shape = c.declared(1, "shape")
+    return c.emit("center_crop_pad", [x, tv], {"axes": axes, "declared": shape})
+
+
 CONVERTERS = {
     **_STATIC,
     "NonZero": _nonzero,
@@ -307,4 +363,9 @@ CONVERTERS = {
     "Tile": _tile,
     "ConstantOfShape": _const_of_shape,
     "Range": _range,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Pad": _pad,
+    "OneHot": _one_hot,
+    "CenterCropPad": _center_crop_pad,
 }

@@ -192,6 +192,80 @@ def _data_cost(ins, outs, attrs):
     return zero_cost(ins[:1], outs, attrs)
 
 
+# ---------------------------------------------------------------------------- dyn_squeeze, dyn_unsqueeze, dyn_pad, dyn_one_hot
+# Forms whose parameter (axes, pads, depth) is a run-time value with no bound: typed by the model's
+# declared output shape (attribute ``declared``, checked exactly by ``_declared``).
+def _infer_as_declared(dtype_of: int, same_size: bool = False):
+    def infer(ins, attrs, ctx):
+        check("declared" in attrs, "missing attribute 'declared'")
+        t = TensorType(tuple(int(d) for d in attrs["declared"]), ins[dtype_of].dtype)
+        check(not same_size or t.size == ins[0].size,
+              f"declared shape {list(t.shape)} does not hold the input's {ins[0].size} elements")
+        return [t]
+    return infer
+
+
+def _dyn_squeeze(args, attrs):
+    x = np.asarray(args[0])
+    axes = _ints(args[1], "dyn_squeeze", "axes") if len(args) > 1 else None
+    return [np.squeeze(x, axis=_tensor._squeeze_axes(x.shape, {"axes": axes}))]
+
+
+def _dyn_unsqueeze(args, attrs):
+    x = np.asarray(args[0])
+    return [x.reshape(_tensor._unsqueeze_shape(x.shape, {"axes": _ints(args[1], "dyn_unsqueeze", "axes")}))]
+
+
+def _dyn_pad(args, attrs):
+    """ONNX Pad's inputs as given (pads, then constant_value and axes where ``value_input`` and
+    ``axes_input`` say they are present)."""
+    x = np.asarray(args[0])
+    rank, rest = x.ndim, list(args[2:])
+    pads = list(_ints(args[1], "dyn_pad", "pads"))
+    value = np.asarray(rest.pop(0)).reshape(-1) if attrs.get("value_input") else np.zeros(0)
+    if attrs.get("axes_input"):
+        axes = [a + rank if a < 0 else a for a in _ints(rest.pop(0), "dyn_pad", "axes")]
+        check(len(pads) == 2 * len(axes), f"dyn_pad: {len(pads)} pads for {len(axes)} axes")
+        full = [0] * (2 * rank)
+        for j, a in enumerate(axes):
+            check(0 <= a < rank, f"dyn_pad: axis {a} is out of range for rank {rank}")
+            full[a], full[rank + a] = pads[j], pads[len(axes) + j]
+        pads = full
+    check(len(pads) == 2 * rank, f"dyn_pad: {len(pads)} pads for rank {rank}")
+    return _tensor._pad([x], {"pads": tuple(pads), "mode": attrs.get("mode", "constant"),
+                              "value": value[0].item() if value.size else 0.0})
+
+
+def _center_crop_pad(args, attrs):
+    """ONNX CenterCropPad: each listed axis cropped or zero-padded to its target size around the
+    centre (an odd difference leaves the extra element at the end)."""
+    x = np.asarray(args[0])
+    target = _ints(args[1], "center_crop_pad", "shape")
+    axes = tuple(range(x.ndim)) if attrs.get("axes") is None else tuple(int(a) for a in attrs["axes"])
+    check(len(target) == len(axes), f"center_crop_pad: shape has {len(target)} entries for {len(axes)} axes")
+    crop, place = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    out = list(x.shape)
+    for a, t in zip(axes, target):
+        d = x.shape[a]
+        check(t >= 0, f"center_crop_pad: target size {t} is negative")
+        lo = abs(d - t) // 2
+        if t < d:
+            crop[a] = slice(lo, lo + t)
+        elif t > d:
+            place[a] = slice(lo, lo + d)
+        out[a] = t
+    y = np.zeros(out, x.dtype)
+    y[tuple(place)] = x[tuple(crop)]
+    return [y]
+
+
+def _dyn_one_hot(args, attrs):
+    depth = np.asarray(args[1]).reshape(-1)
+    check(depth.size == 1, f"dyn_one_hot: depth must hold one value, got {depth.size}")
+    # a float depth is cast to int64, as the spec says
+    return _tensor._one_hot([args[0], args[2]], dict(attrs, depth=int(depth[0])))
+
+
 DEFS = [
     OpDef("non_zero", _infer_non_zero, _non_zero, _cost_non_zero, "data", (1, 1)),
     OpDef("shape", _infer_shape, _shape, lambda i, o, a: OpCost(), "data", (1, 1)),
@@ -206,8 +280,14 @@ DEFS = [
     OpDef("dyn_tile", lambda i, a, c: _tensor._same(i, [d * r for d, r in zip(i[0].shape, _tensor._tile_reps(i[0].shape, a))]),
           _dyn_tile, _data_cost, "data", (2, 2)),
     OpDef("dyn_split", _infer_dyn_split, _dyn_split, _data_cost, "data", (2, 2)),
+    OpDef("dyn_squeeze", _infer_as_declared(0, True), _dyn_squeeze, _data_cost, "data", (1, 2)),
+    OpDef("dyn_unsqueeze", _infer_as_declared(0, True), _dyn_unsqueeze, _data_cost, "data", (2, 2)),
+    OpDef("dyn_pad", _infer_as_declared(0), _dyn_pad, _data_cost, "data", (2, 4)),
+    OpDef("dyn_one_hot", _infer_as_declared(2), _dyn_one_hot, lambda i, o, a: zero_cost([i[0], i[2]], o, a),
+          "data", (3, 3)),
+    OpDef("center_crop_pad", _infer_as_declared(0), _center_crop_pad, _data_cost, "data", (2, 2)),
     OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
     OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
 ]
-DEFS = [_declared(d) if d.name.startswith("dyn_") or d.name in ("constant_of_shape", "range") else d
+DEFS = [_declared(d) if d.name.startswith("dyn_") or d.name in ("constant_of_shape", "range", "center_crop_pad") else d
         for d in DEFS]

@@ -1132,7 +1132,9 @@ def _nms_params(attrs) -> tuple[int, float, float | None, int]:
 
 
 def _infer_nms(ins, attrs, ctx):
-    boxes, scores = ins
+    boxes, scores = ins[:2]
+    check(len(ins) - 2 == len(attrs.get("runtime", ())),
+          "non_max_suppression: one extra input per parameter named in 'runtime'")
     check(len(boxes.shape) == 3 and boxes.shape[2] == 4,
           f"non_max_suppression: boxes must be [B, N, 4], got {list(boxes.shape)}")
     check(len(scores.shape) == 3, f"non_max_suppression: scores must be [B, C, N], got {list(scores.shape)}")
@@ -1186,6 +1188,13 @@ def _nms_class(corners: np.ndarray, scores: np.ndarray, max_out: int, iou_t: flo
 
 def _nms(args, attrs):
     boxes, scores = np.asarray(args[0]), np.asarray(args[1])
+    if len(args) > 2:
+        # parameters computed at run time (named by 'runtime'; the type's bound assumed every box)
+        attrs = dict(attrs)
+        for name, a in zip(attrs["runtime"], args[2:]):
+            v = np.asarray(a).reshape(-1)
+            check(v.size == 1, f"non_max_suppression: {name} must hold one value, got {v.size}")
+            attrs[name] = v[0].item()
     max_out, iou_t, score_t, cpb = _nms_params(attrs)
     rows: list[tuple[int, int, int]] = []
     if max_out > 0:
@@ -1200,6 +1209,7 @@ def _nms(args, attrs):
 def _cost_nms(ins, outs, attrs):
     b, n, _ = ins[0].shape
     c = ins[1].shape[1]
+    ins = ins[:2]
     # sort (n log n) plus at worst every pair's IoU (~10 flops) per class
     flops = b * c * (n * max(1, int(np.log2(max(n, 2)))) + 10 * n * n)
     return OpCost(0, flops, _nbytes(ins), _nbytes(outs))
@@ -1421,7 +1431,7 @@ DEFS = [
     OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
     _arg_reduce("argmax", np.argmax),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
-    OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 2)),
+    OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 5)),
     _arg_reduce("argmin", np.argmin),
     OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
     OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 2)),

@@ -185,3 +185,58 @@ def test_expand_tile_constant_of_shape_range_at_run_time():
     declared_vs_ort("ConstantOfShape", [np.array([2, 5], np.int64)], exact=True)
     declared_vs_ort("Range", [np.float32(1), np.float32(7.5), np.float32(1.5)])
     declared_vs_ort("Range", [np.int32(10), np.int32(1), np.int32(-3)], exact=True)
+
+
+@pytest.mark.parametrize("center", [0, 1])
+def test_nms_with_max_boxes_and_thresholds_at_run_time(center):
+    """The output is data-dependent either way: its type bounds every box of every class, the run
+    takes the actual max_output_boxes_per_class and thresholds."""
+    r = np.random.default_rng(3)
+    xy = r.uniform(0, 10, (2, 6, 2)).astype(np.float32)
+    boxes = np.concatenate([xy, xy + r.uniform(1, 4, (2, 6, 2)).astype(np.float32)], axis=2)
+    scores = r.uniform(0, 1, (2, 3, 6)).astype(np.float32)
+    for mo, iou, st in [(2, 0.5, 0.1), (10, 0.3, 0.0), (0, 0.5, 0.0)]:
+        inputs = [boxes, scores, np.array([mo], np.int64), np.array([iou], np.float32), np.array([st], np.float32)]
+        ref = ort_node("NonMaxSuppression", inputs, {"center_point_box": center}, 1, OPSET)
+        model, feeds = _model("NonMaxSuppression", inputs, {"center_point_box": center}, [None], OPSET)
+        g = load_onnx(model.SerializeToString())
+        assert g.outputs[0].shape == (2 * 3 * 6, 3)  # the bound: every box of every class
+        assert_same(interpret(g, feeds), ref, exact=True)
+
+
+def test_squeeze_unsqueeze_axes_at_run_time():
+    x = rng_f32(3, 1, 4, 1)
+    declared_vs_ort("Squeeze", [x, np.array([1, -1], np.int64)], exact=True)
+    declared_vs_ort("Squeeze", [x, np.array([3], np.int64)], exact=True)
+    declared_vs_ort("Unsqueeze", [x, np.array([0, 5], np.int64)], exact=True)
+    _, model = declared_vs_ort("Unsqueeze", [x, np.array([-1], np.int64)], exact=True)
+    with pytest.raises(InterpretError, match=r"n0.*not the declared \[3, 1, 4, 1, 1\]"):
+        run_with(model, {"in0": x, "in1": np.array([0], np.int64)})
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect", "wrap"])
+def test_pad_with_pads_value_axes_at_run_time(mode):
+    x = rng_f32(2, 3, 4)
+    declared_vs_ort("Pad", [x, np.array([0, 1, 2, 0, 2, 1], np.int64), np.float32(1.5)], {"mode": mode}, exact=True)
+    declared_vs_ort("Pad", [x, np.array([1, -1, 2, 0], np.int64), np.float32(0), np.array([2, 0], np.int64)],
+                    {"mode": mode}, exact=True)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot_depth_at_run_time(axis):
+    idx = np.array([[0, 3, -1], [5, 2, 9]], np.int64)
+    declared_vs_ort("OneHot", [idx, np.array([6], np.int64), np.array([-2.0, 3.0], np.float32)], {"axis": axis},
+                    exact=True)
+    declared_vs_ort("OneHot", [idx, np.float32(4.7), np.array([0, 1], np.int32)], {"axis": axis}, exact=True)
+
+
+@pytest.mark.parametrize("shape,axes", [([5, 2], None), ([1, 7], [1, 2]), ([3, 9], [-1, 0]), ([4], [1])])
+def test_center_crop_pad_at_run_time_and_constant(shape, axes):
+    """Odd crops and pads leave the extra element at the end (onnxruntime expands the function)."""
+    x = rng_f32(4, 5, 6) if axes is not None else rng_f32(8, 1)
+    attrs = {} if axes is None else {"axes": axes}
+    declared_vs_ort("CenterCropPad", [x, np.array(shape, np.int64)], attrs, opset=18, exact=True)
+    # the same as a constant target (an initializer) needs no declared shape
+    from test_ops import Const
+    from test_ops_more import import_vs_ort
+    import_vs_ort("CenterCropPad", [x, Const(np.array(shape, np.int64))], attrs, opset=18, exact=True)
