@@ -15,7 +15,7 @@ from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
-from .ops import OpError
+from .ops import OpError, infer_types
 from .ops.nn import resize_targets
 
 
@@ -935,6 +935,9 @@ def _dft(c):
     dft_length is an input in both."""
     x = c.need(0)
     rank = len(x.shape)
+    av = c.inp(2)
+    if c.opset >= 20 and av is not None and not av.is_const:
+        return _dft_runtime_axis(c, x, av)
     if c.opset >= 20:
         a = c.const(2, "axis")
         axis = -2 if a is None else int(np.asarray(a).reshape(-1)[0])
@@ -946,6 +949,26 @@ def _dft(c):
     if n is not None:
         attrs["length"] = int(np.asarray(n).reshape(-1)[0])
     return c.emit("dft", [x], attrs)
+
+
+def _dft_runtime_axis(c: _Ctx, x: Value, av: Value) -> list[Value]:
+    """An axis computed at run time: typed (and costed) along the first signal axis that gives the
+    declared output shape; the op reads the actual axis when it runs and checks the shape."""
+    shape = c.declared(2, "axis")
+    rank = len(x.shape)
+    n = c.const(1, "dft_length")
+    base = {"inverse": bool(int(c.attrs.get("inverse", 0))), "onesided": bool(int(c.attrs.get("onesided", 0))),
+            "declared": shape}
+    if n is not None:
+        base["length"] = int(np.asarray(n).reshape(-1)[0])
+    for axis in range(rank - 1):
+        try:
+            fits = infer_types("dft", [x.type], dict(base, axis=axis))[0].shape == shape
+        except OpError:
+            fits = False
+        if fits:
+            return c.emit("dft", [x, av], dict(base, axis=axis))
+    raise c.fail(f"no signal axis of input {list(x.shape)} gives the declared shape {list(shape)}")
 
 
 def _linear_attention(c):

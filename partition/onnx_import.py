@@ -359,6 +359,14 @@ def _attr_dict(node) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- importer
 
+# ONNX ops whose output always has the shape of their first input (elementwise unary, casts).
+_SAME_SHAPE = frozenset({
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Cast", "CastLike", "Ceil", "Celu",
+    "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN",
+    "LeakyRelu", "Log", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin",
+    "Sinh", "Softplus", "Softsign", "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"})
+
+
 class _Importer:
     def __init__(self, opset: int, filled: dict[str, np.ndarray], label: str,
                  input_shapes: dict[str, Sequence[int]] | None = None):
@@ -434,6 +442,13 @@ class _Importer:
             dims = vi.type.tensor_type.shape.dim
             if all(d.HasField("dim_value") for d in dims):
                 self.declared[vi.name] = tuple(int(d.dim_value) for d in dims)
+        # An op whose output has its first input's shape passes a declaration back to that input
+        # (the reduction inside an expanded ReduceL2: ReduceSum -> Cast -> Sqrt -> CastLike -> output);
+        # consumers come after producers, so one pass in reverse follows a chain.
+        for node in reversed(gp.node):
+            if (node.op_type in _SAME_SHAPE and node.domain in ("", "ai.onnx") and node.input and node.output
+                    and node.output[0] in self.declared and node.input[0] not in self.declared):
+                self.declared[node.input[0]] = self.declared[node.output[0]]
 
     def _nodes(self, gp, scope: _Scope) -> None:
         self._declare(gp)

@@ -43,6 +43,15 @@ def _dft_infer(ins, attrs, ctx):
 
 def _dft(args, attrs):
     x = np.asarray(args[0])
+    if len(args) == 2:
+        # an axis computed at run time (the type came from the declared shape): read, then checked
+        a = np.asarray(args[1]).reshape(-1)
+        check(a.size == 1 and a.dtype.kind in "iu", f"dft: axis must be one integer, got {a.tolist()}")
+        axis = int(a[0]) + x.ndim if int(a[0]) < 0 else int(a[0])
+        out = _dft([x], dict(attrs, axis=axis))[0]
+        check(out.shape == tuple(attrs["declared"]), f"dft: axis {int(a[0])} at run time gives shape "
+              f"{list(out.shape)}, not the declared {list(attrs['declared'])}")
+        return [out]
     axis, n, inverse, onesided = _dft_params(TensorType(x.shape, x.dtype.name), attrs)
     # in the input's precision (numpy's FFT keeps float32 as complex64), as onnx's reference does
     sig = x[..., 0] + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
@@ -84,6 +93,6 @@ def _det_cost(ins, outs, attrs):
 
 
 DEFS = [
-    OpDef("dft", _dft_infer, _dft, _dft_cost, "other", (1, 1)),
+    OpDef("dft", _dft_infer, _dft, _dft_cost, "other", (1, 2)),
     OpDef("det", _det_infer, _det, _det_cost, "other", (1, 1)),
 ]

@@ -240,3 +240,35 @@ def test_center_crop_pad_at_run_time_and_constant(shape, axes):
     from test_ops import Const
     from test_ops_more import import_vs_ort
     import_vs_ort("CenterCropPad", [x, Const(np.array(shape, np.int64))], attrs, opset=18, exact=True)
+
+
+@pytest.mark.parametrize("axis,onesided,inverse", [(1, 0, 0), (-2, 0, 1), (2, 1, 0), (-3, 0, 0)])
+def test_dft_axis_at_run_time(axis, onesided, inverse):
+    """Typed along a signal axis giving the declared shape; the actual axis is read when run (the
+    two may differ where several axes give that shape: here axes 1 and 2 have one length)."""
+    x = rng_f32(2, 6, 6, 1 if onesided else 2)
+    g, model = declared_vs_ort("DFT", [x, None, np.array(axis, np.int64)],
+                               {"onesided": onesided, "inverse": inverse}, opset=20)
+    ax = axis % 4
+    sig = x[..., 0].astype(np.float64) + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
+    y = (np.fft.ifft if inverse else np.fft.fft)(sig, axis=ax)
+    if onesided:
+        y = np.take(y, range(6 // 2 + 1), axis=ax)
+    np.testing.assert_allclose(interpret(g, {"in0": x, "in2": np.array(axis, np.int64)})[0],
+                               np.stack([y.real, y.imag], -1), rtol=1e-4, atol=1e-4)
+
+
+def test_declared_shape_reaches_a_reduction_through_unary_ops():
+    """The expanded ReduceLogSumExp: only the graph output is declared; Log and CastLike keep
+    their input's shape, so the ReduceSum before them is typed by it."""
+    x = rng_f32(2, 3, 4)
+    nodes = [helper.make_node("Exp", ["x"], ["e"]), helper.make_node("ReduceSum", ["e", "axes"], ["s"], keepdims=0),
+             helper.make_node("Log", ["s"], ["l"]), helper.make_node("CastLike", ["l", "x"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [2, 3, 4]),
+                                           helper.make_tensor_value_info("axes", 7, [1])],
+                              [helper.make_tensor_value_info("y", 1, [2, 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 10
+    axes = np.array([1], np.int64)
+    ref = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x, "axes": axes})
+    assert_same(interpret(load_onnx(model.SerializeToString()), {"x": x, "axes": axes}), ref)
