@@ -32,6 +32,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from fuzzgen import Case, choose, finite
+from partition.onnx_import import _all_graphs as _graphs  # the graph and its If/Loop bodies
 
 FAMILY = "onnx"
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,17 +67,6 @@ def _save(model: onnx.ModelProto, src: Path, tmp: Path) -> Path:
     out = tmp / src.name
     out.write_bytes(model.SerializeToString())
     return out
-
-
-def _graphs(g):
-    """``g`` and its sub-graphs (If branches, Loop bodies), so mutations reach inside them too."""
-    yield g
-    for n in g.node:
-        for a in n.attribute:
-            if a.type == AttributeProto.GRAPH:
-                yield from _graphs(a.g)
-            for sub in a.graphs:
-                yield from _graphs(sub)
 
 
 def _pick_graph(rng, m):
