@@ -635,11 +635,15 @@ def _loop(c):
     body_gp = c.attrs["body"]
     if c.inp(0) is None:
         raise c.fail("a Loop without a max trip count is not supported (scan outputs need a bound)")
-    c.const(0, "max trip count M")
     trip = c.need(0)
     cond = c.inp(1)
     if cond is None:
         cond = c.graph.add_const(np.array(True), f"{c.name}_cond")
+    attrs = {}
+    if not trip.is_const and c.dyn.bound(trip) is None:
+        attrs = _loop_trip_bound(c, cond)
+    elif not trip.is_const:
+        c.const(0, "max trip count M")
     carried = [v for v in c.ins[2:]]
     if any(v is None for v in carried):
         raise c.fail("empty loop-carried inputs are not supported")
@@ -647,11 +651,33 @@ def _loop(c):
     if len(body_gp.input) != len(leading):
         raise c.fail(f"body takes {len(body_gp.input)} inputs, expected {len(leading)}")
     body, scope = c.imp.import_body(body_gp, c.scope, f"{c.name}_body", leading)
-    trip_v = trip if trip.shape == () and trip.dtype == "int64" else c.graph.add_const(
-        np.array(int(np.asarray(trip.data).reshape(-1)[0]), dtype=np.int64), f"{c.name}_trip")
+    if trip.shape == () and trip.dtype == "int64":
+        trip_v = trip
+    elif trip.is_const:
+        trip_v = c.graph.add_const(np.array(int(np.asarray(trip.data).reshape(-1)[0]), dtype=np.int64), f"{c.name}_trip")
+    else:
+        trip_v = c.emit("reshape", [trip], {"shape": ()}, out_names=c.tmp("trip"))[0]
     cond_v = cond if cond.shape == () else c.emit("reshape", [cond], {"shape": ()}, out_names=c.tmp("cond"))[0]
+    if attrs:
+        # exact unless the body's condition can end the loop early (then the scan outputs are
+        # shape-dynamic, the trip count their bound)
+        always = lambda v: v.is_const and bool(np.asarray(v.data).reshape(-1)[0])  # noqa: E731
+        attrs["trip_exact"] = always(body.outputs[0]) and always(cond)
     return c.emit("loop", [trip_v, cond_v, *carried, *scope.captured],
-                  {"body": body, "num_carried": len(carried)})
+                  {"body": body, "num_carried": len(carried), **attrs})
+
+
+def _loop_trip_bound(c: _Ctx, cond: Value) -> dict:
+    """A max trip count computed at run time: the scan outputs' declared leading dimension stands
+    for it (type, costing); the loop runs the actual count and checks its scan outputs against it."""
+    k = len(c.node.input) - 2
+    scans = [o for o in list(c.node.output)[k:] if o]
+    if not scans:  # no scan outputs: the trip count leaves every shape alone
+        return {"trip_bound": 0}
+    lead = {c.imp.declared[o][0] if c.imp.declared.get(o) else None for o in scans}
+    if None in lead or len(lead) != 1:
+        c.const(0, "max trip count M")  # raises the one-line error naming the node
+    return {"trip_bound": int(lead.pop())}
 
 
 def _check_seq_lens(c: _Ctx, seq: int, batch: int) -> None:

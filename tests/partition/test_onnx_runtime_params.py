@@ -272,3 +272,52 @@ def test_declared_shape_reaches_a_reduction_through_unary_ops():
     axes = np.array([1], np.int64)
     ref = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x, "axes": axes})
     assert_same(interpret(load_onnx(model.SerializeToString()), {"x": x, "axes": axes}), ref)
+
+
+def _loop_model(scan_len: int, early: bool):
+    """Loop(M, cond, y): y += x[i] each trip, scan output y; with ``early`` the body stops once y > 2.5."""
+    from onnx import numpy_helper
+    xs = numpy_helper.from_array(np.arange(1, 9, dtype=np.float32).reshape(8, 1) / 2, "xs")
+    body_nodes = [helper.make_node("Constant", [], ["xs"], value=xs),
+                  helper.make_node("Gather", ["xs", "i"], ["xi"], axis=0),
+                  helper.make_node("Add", ["y_in", "xi"], ["y_out"]),
+                  helper.make_node("Identity", ["y_out"], ["scan"])]
+    if early:
+        body_nodes += [helper.make_node("Constant", [], ["lim"], value=numpy_helper.from_array(np.float32([2.5]))),
+                       helper.make_node("Less", ["y_out", "lim"], ["c1"]),
+                       helper.make_node("Squeeze", ["c1"], ["c_out"])]
+    else:
+        body_nodes += [helper.make_node("Constant", [], ["c_out"], value=numpy_helper.from_array(np.array(True)))]
+    body = helper.make_graph(body_nodes, "body", [helper.make_tensor_value_info("i", 7, []),
+                                                 helper.make_tensor_value_info("c_in", 9, []),
+                                                 helper.make_tensor_value_info("y_in", 1, [1])],
+                             [helper.make_tensor_value_info("c_out", 9, []), helper.make_tensor_value_info("y_out", 1, [1]),
+                              helper.make_tensor_value_info("scan", 1, [1])])
+    node = helper.make_node("Loop", ["M", "cond", "y0"], ["y", "scans"], body=body, name="lp")
+    # the entry condition: a graph input with ``early``, else the constant True
+    ins = [helper.make_tensor_value_info("M", 7, []), helper.make_tensor_value_info("y0", 1, [1])]
+    ins += [helper.make_tensor_value_info("cond", 9, [])] if early else []
+    graph = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", 1, [1]),
+                                                 helper.make_tensor_value_info("scans", 1, [scan_len, 1])],
+                              initializer=[] if early else [numpy_helper.from_array(np.array(True), "cond")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 10
+    return model
+
+
+@pytest.mark.parametrize("early", [False, True])
+def test_loop_trip_count_at_run_time(early):
+    """The scan output's declared length stands for the trip count (typing, costing); the loop runs
+    the actual count. Exact when nothing can stop the loop early, otherwise a bound."""
+    model = _loop_model(5, early)
+    g = load_onnx(model.SerializeToString())
+    assert g.outputs[1].shape == (5, 1)
+    sess = ort.InferenceSession(model.SerializeToString())
+    feeds = {"M": np.array(5, np.int64), "y0": np.float32([0.25])}
+    feeds.update({"cond": np.array(True)} if early else {})
+    assert_same(interpret(g, feeds), sess.run(None, feeds))
+    if early:  # stops after 3 trips: shorter than the bound, as onnxruntime returns it
+        assert interpret(g, feeds)[1].shape == (3, 1)
+    else:
+        with pytest.raises(InterpretError, match=r"lp \(loop\): 4 trips at run time, not the declared scan length 5"):
+            interpret(g, dict(feeds, M=np.array(4, np.int64)))
