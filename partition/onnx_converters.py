@@ -977,6 +977,24 @@ def _dft(c):
     return c.emit("dft", [x], attrs)
 
 
+def _window(kind: str) -> Converter:
+    """Hann/Hamming/BlackmanWindow: a constant size folds; one computed at run time takes the
+    declared length (checked when run)."""
+    def conv(c: _Ctx):
+        sv = c.need(0)
+        if sv.is_const:
+            length = int(np.asarray(sv.data).reshape(-1)[0])
+        else:
+            shape = c.declared(0, "size")
+            if len(shape) != 1:
+                raise c.fail(f"the declared shape {list(shape)} is not 1-D")
+            length = shape[0]
+        dtype = _np_dtype(int(c.attrs.get("output_datatype", 1))).name
+        return c.emit("window", [sv], {"kind": kind, "periodic": bool(int(c.attrs.get("periodic", 1))),
+                                       "dtype": dtype, "length": length})
+    return conv
+
+
 def _dft_runtime_axis(c: _Ctx, x: Value, av: Value) -> list[Value]:
     """An axis computed at run time: typed (and costed) along the first signal axis that gives the
     declared output shape; the op reads the actual axis when it runs and checks the shape."""
@@ -1193,6 +1211,9 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _binary(v) for k, v in _BINARY.items()},
     # ReduceSum took axes as an input from opset 13, the others from opset 18
+    "HannWindow": _window("hann"),
+    "HammingWindow": _window("hamming"),
+    "BlackmanWindow": _window("blackman"),
     "ReduceMean": _reduce("reduce_mean", 18),
     "ReduceMax": _reduce("reduce_max", 18),
     "ReduceSum": _reduce("reduce_sum", 13),

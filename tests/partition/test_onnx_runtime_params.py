@@ -321,3 +321,14 @@ def test_loop_trip_count_at_run_time(early):
     else:
         with pytest.raises(InterpretError, match=r"lp \(loop\): 4 trips at run time, not the declared scan length 5"):
             interpret(g, dict(feeds, M=np.array(4, np.int64)))
+
+
+@pytest.mark.parametrize("op", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_window_with_size_at_run_time(op, periodic):
+    g, model = declared_vs_ort(op, [np.array(7, np.int64)], {"periodic": periodic}, opset=17)
+    with pytest.raises(InterpretError, match=r"n0 .*window: size 5 at run time is not the declared length 7"):
+        run_with(model, {"in0": np.array(5, np.int64)})
+    from test_ops import Const
+    from test_ops_more import import_vs_ort
+    import_vs_ort(op, [Const(np.array(9, np.int32))], {"periodic": periodic}, opset=17)
