@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .onnx_import import _Ctx
 
 # Ops whose outputs may be shorter at run time than their type, whatever their inputs.
-SOURCES = frozenset({"non_zero", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
+SOURCES = frozenset({"non_zero", "compress", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
                      "dyn_expand", "dyn_tile", "dyn_split", "constant_of_shape", "range", "roi_align"})
 # Ops whose output shape never depends on their input's run-time shape.
 _SHAPE_STATIC = frozenset({"shape", "size"})
@@ -154,6 +154,11 @@ def _size(c):
     out = c.emit("size", [x])
     c.dyn.set_bound(out[0], np.array(x.type.size, np.int64))
     return out
+
+
+def _compress(c):
+    axis = c.attrs.get("axis")
+    return c.emit("compress", [c.need(0), c.need(1)], {"axis": None if axis is None else int(axis)})
 
 
 def _nonzero(c):
@@ -353,6 +358,7 @@ def _center_crop_pad(c):
 CONVERTERS = {
     **_STATIC,
     "NonZero": _nonzero,
+    "Compress": _compress,
     "Shape": _shape,
     "Size": _size,
     "Reshape": _reshape,

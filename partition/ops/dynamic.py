@@ -48,6 +48,36 @@ def _cost_non_zero(ins, outs, attrs):
     return OpCost(0, ins[0].size, ins[0].nbytes, outs[0].nbytes)
 
 
+# ---------------------------------------------------------------------------- compress
+def _compress_axis(x: TensorType, attrs) -> int | None:
+    axis = attrs.get("axis")
+    return None if axis is None else _tensor.norm_axis(axis, len(x.shape), "compress")
+
+
+def _infer_compress(ins, attrs, ctx):
+    x, cond = ins
+    check(len(cond.shape) == 1, f"compress: condition must be 1-D, got shape {list(cond.shape)}")
+    axis = _compress_axis(x, attrs)
+    # Upper bound: every selected element (as many as the condition reaches) is kept.
+    if axis is None:
+        return [TensorType((min(cond.size, x.size),), x.dtype)]
+    return [TensorType(tuple(min(cond.size, d) if i == axis else d for i, d in enumerate(x.shape)), x.dtype)]
+
+
+def _compress(args, attrs):
+    """ONNX Compress: the slices (or, without axis, the flattened elements) where the condition is
+    true; a condition shorter than the axis leaves the rest out."""
+    x, cond = np.asarray(args[0]), np.asarray(args[1]).astype(bool).reshape(-1)
+    axis = attrs.get("axis")
+    if axis is None:
+        flat = x.reshape(-1)
+        check(cond.size <= flat.size, f"compress: condition of {cond.size} for {flat.size} elements")
+        return [flat[:cond.size][cond]]
+    axis = _tensor.norm_axis(axis, x.ndim, "compress")
+    check(cond.size <= x.shape[axis], f"compress: condition of {cond.size} for an axis of {x.shape[axis]}")
+    return [np.compress(cond, x, axis=axis)]
+
+
 # ---------------------------------------------------------------------------- shape, size
 def _shape_slice(rank: int, attrs) -> slice:
     start, end = int(attrs.get("start", 0)), attrs.get("end")
@@ -268,6 +298,7 @@ def _dyn_one_hot(args, attrs):
 
 DEFS = [
     OpDef("non_zero", _infer_non_zero, _non_zero, _cost_non_zero, "data", (1, 1)),
+    OpDef("compress", _infer_compress, _compress, _data_cost, "data", (2, 2)),
     OpDef("shape", _infer_shape, _shape, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("size", lambda i, a, c: [TensorType((), "int64")], _size, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("dyn_reshape", lambda i, a, c: _tensor._same(i, _tensor._reshape_target(i[0].shape, a)),

@@ -332,3 +332,19 @@ def test_window_with_size_at_run_time(op, periodic):
     from test_ops import Const
     from test_ops_more import import_vs_ort
     import_vs_ort(op, [Const(np.array(9, np.int32))], {"periodic": periodic}, opset=17)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_compress_is_data_dependent_and_matches_onnxruntime(axis):
+    """Compress keeps as many slices as the condition selects: its type is the bound (all of
+    them), the run gives the actual count, and a Reshape -1 downstream follows it."""
+    x = rng_f32(4, 5)
+    attrs = {} if axis is None else {"axis": axis}
+    for cond in ([1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 0]):
+        cond = np.array(cond, bool)
+        ref = ort_node("Compress", [x, cond], attrs, 1, OPSET)
+        model, feeds = _model("Compress", [x, cond], attrs, [None], OPSET)
+        g = load_onnx(model.SerializeToString())
+        n = len(cond) if axis is None else min(len(cond), x.shape[axis])
+        assert g.outputs[0].shape == ((n,) if axis is None else tuple(n if i == axis % 2 else d for i, d in enumerate(x.shape)))
+        assert_same(interpret(g, feeds), ref, exact=True)
