@@ -1154,6 +1154,10 @@ def _dequantize(c):
     return c.emit("dequantize_linear", [x, c.need(1)] + ([zp] if zp is not None else []), attrs)
 
 
+def _qlinear_matmul(c):
+    return c.emit("qlinear_matmul", [c.need(i) for i in range(8)])
+
+
 def _scatter_nd(c):
     return c.emit("scatter_nd", [c.need(0), c.need(1), c.need(2)], {"reduction": c.attrs.get("reduction", "none")})
 
@@ -1268,6 +1272,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LRN": _lrn,
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
+    "QLinearMatMul": _qlinear_matmul,
     "ScatterND": _scatter_nd,
     "ScatterElements": _scatter_el,
     "OneHot": _one_hot,

@@ -282,6 +282,35 @@ def _cost_matmul(ins, outs, attrs):
     return OpCost(macs, 2 * macs, _nbytes(ins), _nbytes(outs))
 
 
+def _infer_qlinear_matmul(ins, attrs, ctx):
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = ins
+    for what, t in (("a", a), ("b", b), ("y_zero_point", y_zp)):
+        check(t.dtype in ("int8", "uint8"), f"qlinear_matmul: {what} must be int8 or uint8, got {t.dtype}")
+    check(a_zp.dtype == a.dtype and b_zp.dtype == b.dtype,
+          "qlinear_matmul: a zero point must have its operand's type")
+    for what, t in (("a_scale", a_s), ("b_scale", b_s), ("y_scale", y_s)):
+        _float("qlinear_matmul", t, what)
+    out, *_ = _matmul_shape("qlinear_matmul", a.shape, b.shape)
+    return [TensorType(out, y_zp.dtype)]
+
+
+def _qlinear_matmul(args, attrs):
+    """ONNX QLinearMatMul as its reference: the integer product of the zero-point-shifted operands,
+    times a_scale * b_scale / y_scale (in the scales' type), plus y_zero_point, rounded half to
+    even and saturated."""
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = (np.asarray(v) for v in args)
+    acc = np.matmul(a.astype(np.int32) - a_zp.astype(np.int32), b.astype(np.int32) - b_zp.astype(np.int32))
+    y = acc * (a_s * b_s / y_s) + y_zp
+    info = np.iinfo(y_zp.dtype)
+    return [np.clip(np.rint(y), info.min, info.max).astype(y_zp.dtype)]
+
+
+def _cost_qlinear_matmul(ins, outs, attrs):
+    _, m, k, n, batch = _matmul_shape("qlinear_matmul", ins[0].shape, ins[3].shape)
+    macs = int(np.prod(batch, dtype=np.int64)) * m * k * n
+    return OpCost(macs, 2 * macs + 3 * outs[0].size, _nbytes(ins), _nbytes(outs))
+
+
 def _infer_dense(ins, attrs, ctx):
     x, w = ins[0], ins[1]
     check(len(x.shape) >= 1, "dense: input must have rank >= 1")
@@ -1401,6 +1430,7 @@ DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
     OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
     OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
+    OpDef("qlinear_matmul", _infer_qlinear_matmul, _qlinear_matmul, _cost_qlinear_matmul, "gemm", (8, 8)),
     OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),
     OpDef("batch_matmul", _infer_bmm, _bmm, _cost_bmm, "gemm", (2, 2)),
     OpDef("gemm", _infer_gemm, _gemm, _cost_gemm, "gemm", (2, 3)),
