@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .onnx_import import _Ctx
 
 # Ops whose outputs may be shorter at run time than their type, whatever their inputs.
-SOURCES = frozenset({"non_zero", "compress", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
+SOURCES = frozenset({"non_zero", "compress", "unique", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
                      "dyn_expand", "dyn_tile", "dyn_split", "constant_of_shape", "range", "roi_align"})
 # Ops whose output shape never depends on their input's run-time shape.
 _SHAPE_STATIC = frozenset({"shape", "size"})
@@ -159,6 +159,14 @@ def _size(c):
 def _compress(c):
     axis = c.attrs.get("axis")
     return c.emit("compress", [c.need(0), c.need(1)], {"axis": None if axis is None else int(axis)})
+
+
+def _unique(c):
+    axis = c.attrs.get("axis")
+    outs = c.emit("unique", [c.need(0)], {"axis": None if axis is None else int(axis),
+                                          "sorted": bool(int(c.attrs.get("sorted", 1)))},
+                  out_names=[o or f"{c.name}_unused{i}" for i, o in enumerate(list(c.node.output) + [""] * 4)][:4])
+    return outs[:len(c.node.output)]
 
 
 def _nonzero(c):
@@ -359,6 +367,7 @@ CONVERTERS = {
     **_STATIC,
     "NonZero": _nonzero,
     "Compress": _compress,
+    "Unique": _unique,
     "Shape": _shape,
     "Size": _size,
     "Reshape": _reshape,

@@ -78,6 +78,38 @@ def _compress(args, attrs):
     return [np.compress(cond, x, axis=axis)]
 
 
+# ---------------------------------------------------------------------------- unique
+def _infer_unique(ins, attrs, ctx):
+    x = ins[0]
+    axis = attrs.get("axis")
+    if axis is None:
+        n, y = x.size, (x.size,)
+    else:
+        axis = _tensor.norm_axis(axis, len(x.shape), "unique")
+        n, y = x.shape[axis], x.shape
+    # Upper bound: every element (slice) distinct. inverse_indices is exact: one per element (slice).
+    return [TensorType(y, x.dtype), TensorType((n,), "int64"), TensorType((n,), "int64"), TensorType((n,), "int64")]
+
+
+def _unique(args, attrs):
+    """ONNX Unique: sorted ascending, or (sorted=0) in order of first occurrence; outputs Y, the
+    first index of each, each element's index into Y, and the counts."""
+    x = np.asarray(args[0])
+    axis = attrs.get("axis")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = _tensor.norm_axis(axis, x.ndim, "unique")
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = np.asarray(inverse).reshape(-1)
+    if not attrs.get("sorted", True):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+        y = np.take(x, first, axis=axis)
+    return [y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+
+
 # ---------------------------------------------------------------------------- shape, size
 def _shape_slice(rank: int, attrs) -> slice:
     start, end = int(attrs.get("start", 0)), attrs.get("end")
@@ -298,6 +330,8 @@ def _dyn_one_hot(args, attrs):
 
 DEFS = [
     OpDef("non_zero", _infer_non_zero, _non_zero, _cost_non_zero, "data", (1, 1)),
+    OpDef("unique", _infer_unique, _unique, lambda i, o, a: OpCost(0, i[0].size, i[0].nbytes, sum(t.nbytes for t in o)),
+          "data", (1, 1)),
     OpDef("compress", _infer_compress, _compress, _data_cost, "data", (2, 2)),
     OpDef("shape", _infer_shape, _shape, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("size", lambda i, a, c: [TensorType((), "int64")], _size, lambda i, o, a: OpCost(), "data", (1, 1)),

@@ -367,3 +367,17 @@ def test_qlinear_matmul_matches_onnxruntime(dt, shapes):
     (node,) = g.nodes
     m, k = shapes[0][-2:]
     assert op_cost(node).macs == int(np.prod(shapes[0][:-2], dtype=np.int64)) * m * k * shapes[1][-1]
+
+
+@pytest.mark.parametrize("sorted_", [0, 1])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_unique_is_data_dependent_and_matches_onnxruntime(sorted_, axis):
+    """(A data-dependent op the suite showed refused.) Types are the bound: every element distinct."""
+    x = np.array([[2, 1, 2], [0, 5, 0], [2, 1, 2], [3, 3, 3]], np.float32)
+    attrs = {"sorted": sorted_} if axis is None else {"sorted": sorted_, "axis": axis}
+    ref = ort_node("Unique", [x], attrs, 4, OPSET)
+    model, feeds = _model("Unique", [x], attrs, [None] * 4, OPSET)
+    g = load_onnx(model.SerializeToString())
+    n = x.size if axis is None else x.shape[axis]
+    assert [o.shape for o in g.outputs[1:]] == [(n,)] * 3
+    assert_same(interpret(g, feeds), ref, exact=True)
