@@ -257,12 +257,14 @@ def _data_cost(ins, outs, attrs):
 # ---------------------------------------------------------------------------- dyn_squeeze, dyn_unsqueeze, dyn_pad, dyn_one_hot
 # Forms whose parameter (axes, pads, depth) is a run-time value with no bound: typed by the model's
 # declared output shape (attribute ``declared``, checked exactly by ``_declared``).
-def _infer_as_declared(dtype_of: int, same_size: bool = False):
+def _infer_as_declared(dtype_of: int, same_size: bool = False, same_rank: bool = False):
     def infer(ins, attrs, ctx):
         check("declared" in attrs, "missing attribute 'declared'")
         t = TensorType(tuple(int(d) for d in attrs["declared"]), ins[dtype_of].dtype)
         check(not same_size or t.size == ins[0].size,
               f"declared shape {list(t.shape)} does not hold the input's {ins[0].size} elements")
+        check(not same_rank or len(t.shape) == len(ins[0].shape),
+              f"declared shape {list(t.shape)} does not have the input's rank {len(ins[0].shape)}")
         return [t]
     return infer
 
@@ -347,10 +349,10 @@ DEFS = [
     OpDef("dyn_split", _infer_dyn_split, _dyn_split, _data_cost, "data", (2, 2)),
     OpDef("dyn_squeeze", _infer_as_declared(0, True), _dyn_squeeze, _data_cost, "data", (1, 2)),
     OpDef("dyn_unsqueeze", _infer_as_declared(0, True), _dyn_unsqueeze, _data_cost, "data", (2, 2)),
-    OpDef("dyn_pad", _infer_as_declared(0), _dyn_pad, _data_cost, "data", (2, 4)),
+    OpDef("dyn_pad", _infer_as_declared(0, same_rank=True), _dyn_pad, _data_cost, "data", (2, 4)),
     OpDef("dyn_one_hot", _infer_as_declared(2), _dyn_one_hot, lambda i, o, a: zero_cost([i[0], i[2]], o, a),
           "data", (3, 3)),
-    OpDef("center_crop_pad", _infer_as_declared(0), _center_crop_pad, _data_cost, "data", (2, 2)),
+    OpDef("center_crop_pad", _infer_as_declared(0, same_rank=True), _center_crop_pad, _data_cost, "data", (2, 2)),
     OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
     OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
 ]

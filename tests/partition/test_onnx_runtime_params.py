@@ -381,3 +381,16 @@ def test_unique_is_data_dependent_and_matches_onnxruntime(sorted_, axis):
     n = x.size if axis is None else x.shape[axis]
     assert [o.shape for o in g.outputs[1:]] == [(n,)] * 3
     assert_same(interpret(g, feeds), ref, exact=True)
+
+
+@pytest.mark.parametrize("op,inputs,declared,match", [
+    ("Reshape", [np.zeros((2, 3), np.float32), np.array([7, 7])], (7, 7), "cannot reshape"),
+    ("Squeeze", [np.zeros((2, 1), np.float32), np.array([1])], (3,), "does not hold the input's 2 elements"),
+    ("Pad", [np.zeros((2, 3), np.float32), np.array([1, 1, 1, 1])], (2,), "does not have the input's rank 2"),
+    ("Tile", [np.zeros((2, 3), np.float32), np.array([2, 2])], (5, 6), "declared shape \\[5, 6\\] does not fit"),
+])
+def test_a_declared_shape_that_cannot_be_is_one_line_at_import(op, inputs, declared, match):
+    model, _ = _model(op, inputs, None, [(declared, np.float32)], OPSET)
+    with pytest.raises(OnnxImportError, match=f"node 'n0' \\({op}\\): .*{match}") as e:
+        load_onnx(model.SerializeToString())
+    assert "\n" not in str(e.value)
