@@ -1154,6 +1154,19 @@ def _dequantize(c):
     return c.emit("dequantize_linear", [x, c.need(1)] + ([zp] if zp is not None else []), attrs)
 
 
+def _affine_grid(c):
+    """A constant size gives the output shape; one computed at run time takes the declared one
+    (checked when run)."""
+    theta, sv = c.need(0), c.need(1)
+    if sv.is_const:
+        size = [int(v) for v in np.asarray(sv.data).reshape(-1)]
+        shape = (size[0], *size[2:], len(size) - 2) if len(size) >= 3 else tuple(size)
+    else:
+        shape = c.declared(1, "size")
+    return c.emit("affine_grid", [theta, sv], {"align_corners": bool(int(c.attrs.get("align_corners", 0))),
+                                               "declared": tuple(shape)})
+
+
 def _qlinear_matmul(c):
     return c.emit("qlinear_matmul", [c.need(i) for i in range(8)])
 
@@ -1273,6 +1286,7 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
     "QLinearMatMul": _qlinear_matmul,
+    "AffineGrid": _affine_grid,
     "ScatterND": _scatter_nd,
     "ScatterElements": _scatter_el,
     "OneHot": _one_hot,
