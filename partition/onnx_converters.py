@@ -857,7 +857,8 @@ def _resize_runtime(c: _Ctx, x: Value) -> tuple[dict, list[Value]] | None:
         raise c.fail("exactly one of the scales and sizes inputs must be given")
     if i == 2 and c.attrs.get("coordinate_transformation_mode") == "align_corners":
         # its formula divides by the resized length, fractional for most scales: onnx's reference
-        # uses scale * length and onnxruntime the integer length (import of a constant decides)
+        # uses scale * length, onnxruntime the integer length (constant scales follow onnxruntime
+        # today; at run time the fractional case could not be told apart before it runs)
         raise c.fail("align_corners with scales computed at run time is not supported (onnx's "
                      "reference and onnxruntime disagree where scale * length is fractional)")
     shape = c.declared(i, "scales" if i == 2 else "sizes")
