@@ -105,6 +105,13 @@ class Interpreter:
         stacked = []
         for s, v in zip(scans, body.outputs[1 + k:]):
             stacked.append(np.stack(s) if s else np.zeros((0, *v.shape), dtype=v.dtype))
+        if stacked and "trip_bound" in node.attrs:
+            # a max trip count computed at run time: the declared scan length is exact unless the
+            # body can stop early, then a bound
+            want, exact = int(node.attrs["trip_bound"]), bool(node.attrs.get("trip_exact"))
+            if i > want or (exact and i != want):
+                raise InterpretError(f"node {node.name} (loop): {i} trips at run time, not the declared "
+                                     f"{'scan length' if exact else 'bound'} {want}")
         return carried + stacked
 
 

@@ -15,6 +15,8 @@ from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
+from .ops import OpError, infer_types
+from .ops.nn import resize_targets
 
 
 Converter = Callable[[_Ctx], list]
@@ -353,8 +355,13 @@ def _norm_axes(axes, rank: int) -> tuple[int, ...]:
 def _reduce(op: str, axes_input_from: int) -> Converter:
     def conv(c: _Ctx):
         x = c.need(0)
-        axes = _axes_of(c, axes_input_from, 1)
         keep = bool(c.attrs.get("keepdims", 1))
+        v = c.inp(1)
+        if c.opset >= axes_input_from and v is not None and not v.is_const:
+            # axes computed at run time: typed by the declared output shape, checked when run
+            return c.emit(op, [x, v], {"shape": c.declared(1, "axes"), "keepdims": keep,
+                                       "noop_with_empty_axes": bool(int(c.attrs.get("noop_with_empty_axes", 0)))})
+        axes = _axes_of(c, axes_input_from, 1)
         if not axes:
             if int(c.attrs.get("noop_with_empty_axes", 0)):
                 return [x]
@@ -531,7 +538,20 @@ def _roi_align(c):
                    "mode": c.attrs.get("mode", "avg"), "coordinate_transformation_mode": ctm})
 
 
+_NMS_PARAMS = ("max_output_boxes_per_class", "iou_threshold", "score_threshold")
+
+
 def _nms(c):
+    if any(c.inp(i) is not None and not c.inp(i).is_const for i in (2, 3, 4)):
+        # parameters computed at run time are read then (the output is data-dependent anyway);
+        # its type's bound is every box of every class
+        given = [(name, c.inp(i)) for i, name in zip((2, 3, 4), _NMS_PARAMS) if c.inp(i) is not None]
+        boxes = c.need(0)
+        attrs = {"max_output_boxes_per_class": boxes.shape[1] if len(boxes.shape) == 3 else 0,
+                 "iou_threshold": 0.0, "score_threshold": None,
+                 "center_point_box": int(c.attrs.get("center_point_box", 0)),
+                 "runtime": tuple(name for name, _ in given)}
+        return c.emit("non_max_suppression", [boxes, c.need(1), *(v for _, v in given)], attrs)
     mo, iou, st = c.const(2, "max_output_boxes_per_class"), c.const(3, "iou_threshold"), c.const(4, "score_threshold")
     scalar = lambda a, f: None if a is None else f(np.asarray(a).reshape(-1)[0])  # noqa: E731
     attrs = {"max_output_boxes_per_class": scalar(mo, int) or 0,
@@ -615,11 +635,15 @@ def _loop(c):
     body_gp = c.attrs["body"]
     if c.inp(0) is None:
         raise c.fail("a Loop without a max trip count is not supported (scan outputs need a bound)")
-    c.const(0, "max trip count M")
     trip = c.need(0)
     cond = c.inp(1)
     if cond is None:
         cond = c.graph.add_const(np.array(True), f"{c.name}_cond")
+    attrs = {}
+    if not trip.is_const and c.dyn.bound(trip) is None:
+        attrs = _loop_trip_bound(c, cond)
+    elif not trip.is_const:
+        c.const(0, "max trip count M")
     carried = [v for v in c.ins[2:]]
     if any(v is None for v in carried):
         raise c.fail("empty loop-carried inputs are not supported")
@@ -627,11 +651,33 @@ def _loop(c):
     if len(body_gp.input) != len(leading):
         raise c.fail(f"body takes {len(body_gp.input)} inputs, expected {len(leading)}")
     body, scope = c.imp.import_body(body_gp, c.scope, f"{c.name}_body", leading)
-    trip_v = trip if trip.shape == () and trip.dtype == "int64" else c.graph.add_const(
-        np.array(int(np.asarray(trip.data).reshape(-1)[0]), dtype=np.int64), f"{c.name}_trip")
+    if trip.shape == () and trip.dtype == "int64":
+        trip_v = trip
+    elif trip.is_const:
+        trip_v = c.graph.add_const(np.array(int(np.asarray(trip.data).reshape(-1)[0]), dtype=np.int64), f"{c.name}_trip")
+    else:
+        trip_v = c.emit("reshape", [trip], {"shape": ()}, out_names=c.tmp("trip"))[0]
     cond_v = cond if cond.shape == () else c.emit("reshape", [cond], {"shape": ()}, out_names=c.tmp("cond"))[0]
+    if attrs:
+        # exact unless the body's condition can end the loop early (then the scan outputs are
+        # shape-dynamic, the trip count their bound)
+        always = lambda v: v.is_const and bool(np.asarray(v.data).reshape(-1)[0])  # noqa: E731
+        attrs["trip_exact"] = always(body.outputs[0]) and always(cond)
     return c.emit("loop", [trip_v, cond_v, *carried, *scope.captured],
-                  {"body": body, "num_carried": len(carried)})
+                  {"body": body, "num_carried": len(carried), **attrs})
+
+
+def _loop_trip_bound(c: _Ctx, cond: Value) -> dict:
+    """A max trip count computed at run time: the scan outputs' declared leading dimension stands
+    for it (type, costing); the loop runs the actual count and checks its scan outputs against it."""
+    k = len(c.node.input) - 2
+    scans = [o for o in list(c.node.output)[k:] if o]
+    if not scans:  # no scan outputs: the trip count leaves every shape alone
+        return {"trip_bound": 0}
+    lead = {c.imp.declared[o][0] if c.imp.declared.get(o) else None for o in scans}
+    if None in lead or len(lead) != 1:
+        c.const(0, "max trip count M")  # raises the one-line error naming the node
+    return {"trip_bound": int(lead.pop())}
 
 
 def _check_seq_lens(c: _Ctx, seq: int, batch: int) -> None:
@@ -785,46 +831,55 @@ def _resize_check(c: _Ctx, x: Value) -> None:
 
 
 def _resize_targets(c: _Ctx, x: Value) -> tuple[list[float], list[int]]:
-    """Per-axis scales (float32, as ONNX stores them) and output sizes from the constant scales or
-    sizes input; with sizes, the scale is sizes / input size, as onnxruntime computes it."""
+    """Per-axis scales and output sizes from the constant scales or sizes input."""
     scales, sizes = c.const(2, "scales"), c.const(3, "sizes")
-    scales = None if scales is None or np.size(scales) == 0 else np.asarray(scales, np.float32).reshape(-1)
-    sizes = None if sizes is None or np.size(sizes) == 0 else np.asarray(sizes, np.int64).reshape(-1)
+    scales = None if scales is None or np.size(scales) == 0 else scales
+    sizes = None if sizes is None or np.size(sizes) == 0 else sizes
     if (scales is None) == (sizes is None):
         raise c.fail("exactly one of the scales and sizes inputs must be given")
-    given = scales if scales is not None else sizes
+    by = "scales" if scales is not None else "sizes"
+    try:
+        return resize_targets(x.shape, scales if sizes is None else sizes, by, c.attrs.get("axes"),
+                              c.attrs.get("keep_aspect_ratio_policy", "stretch"))
+    except OpError as e:
+        raise c.fail(str(e).removeprefix("resize: ")) from None
+
+
+def _resize_runtime(c: _Ctx, x: Value) -> tuple[dict, list[Value]] | None:
+    """Scales or sizes computed at run time (a graph input): the output size is the model's declared
+    one, and the resize op checks the actual values give it (and uses their scales) when it runs."""
+    live = [(i, v) for i, v in ((2, c.inp(2)), (3, c.inp(3))) if v is not None and not v.is_const]
+    if not live:
+        return None
+    i, v = live[0]
+    other = c.inp(5 - i)
+    if len(live) > 1 or (other is not None and np.size(other.data) != 0):
+        raise c.fail("exactly one of the scales and sizes inputs must be given")
+    if i == 2 and c.attrs.get("coordinate_transformation_mode") == "align_corners":
+        # its formula divides by the resized length, fractional for most scales: onnx's reference
+        # uses scale * length, onnxruntime the integer length (constant scales follow onnxruntime
+        # today; at run time the fractional case could not be told apart before it runs)
+        raise c.fail("align_corners with scales computed at run time is not supported (onnx's "
+                     "reference and onnxruntime disagree where scale * length is fractional)")
+    shape = c.declared(i, "scales" if i == 2 else "sizes")
+    if len(shape) != 4 or list(shape[:2]) != list(x.shape[:2]):
+        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {list(shape)}")
     axes = c.attrs.get("axes")
-    # in the given order, not sorted: scales/sizes pair with the axes as listed (axes=[3, 2])
-    axes = list(range(4)) if axes is None else [int(v) + 4 if int(v) < 0 else int(v) for v in axes]
-    if len(given) != len(axes):
-        raise c.fail(f"{'scales' if sizes is None else 'sizes'} {given.tolist()} has {len(given)} entries for "
-                     f"{len(axes)} axes")
-    sc = [np.float32(1.0)] * 4
-    out = list(x.shape)
-    policy = c.attrs.get("keep_aspect_ratio_policy", "stretch")
-    if sizes is not None and policy != "stretch":
-        # one scale for all the given axes, the largest (not_smaller) or smallest (not_larger)
-        # that fits, and sizes rounded half up from it (the spec)
-        ratios = [float(v) / x.shape[ax] for ax, v in zip(axes, given)]
-        r = min(ratios) if policy == "not_larger" else max(ratios)
-        for ax in axes:
-            sc[ax], out[ax] = np.float32(r), int(math.floor(r * x.shape[ax] + 0.5))
-        given = []
-    for ax, v in zip(axes, given):
-        if scales is not None:
-            sc[ax], out[ax] = v, int(v * np.float32(x.shape[ax]))
-        else:
-            sc[ax], out[ax] = np.float32(v) / np.float32(x.shape[ax]), int(v)
-    if out[:2] != list(x.shape[:2]):
-        raise c.fail(f"only the spatial axes of NCHW can be resized; input {list(x.shape)} -> {out}")
-    return [float(s) for s in sc], out
+    return ({"size": tuple(shape[2:]), "by": "scales" if i == 2 else "sizes",
+             "axes": None if axes is None else tuple(int(a) for a in axes),
+             "policy": c.attrs.get("keep_aspect_ratio_policy", "stretch")}, [v])
 
 
 def _resize(c):
     x = c.need(0)
     _resize_check(c, x)
-    scales, out = _resize_targets(c, x)
-    attrs = {"mode": c.attrs.get("mode", "nearest"), "size": tuple(out[2:]), "scales": tuple(scales[2:]),
+    runtime = _resize_runtime(c, x)
+    if runtime is None:
+        scales, out = _resize_targets(c, x)
+        attrs, extra = {"size": tuple(out[2:]), "scales": tuple(scales[2:])}, []
+    else:
+        attrs, extra = runtime
+    attrs = {**attrs, "mode": c.attrs.get("mode", "nearest"),
              "coordinate_transformation_mode": c.attrs.get("coordinate_transformation_mode", "half_pixel"),
              "nearest_mode": c.attrs.get("nearest_mode", "round_prefer_floor")}
     if attrs["mode"] == "cubic":
@@ -832,7 +887,7 @@ def _resize(c):
         attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
     if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
         attrs["antialias"] = True
-    return c.emit("resize", [x], attrs)
+    return c.emit("resize", [x, *extra], attrs)
 
 
 def _instance_norm(c):
@@ -907,6 +962,9 @@ def _dft(c):
     dft_length is an input in both."""
     x = c.need(0)
     rank = len(x.shape)
+    av = c.inp(2)
+    if c.opset >= 20 and av is not None and not av.is_const:
+        return _dft_runtime_axis(c, x, av)
     if c.opset >= 20:
         a = c.const(2, "axis")
         axis = -2 if a is None else int(np.asarray(a).reshape(-1)[0])
@@ -918,6 +976,44 @@ def _dft(c):
     if n is not None:
         attrs["length"] = int(np.asarray(n).reshape(-1)[0])
     return c.emit("dft", [x], attrs)
+
+
+def _window(kind: str) -> Converter:
+    """Hann/Hamming/BlackmanWindow: a constant size folds; one computed at run time takes the
+    declared length (checked when run)."""
+    def conv(c: _Ctx):
+        sv = c.need(0)
+        if sv.is_const:
+            length = int(np.asarray(sv.data).reshape(-1)[0])
+        else:
+            shape = c.declared(0, "size")
+            if len(shape) != 1:
+                raise c.fail(f"the declared shape {list(shape)} is not 1-D")
+            length = shape[0]
+        dtype = _np_dtype(int(c.attrs.get("output_datatype", 1))).name
+        return c.emit("window", [sv], {"kind": kind, "periodic": bool(int(c.attrs.get("periodic", 1))),
+                                       "dtype": dtype, "length": length})
+    return conv
+
+
+def _dft_runtime_axis(c: _Ctx, x: Value, av: Value) -> list[Value]:
+    """An axis computed at run time: typed (and costed) along the first signal axis that gives the
+    declared output shape; the op reads the actual axis when it runs and checks the shape."""
+    shape = c.declared(2, "axis")
+    rank = len(x.shape)
+    n = c.const(1, "dft_length")
+    base = {"inverse": bool(int(c.attrs.get("inverse", 0))), "onesided": bool(int(c.attrs.get("onesided", 0))),
+            "declared": shape}
+    if n is not None:
+        base["length"] = int(np.asarray(n).reshape(-1)[0])
+    for axis in range(rank - 1):
+        try:
+            fits = infer_types("dft", [x.type], dict(base, axis=axis))[0].shape == shape
+        except OpError:
+            fits = False
+        if fits:
+            return c.emit("dft", [x, av], dict(base, axis=axis))
+    raise c.fail(f"no signal axis of input {list(x.shape)} gives the declared shape {list(shape)}")
 
 
 def _linear_attention(c):
@@ -1059,6 +1155,23 @@ def _dequantize(c):
     return c.emit("dequantize_linear", [x, c.need(1)] + ([zp] if zp is not None else []), attrs)
 
 
+def _affine_grid(c):
+    """A constant size gives the output shape; one computed at run time takes the declared one
+    (checked when run)."""
+    theta, sv = c.need(0), c.need(1)
+    if sv.is_const:
+        size = [int(v) for v in np.asarray(sv.data).reshape(-1)]
+        shape = (size[0], *size[2:], len(size) - 2) if len(size) >= 3 else tuple(size)
+    else:
+        shape = c.declared(1, "size")
+    return c.emit("affine_grid", [theta, sv], {"align_corners": bool(int(c.attrs.get("align_corners", 0))),
+                                               "declared": tuple(shape)})
+
+
+def _qlinear_matmul(c):
+    return c.emit("qlinear_matmul", [c.need(i) for i in range(8)])
+
+
 def _scatter_nd(c):
     return c.emit("scatter_nd", [c.need(0), c.need(1), c.need(2)], {"reduction": c.attrs.get("reduction", "none")})
 
@@ -1116,6 +1229,9 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     **{k: _unary(v) for k, v in _UNARY.items()},
     **{k: _binary(v) for k, v in _BINARY.items()},
     # ReduceSum took axes as an input from opset 13, the others from opset 18
+    "HannWindow": _window("hann"),
+    "HammingWindow": _window("hamming"),
+    "BlackmanWindow": _window("blackman"),
     "ReduceMean": _reduce("reduce_mean", 18),
     "ReduceMax": _reduce("reduce_max", 18),
     "ReduceSum": _reduce("reduce_sum", 13),
@@ -1170,6 +1286,8 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LRN": _lrn,
     "QuantizeLinear": _quantize,
     "DequantizeLinear": _dequantize,
+    "QLinearMatMul": _qlinear_matmul,
+    "AffineGrid": _affine_grid,
     "ScatterND": _scatter_nd,
     "ScatterElements": _scatter_el,
     "OneHot": _one_hot,

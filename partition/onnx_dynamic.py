@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .onnx_import import _Ctx
 
 # Ops whose outputs may be shorter at run time than their type, whatever their inputs.
-SOURCES = frozenset({"non_zero", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
+SOURCES = frozenset({"non_zero", "compress", "unique", "non_max_suppression", "dyn_reshape", "dyn_slice", "dyn_topk",
                      "dyn_expand", "dyn_tile", "dyn_split", "constant_of_shape", "range", "roi_align"})
 # Ops whose output shape never depends on their input's run-time shape.
 _SHAPE_STATIC = frozenset({"shape", "size"})
@@ -72,7 +72,9 @@ class DynInfo:
 
     def after_node(self, op: str, attrs: dict, inputs: list[Value], outputs: list[Value], compute) -> None:
         """Facts of a new node's outputs."""
-        shaped = op in SOURCES or (op not in _SHAPE_STATIC and any(self.is_shaped(v) for v in inputs))
+        # a run-time form typed by the model's declared shape is checked to give exactly that shape
+        source = op in SOURCES and "declared" not in attrs
+        shaped = source or (op not in _SHAPE_STATIC and any(self.is_shaped(v) for v in inputs))
         if op == "if":
             t, e = attrs["then_branch"].outputs, attrs["else_branch"].outputs
             shaped = shaped or any(a.shape != b.shape or self.is_shaped(a) or self.is_shaped(b)
@@ -120,6 +122,16 @@ def _bound_or_const(c: "_Ctx", i: int, what: str) -> tuple[np.ndarray | None, bo
     return b, True
 
 
+def _unbound(c: "_Ctx", *idx: int) -> bool:
+    """Whether any of inputs ``idx`` is computed at run time with no bound (e.g. a graph input):
+    then the run-time form is typed by the model's declared output shape (``c.declared``)."""
+    for i in idx:
+        v = c.inp(i)
+        if v is not None and not v.is_const and c.dyn.bound(v) is None:
+            return True
+    return False
+
+
 def _ints(a) -> tuple[int, ...]:
     return tuple(int(x) for x in np.asarray(a).reshape(-1))
 
@@ -144,12 +156,29 @@ def _size(c):
     return out
 
 
+def _compress(c):
+    axis = c.attrs.get("axis")
+    return c.emit("compress", [c.need(0), c.need(1)], {"axis": None if axis is None else int(axis)})
+
+
+def _unique(c):
+    axis = c.attrs.get("axis")
+    outs = c.emit("unique", [c.need(0)], {"axis": None if axis is None else int(axis),
+                                          "sorted": bool(int(c.attrs.get("sorted", 1)))},
+                  out_names=[o or f"{c.name}_unused{i}" for i, o in enumerate(list(c.node.output) + [""] * 4)][:4])
+    return outs[:len(c.node.output)]
+
+
 def _nonzero(c):
     return c.emit("non_zero", [c.need(0)])
 
 
 def _reshape(c):
     x = c.need(0)
+    if _unbound(c, 1):
+        shape = c.declared(1, "shape")
+        return c.emit("dyn_reshape", [x, c.need(1)], {"shape": shape, "declared": shape,
+                                                       "allowzero": bool(int(c.attrs.get("allowzero", 0)))})
     target, dynamic = _bound_or_const(c, 1, "shape")
     if not dynamic and not c.dyn.is_shaped(x):
         return _STATIC["Reshape"](c)
@@ -169,6 +198,13 @@ def _reshape(c):
 def _slice(c):
     if c.opset < 10:
         return _STATIC["Slice"](c)
+    if _unbound(c, 1, 2, 3, 4):
+        shape = c.declared(next(i for i in range(1, 5) if _unbound(c, i)), "starts/ends/axes/steps")
+        x = c.need(0)
+        ins = [x, c.need(1), c.need(2)] + [v for v in (c.inp(3), c.inp(4)) if v is not None]
+        attrs = {"starts": (0,) * len(shape), "ends": shape, "declared": shape,
+                 "axes_input": c.inp(3) is not None, "steps_input": c.inp(4) is not None}
+        return c.emit("dyn_slice", ins, attrs)
     starts, d1 = _bound_or_const(c, 1, "starts")
     ends, d2 = _bound_or_const(c, 2, "ends")
     if not (d1 or d2):
@@ -184,6 +220,16 @@ def _slice(c):
 def _topk(c):
     if c.opset < 10:
         return _STATIC["TopK"](c)
+    if _unbound(c, 1):
+        x = c.need(0)
+        shape = c.declared(1, "K")
+        axis = int(c.attrs.get("axis", -1))
+        axis = axis + len(x.shape) if axis < 0 else axis
+        if not 0 <= axis < len(shape):
+            raise c.fail(f"axis {axis} is out of range for the declared shape {list(shape)}")
+        attrs = {"k": shape[axis], "axis": axis, "declared": shape, "largest": bool(c.attrs.get("largest", 1)),
+                 "sorted": bool(c.attrs.get("sorted", 1))}
+        return c.emit("dyn_topk", [x, c.need(1)], attrs)
     k, dynamic = _bound_or_const(c, 1, "K")
     if not dynamic:
         return _STATIC["TopK"](c)
@@ -209,6 +255,9 @@ def _split(c):
 
 
 def _expand(c):
+    if _unbound(c, 1):
+        shape = c.declared(1, "shape")
+        return c.emit("dyn_expand", [c.need(0), c.need(1)], {"shape": shape, "declared": shape})
     shape, dynamic = _bound_or_const(c, 1, "shape")
     if not dynamic:
         return _STATIC["Expand"](c)
@@ -216,6 +265,10 @@ def _expand(c):
 
 
 def _tile(c):
+    if _unbound(c, 1):
+        x, shape = c.need(0), c.declared(1, "repeats")
+        reps = tuple(s // d if d else 1 for s, d in zip(shape, x.shape))
+        return c.emit("dyn_tile", [x, c.need(1)], {"repeats": reps, "declared": shape})
     reps, dynamic = _bound_or_const(c, 1, "repeats")
     if not dynamic:
         return _STATIC["Tile"](c)
@@ -223,17 +276,27 @@ def _tile(c):
 
 
 def _const_of_shape(c):
-    shape, dynamic = _bound_or_const(c, 0, "shape")
+    if _unbound(c, 0):
+        shape, dynamic = c.declared(0, "shape"), True
+    else:
+        shape, dynamic = _bound_or_const(c, 0, "shape")
     if not dynamic:
         return _STATIC["ConstantOfShape"](c)
     from onnx import numpy_helper
     value = c.attrs.get("value")
     fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
-    return c.emit("constant_of_shape", [c.need(0)],
-                  {"shape": _ints(shape), "value": fill[0].item(), "dtype": fill.dtype.name})
+    attrs = {"shape": _ints(shape), "value": fill[0].item(), "dtype": fill.dtype.name}
+    if _unbound(c, 0):
+        attrs["declared"] = attrs["shape"]
+    return c.emit("constant_of_shape", [c.need(0)], attrs)
 
 
 def _range(c):
+    if _unbound(c, 0, 1, 2):
+        shape = c.declared(next(i for i in range(3) if _unbound(c, i)), "start/limit/delta")
+        if len(shape) != 1:
+            raise c.fail(f"the declared shape {list(shape)} is not 1-D")
+        return c.emit("range", [c.need(0), c.need(1), c.need(2)], {"length": shape[0], "declared": shape})
     got = [_bound_or_const(c, i, n) for i, n in enumerate(("start", "limit", "delta"))]
     if not any(d for _, d in got):
         return _STATIC["Range"](c)
@@ -244,9 +307,67 @@ def _range(c):
     return c.emit("range", [c.need(0), c.need(1), c.need(2)], {"length": length})
 
 
+def _squeeze(c):
+    if c.opset < 13 or not _unbound(c, 1):
+        return _STATIC["Squeeze"](c)
+    return c.emit("dyn_squeeze", [c.need(0), c.need(1)], {"declared": c.declared(1, "axes")})
+
+
+def _unsqueeze(c):
+    if c.opset < 13 or not _unbound(c, 1):
+        return _STATIC["Unsqueeze"](c)
+    return c.emit("dyn_unsqueeze", [c.need(0), c.need(1)], {"declared": c.declared(1, "axes")})
+
+
+def _pad(c):
+    if c.opset < 11 or not _unbound(c, 1, 2, 3):
+        return _STATIC["Pad"](c)
+    shape = c.declared(next(i for i in (1, 2, 3) if _unbound(c, i)), "pads/constant_value/axes")
+    value, axes = c.inp(2), c.inp(3) if c.opset >= 18 else None
+    ins = [c.need(0), c.need(1)] + [v for v in (value, axes) if v is not None]
+    return c.emit("dyn_pad", ins, {"declared": shape, "mode": c.attrs.get("mode", "constant"),
+                                   "value_input": value is not None, "axes_input": axes is not None})
+
+
+def _one_hot(c):
+    if not _unbound(c, 1):
+        return _STATIC["OneHot"](c)
+    idx = c.need(0)
+    shape = c.declared(1, "depth")
+    axis = int(c.attrs.get("axis", -1))
+    axis = axis + len(idx.shape) + 1 if axis < 0 else axis
+    if len(shape) != len(idx.shape) + 1 or not 0 <= axis < len(shape):
+        raise c.fail(f"the declared shape {list(shape)} does not fit indices of shape {list(idx.shape)}")
+    return c.emit("dyn_one_hot", [idx, c.need(1), c.need(2)], {"depth": shape[axis], "axis": axis, "declared": shape})
+
+
+def _center_crop_pad(c):
+    """A constant target shape gives the output shape; one computed at run time takes the declared
+    one (checked when run)."""
+    x, tv = c.need(0), c.need(1)
+    rank = len(x.shape)
+    axes = c.attrs.get("axes")
+    axes = tuple(range(rank)) if axes is None else tuple(int(a) + rank if int(a) < 0 else int(a) for a in axes)
+    if any(not 0 <= a < rank for a in axes) or len(set(axes)) != len(axes):
+        raise c.fail(f"axes {list(c.attrs.get('axes'))} are invalid for rank {rank}")
+    if tv.is_const:
+        target = _ints(tv.data)
+        if len(target) != len(axes):
+            raise c.fail(f"shape {list(target)} has {len(target)} entries for {len(axes)} axes")
+        shape = list(x.shape)
+        for a, t in zip(axes, target):
+            shape[a] = t
+        shape = tuple(shape)
+    else:
+        shape = c.declared(1, "shape")
+    return c.emit("center_crop_pad", [x, tv], {"axes": axes, "declared": shape})
+
+
 CONVERTERS = {
     **_STATIC,
     "NonZero": _nonzero,
+    "Compress": _compress,
+    "Unique": _unique,
     "Shape": _shape,
     "Size": _size,
     "Reshape": _reshape,
@@ -257,4 +378,9 @@ CONVERTERS = {
     "Tile": _tile,
     "ConstantOfShape": _const_of_shape,
     "Range": _range,
+    "Squeeze": _squeeze,
+    "Unsqueeze": _unsqueeze,
+    "Pad": _pad,
+    "OneHot": _one_hot,
+    "CenterCropPad": _center_crop_pad,
 }

@@ -359,6 +359,14 @@ def _attr_dict(node) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- importer
 
+# ONNX ops whose output always has the shape of their first input (elementwise unary, casts).
+_SAME_SHAPE = frozenset({
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Cast", "CastLike", "Ceil", "Celu",
+    "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN",
+    "LeakyRelu", "Log", "Mish", "Neg", "Not", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin",
+    "Sinh", "Softplus", "Softsign", "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"})
+
+
 class _Importer:
     def __init__(self, opset: int, filled: dict[str, np.ndarray], label: str,
                  input_shapes: dict[str, Sequence[int]] | None = None):
@@ -367,6 +375,9 @@ class _Importer:
         self.label = label
         self.input_shapes = input_shapes or {}
         self.transposed: dict[tuple[int, int], Value] = {}  # (graph, MatMul weight) ids -> [N, K] copy
+        # Fully static shapes the model declares (graph outputs, value_info), by value name: the
+        # type of an op whose shape parameter is computed at run time (checked when it runs).
+        self.declared: dict[str, tuple[int, ...]] = {}
 
     def _tensor(self, t) -> np.ndarray:
         from onnx import numpy_helper
@@ -424,7 +435,23 @@ class _Importer:
         for st in gp.sparse_initializer:
             raise OnnxImportError(f"sparse initializer '{st.values.name}' is not supported")
 
+    def _declare(self, gp) -> None:
+        for vi in list(gp.output) + list(gp.value_info):
+            if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+                continue
+            dims = vi.type.tensor_type.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                self.declared[vi.name] = tuple(int(d.dim_value) for d in dims)
+        # An op whose output has its first input's shape passes a declaration back to that input
+        # (the reduction inside an expanded ReduceL2: ReduceSum -> Cast -> Sqrt -> CastLike -> output);
+        # consumers come after producers, so one pass in reverse follows a chain.
+        for node in reversed(gp.node):
+            if (node.op_type in _SAME_SHAPE and node.domain in ("", "ai.onnx") and node.input and node.output
+                    and node.output[0] in self.declared and node.input[0] not in self.declared):
+                self.declared[node.input[0]] = self.declared[node.output[0]]
+
     def _nodes(self, gp, scope: _Scope) -> None:
+        self._declare(gp)
         for node in gp.node:
             op_type = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
             conv = CONVERTERS.get(op_type)
@@ -510,6 +537,17 @@ class _Ctx:
             raise self.fail(f"{what} input '{self.node.input[i]}' must be a constant "
                             f"(it is computed at run time); the IR keeps it as a static attribute")
         return v.data
+
+    def declared(self, i: int, what: str) -> tuple[int, ...]:
+        """The shape the model declares for this node's output 0, standing in for the static value
+        of input ``i`` that is computed at run time (the op checks the actual value gives exactly
+        this shape when it runs). Without a fully static declared shape, or when another input's
+        size is data-dependent, it is the usual static-input error."""
+        out = self.node.output[0] if self.node.output else ""
+        shape = self.imp.declared.get(out)
+        if shape is None or any(self.dyn.is_shaped(v) for v in self.ins):
+            self.const(i, what)  # raises the one-line error naming the node
+        return shape
 
     def emit(self, op: str, inputs: list[Value], attrs: dict | None = None, *, out_names: list[str] | None = None,
              node_name: str | None = None) -> list[Value]:

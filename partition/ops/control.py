@@ -14,6 +14,8 @@ Conventions (closed sub-graphs, see ``partition.ir``):
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..ir import TensorType
 from .base import OpCost, OpDef, check
 
@@ -48,8 +50,10 @@ def _infer_loop(ins, attrs, ctx):
     check(len(body.inputs) == len(ins), f"loop body takes {len(body.inputs)} inputs, node passes {len(ins)}")
     check(len(body.outputs) >= 1 + k, "loop body must return cond and every carried value")
     trip = ctx.consts[0] if ctx.consts else None
+    if trip is None and "trip_bound" in attrs:  # computed at run time: the model's declared count
+        trip = attrs["trip_bound"]
     check(trip is not None, "loop max trip count must be a constant (needed to bound scan outputs)")
-    trip = int(trip.reshape(-1)[0])
+    trip = int(np.asarray(trip).reshape(-1)[0])
     carried = [v.type for v in body.outputs[1:1 + k]]
     for i, (a, b) in enumerate(zip(ins[2:2 + k], carried)):
         check(a == b, f"loop carried value {i} enters as {a} but the body returns {b}")

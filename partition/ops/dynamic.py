@@ -48,6 +48,68 @@ def _cost_non_zero(ins, outs, attrs):
     return OpCost(0, ins[0].size, ins[0].nbytes, outs[0].nbytes)
 
 
+# ---------------------------------------------------------------------------- compress
+def _compress_axis(x: TensorType, attrs) -> int | None:
+    axis = attrs.get("axis")
+    return None if axis is None else _tensor.norm_axis(axis, len(x.shape), "compress")
+
+
+def _infer_compress(ins, attrs, ctx):
+    x, cond = ins
+    check(len(cond.shape) == 1, f"compress: condition must be 1-D, got shape {list(cond.shape)}")
+    axis = _compress_axis(x, attrs)
+    # Upper bound: every selected element (as many as the condition reaches) is kept.
+    if axis is None:
+        return [TensorType((min(cond.size, x.size),), x.dtype)]
+    return [TensorType(tuple(min(cond.size, d) if i == axis else d for i, d in enumerate(x.shape)), x.dtype)]
+
+
+def _compress(args, attrs):
+    """ONNX Compress: the slices (or, without axis, the flattened elements) where the condition is
+    true; a condition shorter than the axis leaves the rest out."""
+    x, cond = np.asarray(args[0]), np.asarray(args[1]).astype(bool).reshape(-1)
+    axis = attrs.get("axis")
+    if axis is None:
+        flat = x.reshape(-1)
+        check(cond.size <= flat.size, f"compress: condition of {cond.size} for {flat.size} elements")
+        return [flat[:cond.size][cond]]
+    axis = _tensor.norm_axis(axis, x.ndim, "compress")
+    check(cond.size <= x.shape[axis], f"compress: condition of {cond.size} for an axis of {x.shape[axis]}")
+    return [np.compress(cond, x, axis=axis)]
+
+
+# ---------------------------------------------------------------------------- unique
+def _infer_unique(ins, attrs, ctx):
+    x = ins[0]
+    axis = attrs.get("axis")
+    if axis is None:
+        n, y = x.size, (x.size,)
+    else:
+        axis = _tensor.norm_axis(axis, len(x.shape), "unique")
+        n, y = x.shape[axis], x.shape
+    # Upper bound: every element (slice) distinct. inverse_indices is exact: one per element (slice).
+    return [TensorType(y, x.dtype), TensorType((n,), "int64"), TensorType((n,), "int64"), TensorType((n,), "int64")]
+
+
+def _unique(args, attrs):
+    """ONNX Unique: sorted ascending, or (sorted=0) in order of first occurrence; outputs Y, the
+    first index of each, each element's index into Y, and the counts."""
+    x = np.asarray(args[0])
+    axis = attrs.get("axis")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = _tensor.norm_axis(axis, x.ndim, "unique")
+    y, first, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True, axis=axis)
+    inverse = np.asarray(inverse).reshape(-1)
+    if not attrs.get("sorted", True):
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        first, counts, inverse = first[order], counts[order], rank[inverse]
+        y = np.take(x, first, axis=axis)
+    return [y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)]
+
+
 # ---------------------------------------------------------------------------- shape, size
 def _shape_slice(rank: int, attrs) -> slice:
     start, end = int(attrs.get("start", 0)), attrs.get("end")
@@ -91,6 +153,11 @@ def _dyn_reshape(args, attrs):
 def _dyn_slice(args, attrs):
     x = np.asarray(args[0])
     a = dict(attrs, starts=_ints(args[1], "dyn_slice", "starts"), ends=_ints(args[2], "dyn_slice", "ends"))
+    rest = list(args[3:])  # axes and steps computed at run time (typed by the declared shape)
+    if attrs.get("axes_input"):
+        a["axes"] = _ints(rest.pop(0), "dyn_slice", "axes")
+    if attrs.get("steps_input"):
+        a["steps"] = _ints(rest.pop(0), "dyn_slice", "steps")
     return _tensor._slice([x], a)
 
 
@@ -159,17 +226,120 @@ def _range(args, attrs):
     return [out]
 
 
+def _declared(d: OpDef) -> OpDef:
+    """An op whose static parameter came from the model's declared output shape (attribute
+    ``declared``, set when the parameter is a graph input or other run-time value with no bound):
+    the static attributes must give exactly that shape, and so must the actual values at run time.
+    Without ``declared`` the op is unchanged (its bound check applies)."""
+    def infer(ins, attrs, ctx):
+        types = d.infer(ins, attrs, ctx)
+        if "declared" in attrs:
+            want = tuple(int(v) for v in attrs["declared"])
+            check(tuple(types[0].shape) == want, f"{d.name}: declared shape {list(want)} does not fit "
+                                                 f"the input (it gives {list(types[0].shape)})")
+        return types
+
+    def compute(args, attrs):
+        outs = d.compute(args, attrs)
+        if "declared" in attrs:
+            got, want = tuple(np.shape(outs[0])), tuple(int(v) for v in attrs["declared"])
+            check(got == want, f"{d.name}: the values computed at run time give shape {list(got)}, "
+                               f"not the declared {list(want)}")
+        return outs
+
+    return OpDef(d.name, infer, compute, d.cost, d.category, d.num_inputs)
+
+
 def _data_cost(ins, outs, attrs):
     return zero_cost(ins[:1], outs, attrs)
 
 
+# ---------------------------------------------------------------------------- dyn_squeeze, dyn_unsqueeze, dyn_pad, dyn_one_hot
+# Forms whose parameter (axes, pads, depth) is a run-time value with no bound: typed by the model's
+# declared output shape (attribute ``declared``, checked exactly by ``_declared``).
+def _infer_as_declared(dtype_of: int, same_size: bool = False, same_rank: bool = False):
+    def infer(ins, attrs, ctx):
+        check("declared" in attrs, "missing attribute 'declared'")
+        t = TensorType(tuple(int(d) for d in attrs["declared"]), ins[dtype_of].dtype)
+        check(not same_size or t.size == ins[0].size,
+              f"declared shape {list(t.shape)} does not hold the input's {ins[0].size} elements")
+        check(not same_rank or len(t.shape) == len(ins[0].shape),
+              f"declared shape {list(t.shape)} does not have the input's rank {len(ins[0].shape)}")
+        return [t]
+    return infer
+
+
+def _dyn_squeeze(args, attrs):
+    x = np.asarray(args[0])
+    axes = _ints(args[1], "dyn_squeeze", "axes") if len(args) > 1 else None
+    return [np.squeeze(x, axis=_tensor._squeeze_axes(x.shape, {"axes": axes}))]
+
+
+def _dyn_unsqueeze(args, attrs):
+    x = np.asarray(args[0])
+    return [x.reshape(_tensor._unsqueeze_shape(x.shape, {"axes": _ints(args[1], "dyn_unsqueeze", "axes")}))]
+
+
+def _dyn_pad(args, attrs):
+    """ONNX Pad's inputs as given (pads, then constant_value and axes where ``value_input`` and
+    ``axes_input`` say they are present)."""
+    x = np.asarray(args[0])
+    rank, rest = x.ndim, list(args[2:])
+    pads = list(_ints(args[1], "dyn_pad", "pads"))
+    value = np.asarray(rest.pop(0)).reshape(-1) if attrs.get("value_input") else np.zeros(0)
+    if attrs.get("axes_input"):
+        axes = [a + rank if a < 0 else a for a in _ints(rest.pop(0), "dyn_pad", "axes")]
+        check(len(pads) == 2 * len(axes), f"dyn_pad: {len(pads)} pads for {len(axes)} axes")
+        full = [0] * (2 * rank)
+        for j, a in enumerate(axes):
+            check(0 <= a < rank, f"dyn_pad: axis {a} is out of range for rank {rank}")
+            full[a], full[rank + a] = pads[j], pads[len(axes) + j]
+        pads = full
+    check(len(pads) == 2 * rank, f"dyn_pad: {len(pads)} pads for rank {rank}")
+    return _tensor._pad([x], {"pads": tuple(pads), "mode": attrs.get("mode", "constant"),
+                              "value": value[0].item() if value.size else 0.0})
+
+
+def _center_crop_pad(args, attrs):
+    """ONNX CenterCropPad: each listed axis cropped or zero-padded to its target size around the
+    centre (an odd difference leaves the extra element at the end)."""
+    x = np.asarray(args[0])
+    target = _ints(args[1], "center_crop_pad", "shape")
+    axes = tuple(range(x.ndim)) if attrs.get("axes") is None else tuple(int(a) for a in attrs["axes"])
+    check(len(target) == len(axes), f"center_crop_pad: shape has {len(target)} entries for {len(axes)} axes")
+    crop, place = [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    out = list(x.shape)
+    for a, t in zip(axes, target):
+        d = x.shape[a]
+        check(t >= 0, f"center_crop_pad: target size {t} is negative")
+        lo = abs(d - t) // 2
+        if t < d:
+            crop[a] = slice(lo, lo + t)
+        elif t > d:
+            place[a] = slice(lo, lo + d)
+        out[a] = t
+    y = np.zeros(out, x.dtype)
+    y[tuple(place)] = x[tuple(crop)]
+    return [y]
+
+
+def _dyn_one_hot(args, attrs):
+    depth = np.asarray(args[1]).reshape(-1)
+    check(depth.size == 1, f"dyn_one_hot: depth must hold one value, got {depth.size}")
+    # a float depth is cast to int64, as the spec says
+    return _tensor._one_hot([args[0], args[2]], dict(attrs, depth=int(depth[0])))
+
+
 DEFS = [
     OpDef("non_zero", _infer_non_zero, _non_zero, _cost_non_zero, "data", (1, 1)),
+    OpDef("unique", _infer_unique, _unique, lambda i, o, a: OpCost(0, i[0].size, i[0].nbytes, sum(t.nbytes for t in o)),
+          "data", (1, 1)),
+    OpDef("compress", _infer_compress, _compress, _data_cost, "data", (2, 2)),
     OpDef("shape", _infer_shape, _shape, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("size", lambda i, a, c: [TensorType((), "int64")], _size, lambda i, o, a: OpCost(), "data", (1, 1)),
     OpDef("dyn_reshape", lambda i, a, c: _tensor._same(i, _tensor._reshape_target(i[0].shape, a)),
           _dyn_reshape, _data_cost, "data", (2, 2)),
-    OpDef("dyn_slice", lambda i, a, c: _tensor._infer_slice(i[:1], a, c), _dyn_slice, _data_cost, "data", (3, 3)),
+    OpDef("dyn_slice", lambda i, a, c: _tensor._infer_slice(i[:1], a, c), _dyn_slice, _data_cost, "data", (3, 5)),
     OpDef("dyn_topk", lambda i, a, c: _nn._infer_topk(i[:1], a, c), _dyn_topk,
           lambda i, o, a: _nn._cost_topk(i[:1], o, a), "data", (2, 2)),
     OpDef("dyn_expand", lambda i, a, c: _tensor._same(i, _tensor._expand_shape(i[0].shape, a)),
@@ -177,6 +347,14 @@ DEFS = [
     OpDef("dyn_tile", lambda i, a, c: _tensor._same(i, [d * r for d, r in zip(i[0].shape, _tensor._tile_reps(i[0].shape, a))]),
           _dyn_tile, _data_cost, "data", (2, 2)),
     OpDef("dyn_split", _infer_dyn_split, _dyn_split, _data_cost, "data", (2, 2)),
+    OpDef("dyn_squeeze", _infer_as_declared(0, True), _dyn_squeeze, _data_cost, "data", (1, 2)),
+    OpDef("dyn_unsqueeze", _infer_as_declared(0, True), _dyn_unsqueeze, _data_cost, "data", (2, 2)),
+    OpDef("dyn_pad", _infer_as_declared(0, same_rank=True), _dyn_pad, _data_cost, "data", (2, 4)),
+    OpDef("dyn_one_hot", _infer_as_declared(2), _dyn_one_hot, lambda i, o, a: zero_cost([i[0], i[2]], o, a),
+          "data", (3, 3)),
+    OpDef("center_crop_pad", _infer_as_declared(0, same_rank=True), _center_crop_pad, _data_cost, "data", (2, 2)),
     OpDef("constant_of_shape", _infer_cos, _constant_of_shape, lambda i, o, a: zero_cost([], o, a), "data", (1, 1)),
     OpDef("range", _infer_range, _range, lambda i, o, a: zero_cost([], o, a), "data", (3, 3)),
 ]
+DEFS = [_declared(d) if d.name.startswith("dyn_") or d.name in ("constant_of_shape", "range", "center_crop_pad") else d
+        for d in DEFS]

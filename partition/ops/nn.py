@@ -282,6 +282,35 @@ def _cost_matmul(ins, outs, attrs):
     return OpCost(macs, 2 * macs, _nbytes(ins), _nbytes(outs))
 
 
+def _infer_qlinear_matmul(ins, attrs, ctx):
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = ins
+    for what, t in (("a", a), ("b", b), ("y_zero_point", y_zp)):
+        check(t.dtype in ("int8", "uint8"), f"qlinear_matmul: {what} must be int8 or uint8, got {t.dtype}")
+    check(a_zp.dtype == a.dtype and b_zp.dtype == b.dtype,
+          "qlinear_matmul: a zero point must have its operand's type")
+    for what, t in (("a_scale", a_s), ("b_scale", b_s), ("y_scale", y_s)):
+        _float("qlinear_matmul", t, what)
+    out, *_ = _matmul_shape("qlinear_matmul", a.shape, b.shape)
+    return [TensorType(out, y_zp.dtype)]
+
+
+def _qlinear_matmul(args, attrs):
+    """ONNX QLinearMatMul as its reference: the integer product of the zero-point-shifted operands,
+    times a_scale * b_scale / y_scale (in the scales' type), plus y_zero_point, rounded half to
+    even and saturated."""
+    a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp = (np.asarray(v) for v in args)
+    acc = np.matmul(a.astype(np.int32) - a_zp.astype(np.int32), b.astype(np.int32) - b_zp.astype(np.int32))
+    y = acc * (a_s * b_s / y_s) + y_zp
+    info = np.iinfo(y_zp.dtype)
+    return [np.clip(np.rint(y), info.min, info.max).astype(y_zp.dtype)]
+
+
+def _cost_qlinear_matmul(ins, outs, attrs):
+    _, m, k, n, batch = _matmul_shape("qlinear_matmul", ins[0].shape, ins[3].shape)
+    macs = int(np.prod(batch, dtype=np.int64)) * m * k * n
+    return OpCost(macs, 2 * macs + 3 * outs[0].size, _nbytes(ins), _nbytes(outs))
+
+
 def _infer_dense(ins, attrs, ctx):
     x, w = ins[0], ins[1]
     check(len(x.shape) >= 1, "dense: input must have rank >= 1")
@@ -775,6 +804,36 @@ def _infer_resize(ins, attrs, ctx):
     return [TensorType(x.shape[:2] + size, x.dtype)]
 
 
+def resize_targets(shape: Sequence[int], given: np.ndarray, by: str, axes: Sequence[int] | None,
+                   policy: str = "stretch") -> tuple[list[float], list[int]]:
+    """ONNX Resize's per-axis scales (float32, as ONNX stores them) and output sizes of a 4-D
+    ``shape`` from its ``scales`` or ``sizes`` input (``by``), paired with ``axes`` in the order
+    listed (axes=[3, 2] is not sorted); with sizes, the scale is sizes / input size, as onnxruntime
+    computes it. Only the spatial axes of NCHW may change."""
+    rank = len(shape)
+    given = np.asarray(given, np.float32 if by == "scales" else np.int64).reshape(-1)
+    axes = list(range(rank)) if axes is None else [int(v) + rank if int(v) < 0 else int(v) for v in axes]
+    check(len(given) == len(axes), f"resize: {by} {given.tolist()} has {len(given)} entries for {len(axes)} axes")
+    sc = [np.float32(1.0)] * rank
+    out = list(shape)
+    if by == "sizes" and policy != "stretch":
+        # one scale for all the given axes, the largest (not_smaller) or smallest (not_larger)
+        # that fits, and sizes rounded half up from it (the spec)
+        ratios = [float(v) / shape[ax] for ax, v in zip(axes, given)]
+        r = min(ratios) if policy == "not_larger" else max(ratios)
+        for ax in axes:
+            sc[ax], out[ax] = np.float32(r), int(np.floor(r * shape[ax] + 0.5))
+        given = []
+    for ax, v in zip(axes, given):
+        if by == "scales":
+            sc[ax], out[ax] = v, int(v * np.float32(shape[ax]))
+        else:
+            sc[ax], out[ax] = np.float32(v) / np.float32(shape[ax]), int(v)
+    check(out[:2] == list(shape[:2]), f"resize: only the spatial axes of NCHW can be resized; input "
+                                      f"{list(shape)} -> {out}")
+    return [float(v) for v in sc], out
+
+
 def _resize_coords(out_len: int, in_len: int, scale: float, ctm: str) -> np.ndarray:
     """Source coordinate (float32) of every output position along one axis."""
     x = np.arange(out_len, dtype=np.float32)
@@ -860,6 +919,12 @@ def _lerp_axis(x: np.ndarray, coord: np.ndarray, axis: int) -> np.ndarray:
 
 def _resize(args, attrs):
     x = np.asarray(args[0])
+    if len(args) == 2:
+        # scales or sizes computed at run time: the declared output size must come out exactly
+        sc, out = resize_targets(x.shape, args[1], attrs["by"], attrs.get("axes"), attrs.get("policy", "stretch"))
+        check(tuple(out[2:]) == tuple(attrs["size"]), f"resize: the {attrs['by']} computed at run time give "
+              f"size {out[2:]}, not the declared {list(attrs['size'])}")
+        attrs = dict(attrs, scales=tuple(sc[2:]))
     size, scales, mode, ctm, nm = _resize_params(attrs)
     coords = [_resize_coords(o, i, s, ctm) for o, i, s in zip(size, x.shape[2:], scales)]
     if mode == "nearest":
@@ -876,7 +941,7 @@ def _cost_resize(ins, outs, attrs):
     # linear: the four neighbours weighted and summed (4 multiplies, 3 adds) per output element;
     # cubic: 16 neighbours (antialiased kernels are wider, counted as cubic)
     per = {"linear": 7, "cubic": 31}.get(attrs.get("mode", "nearest"), 0)
-    return OpCost(0, outs[0].size * per, _nbytes(ins), _nbytes(outs))
+    return OpCost(0, outs[0].size * per, _nbytes(ins[:1]), _nbytes(outs))
 
 
 # ============================================================================ softmax
@@ -926,26 +991,42 @@ def _reduce_axes(name: str, attrs: dict, rank: int) -> tuple[int, ...]:
 
 
 def _reduce(name: str, fn):
+    """A reduction over static ``axes``, or over an ``axes`` input computed at run time: then the
+    type is the ``shape`` attribute (the model's declared output shape) and the run checks the
+    actual axes give exactly that shape (``noop_with_empty_axes`` as ONNX defines it)."""
     def infer(ins, attrs, ctx):
         x = ins[0]
-        axes = _reduce_axes(name, attrs, len(x.shape))
-        if name in ("reduce_max", "reduce_min"):
-            check(all(x.shape[a] > 0 for a in axes), f"{name}: cannot reduce an empty axis")
         if name in ("reduce_mean", "reduce_l2", "reduce_log_sum_exp", "reduce_log_sum"):
             _float(name, x, "input")
         keep = bool(attrs.get("keepdims", True))
+        if len(ins) == 2:
+            shape = tuple(int(d) for d in attrs["shape"])
+            check(ins[1].dtype == "int64" and len(ins[1].shape) <= 1, f"{name}: axes must be a 1-D int64 tensor")
+            check(len(shape) == len(x.shape) if keep else len(shape) <= len(x.shape),
+                  f"{name}: declared shape {list(shape)} does not fit input {list(x.shape)}")
+            return [TensorType(shape, x.dtype)]
+        axes = _reduce_axes(name, attrs, len(x.shape))
         shape = tuple(1 if i in axes else d for i, d in enumerate(x.shape) if keep or i not in axes)
         return [TensorType(shape, x.dtype)]
 
     def compute(args, attrs):
         x = np.asarray(args[0])
+        if len(args) == 2:
+            axes = tuple(int(a) for a in np.asarray(args[1]).reshape(-1))
+            if not axes and attrs.get("noop_with_empty_axes", False):
+                out = x
+            else:
+                out = compute([x], dict(attrs, axes=axes or None))[0]
+            check(out.shape == tuple(attrs["shape"]), f"{name}: axes {list(axes)} at run time give shape "
+                  f"{list(out.shape)}, not the declared {list(attrs['shape'])}")
+            return [out]
         axes = _reduce_axes(name, attrs, x.ndim)
         return [np.asarray(fn(x, axes, bool(attrs.get("keepdims", True)))).astype(x.dtype, copy=False)]
 
     def cost(ins, outs, attrs):
-        return OpCost(0, ins[0].size, _nbytes(ins), _nbytes(outs))
+        return OpCost(0, ins[0].size, _nbytes(ins[:1]), _nbytes(outs))
 
-    return OpDef(name, infer, compute, cost, "reduce", (1, 1))
+    return OpDef(name, infer, compute, cost, "reduce", (1, 2))
 
 
 def _mean(x, axes, keep):
@@ -957,12 +1038,23 @@ def _sum(x, axes, keep):
     return np.sum(x, axis=axes, keepdims=keep, dtype=x.dtype)
 
 
+def _extreme(x, lowest: bool):
+    """The identity of max (lowest) or min over an empty set, as ONNX defines it: -inf/+inf, the
+    integer type's min/max, False/True."""
+    if x.dtype == np.bool_:
+        return not lowest
+    if x.dtype.kind in "iu":
+        info = np.iinfo(x.dtype)
+        return info.min if lowest else info.max
+    return -np.inf if lowest else np.inf
+
+
 def _max(x, axes, keep):
-    return np.max(x, axis=axes, keepdims=keep)
+    return np.max(x, axis=axes, keepdims=keep, initial=_extreme(x, True))
 
 
 def _min(x, axes, keep):
-    return np.min(x, axis=axes, keepdims=keep)
+    return np.min(x, axis=axes, keepdims=keep, initial=_extreme(x, False))
 
 
 def _prod(x, axes, keep):
@@ -1069,7 +1161,9 @@ def _nms_params(attrs) -> tuple[int, float, float | None, int]:
 
 
 def _infer_nms(ins, attrs, ctx):
-    boxes, scores = ins
+    boxes, scores = ins[:2]
+    check(len(ins) - 2 == len(attrs.get("runtime", ())),
+          "non_max_suppression: one extra input per parameter named in 'runtime'")
     check(len(boxes.shape) == 3 and boxes.shape[2] == 4,
           f"non_max_suppression: boxes must be [B, N, 4], got {list(boxes.shape)}")
     check(len(scores.shape) == 3, f"non_max_suppression: scores must be [B, C, N], got {list(scores.shape)}")
@@ -1123,6 +1217,13 @@ def _nms_class(corners: np.ndarray, scores: np.ndarray, max_out: int, iou_t: flo
 
 def _nms(args, attrs):
     boxes, scores = np.asarray(args[0]), np.asarray(args[1])
+    if len(args) > 2:
+        # parameters computed at run time (named by 'runtime'; the type's bound assumed every box)
+        attrs = dict(attrs)
+        for name, a in zip(attrs["runtime"], args[2:]):
+            v = np.asarray(a).reshape(-1)
+            check(v.size == 1, f"non_max_suppression: {name} must hold one value, got {v.size}")
+            attrs[name] = v[0].item()
     max_out, iou_t, score_t, cpb = _nms_params(attrs)
     rows: list[tuple[int, int, int]] = []
     if max_out > 0:
@@ -1137,6 +1238,7 @@ def _nms(args, attrs):
 def _cost_nms(ins, outs, attrs):
     b, n, _ = ins[0].shape
     c = ins[1].shape[1]
+    ins = ins[:2]
     # sort (n log n) plus at worst every pair's IoU (~10 flops) per class
     flops = b * c * (n * max(1, int(np.log2(max(n, 2)))) + 10 * n * n)
     return OpCost(0, flops, _nbytes(ins), _nbytes(outs))
@@ -1328,6 +1430,7 @@ DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
     OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
     OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
+    OpDef("qlinear_matmul", _infer_qlinear_matmul, _qlinear_matmul, _cost_qlinear_matmul, "gemm", (8, 8)),
     OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),
     OpDef("batch_matmul", _infer_bmm, _bmm, _cost_bmm, "gemm", (2, 2)),
     OpDef("gemm", _infer_gemm, _gemm, _cost_gemm, "gemm", (2, 3)),
@@ -1341,7 +1444,7 @@ DEFS = [
     OpDef("conv3d", _infer_conv3d, _conv3d, _cost_conv3d, "conv", (2, 3)),
     OpDef("max_pool3d", _infer_pool3d("max_pool3d"), _max_pool3d, _cost_pool3d(0), "pool", (1, 1)),
     OpDef("avg_pool3d", _infer_pool3d("avg_pool3d"), _avg_pool3d, _cost_pool3d(1), "pool", (1, 1)),
-    OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 1)),
+    OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 2)),
     OpDef("softmax", _infer_softmax, _softmax, elementwise_cost(5), "softmax", (1, 1)),
     OpDef("layer_norm", _infer_layer_norm, _layer_norm, elementwise_cost(8), "norm", (2, 3)),
     OpDef("instance_norm", _infer_instance_norm, _instance_norm, elementwise_cost(8), "norm", (3, 3)),
@@ -1358,7 +1461,7 @@ DEFS = [
     OpDef("log_softmax", _infer_log_softmax, _log_softmax, elementwise_cost(6), "softmax", (1, 1)),
     _arg_reduce("argmax", np.argmax),
     OpDef("topk", _infer_topk, _topk, _cost_topk, "other", (1, 1)),
-    OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 2)),
+    OpDef("non_max_suppression", _infer_nms, _nms, _cost_nms, "other", (2, 5)),
     _arg_reduce("argmin", np.argmin),
     OpDef("einsum", _infer_einsum, _einsum, _cost_einsum, "gemm", (1, 1 << 30)),
     OpDef("cumsum", _infer_cumsum, _cumsum, elementwise_cost(1), "reduce", (1, 2)),

@@ -207,5 +207,43 @@ def _dc_cost(ins, outs, attrs):
     return OpCost(macs, 2 * macs + sample, sum(t.nbytes for t in ins), outs[0].nbytes)
 
 
+def _infer_affine_grid(ins, attrs, ctx):
+    theta, size = ins
+    shape = tuple(int(d) for d in attrs.get("declared", ()))
+    k = len(shape) - 2
+    check(k in (2, 3), f"affine_grid: the output shape {list(shape)} must be [N, H, W, 2] or [N, D, H, W, 3]")
+    check(theta.shape == (shape[0], k, k + 1), f"affine_grid: theta must be {[shape[0], k, k + 1]}, got "
+                                               f"{list(theta.shape)}")
+    check(shape[-1] == k and size.shape == (k + 2,), f"affine_grid: size must hold {k + 2} values")
+    check(np.issubdtype(np.dtype(theta.dtype), np.floating), f"affine_grid: theta must be float, got {theta.dtype}")
+    return [TensorType(shape, theta.dtype)]
+
+
+def _affine_grid(args, attrs):
+    """ONNX AffineGrid: normalised coordinates of each output pixel (x along W first, then y, z;
+    pixel centres, or the corners with align_corners) mapped through theta. The size is read at run
+    time and must give the typed shape."""
+    theta = np.asarray(args[0])
+    size = [int(v) for v in np.asarray(args[1]).reshape(-1)]
+    spatial = size[2:]
+    want = tuple(int(d) for d in attrs["declared"])
+    got = (size[0], *spatial, len(spatial))
+    check(got == want, f"affine_grid: size {size} at run time gives shape {list(got)}, not the declared {list(want)}")
+    if attrs.get("align_corners"):
+        axes = [np.linspace(-1.0, 1.0, n) for n in spatial]
+    else:
+        axes = [(2 * np.arange(n) + 1) / n - 1 for n in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")  # (D,) H, W
+    base = np.stack([*mesh[::-1], np.ones(mesh[0].shape)], axis=-1)  # x, y, (z), 1
+    grid = np.einsum("...j,nij->n...i", base, theta.astype(np.float64))
+    return [grid.astype(theta.dtype)]
+
+
+def _cost_affine_grid(ins, outs, attrs):
+    k = outs[0].shape[-1]
+    return OpCost(outs[0].size * (k + 1), 2 * outs[0].size * (k + 1), ins[0].nbytes, outs[0].nbytes)
+
+
 DEFS = [OpDef("grid_sample", _infer, _compute, _cost, "other", (2, 2)),
+        OpDef("affine_grid", _infer_affine_grid, _affine_grid, _cost_affine_grid, "other", (2, 2)),
         OpDef("deform_conv", _dc_infer, _deform_conv, _dc_cost, "other", (3, 5))]

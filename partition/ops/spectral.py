@@ -43,6 +43,15 @@ def _dft_infer(ins, attrs, ctx):
 
 def _dft(args, attrs):
     x = np.asarray(args[0])
+    if len(args) == 2:
+        # an axis computed at run time (the type came from the declared shape): read, then checked
+        a = np.asarray(args[1]).reshape(-1)
+        check(a.size == 1 and a.dtype.kind in "iu", f"dft: axis must be one integer, got {a.tolist()}")
+        axis = int(a[0]) + x.ndim if int(a[0]) < 0 else int(a[0])
+        out = _dft([x], dict(attrs, axis=axis))[0]
+        check(out.shape == tuple(attrs["declared"]), f"dft: axis {int(a[0])} at run time gives shape "
+              f"{list(out.shape)}, not the declared {list(attrs['declared'])}")
+        return [out]
     axis, n, inverse, onesided = _dft_params(TensorType(x.shape, x.dtype.name), attrs)
     # in the input's precision (numpy's FFT keeps float32 as complex64), as onnx's reference does
     sig = x[..., 0] + (1j * x[..., 1] if x.shape[-1] == 2 else 0)
@@ -65,6 +74,35 @@ def _dft_cost(ins, outs, attrs):
     return OpCost(0, int(lines * 5 * n * max(1.0, math.log2(n))), ins[0].nbytes, outs[0].nbytes)
 
 
+WINDOWS = ("hann", "hamming", "blackman")
+
+
+def _window_infer(ins, attrs, ctx):
+    check(attrs.get("kind") in WINDOWS, f"window: kind must be one of {', '.join(WINDOWS)}")
+    check(ins[0].size == 1 and ins[0].dtype in ("int32", "int64"), "window: size must be one integer")
+    check(int(attrs.get("length", 0)) >= 0, "window: length must be >= 0")
+    return [TensorType((int(attrs["length"]),), str(attrs.get("dtype", "float32")))]
+
+
+def _window(args, attrs):
+    """ONNX HannWindow/HammingWindow/BlackmanWindow (float64, then the output type, as onnx's
+    reference); the size is read at run time and must be the typed length."""
+    size = int(np.asarray(args[0]).reshape(-1)[0])
+    check(size == int(attrs["length"]), f"window: size {size} at run time is not the declared length "
+                                         f"{attrs['length']}")
+    n = np.arange(size, dtype=np.float64)
+    period = size if attrs.get("periodic", True) else size - 1
+    w = 2 * np.pi * n / period if period else np.zeros(size)
+    kind = attrs["kind"]
+    if kind == "hann":
+        y = np.sin(w / 2) ** 2
+    elif kind == "hamming":
+        y = 25.0 / 46.0 - (21.0 / 46.0) * np.cos(w)
+    else:
+        y = 0.42 - 0.5 * np.cos(w) + 0.08 * np.cos(2 * w)
+    return [y.astype(np.dtype(attrs.get("dtype", "float32")))]
+
+
 def _det_infer(ins, attrs, ctx):
     x = ins[0]
     check(len(x.shape) >= 2 and x.shape[-1] == x.shape[-2],
@@ -84,6 +122,7 @@ def _det_cost(ins, outs, attrs):
 
 
 DEFS = [
-    OpDef("dft", _dft_infer, _dft, _dft_cost, "other", (1, 1)),
+    OpDef("dft", _dft_infer, _dft, _dft_cost, "other", (1, 2)),
     OpDef("det", _det_infer, _det, _det_cost, "other", (1, 1)),
+    OpDef("window", _window_infer, _window, lambda i, o, a: OpCost(0, 6 * o[0].size, 0, o[0].nbytes), "other", (1, 1)),
 ]

@@ -525,16 +525,17 @@ def test_resize_axes_in_any_order_vs_ort(rng, axes):
 
 
 # ============================================================================ low-bit quantization
-@pytest.mark.parametrize("code", [TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2, TensorProto.UINT2,
-                                  TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT4E2M1])
-@pytest.mark.parametrize("saturate", [1, 0])
+_FLOAT_Q = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT4E2M1]
+
+
+@pytest.mark.parametrize("code,saturate", [(t, 1) for t in (TensorProto.INT4, TensorProto.UINT4, TensorProto.INT2,
+                                                            TensorProto.UINT2)]
+                         + [(t, s) for t in _FLOAT_Q for s in (1, 0)])  # saturate: float targets only
 def test_low_bit_quantize_and_dequantize_vs_onnx_reference(rng, code, saturate):
     """onnxruntime cannot return these types to numpy; onnx's reference evaluator is the peer."""
     from onnx.reference import ReferenceEvaluator
     dt = helper.tensor_dtype_to_np_dtype(code)
     is_float = np.dtype(dt).name.startswith("float")
-    if saturate == 0 and not is_float:
-        pytest.skip("saturate applies to float targets only")
     x = (f32(rng, 3, 4) * 40).astype(np.float32)
     x[0, :2] = [1e6, -1e6]  # out of range: clamped (saturate) or NaN/inf
     scale = Const(np.float32([0.5, 2.0, 1.0, 4.0]))
@@ -619,3 +620,31 @@ def test_max_pool_indices_vs_ort(rng, attrs):
     x = f32(rng, 2, 3, 7, 8)
     x[0, 0, :2, :2] = 5.0  # ties: the first maximum
     vs_ort("MaxPool", [x], attrs, opset=12, n_out=2, exact=True)
+
+
+def test_an_llm_block_of_opset_24_ops_vs_ort(rng):
+    """Projections, RMSNormalization, grouped-query causal Attention, a residual LayerNormalization
+    and a Swish-gated MLP in one opset-24 model: imported, run and compared with onnxruntime."""
+    import onnxruntime as ort
+    from onnx import numpy_helper
+    s, e = 6, 32
+
+    def w(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.2).astype(np.float32), name)
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]), helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("MatMul", ["x", "wv"], ["v"]), helper.make_node("RMSNormalization", ["q", "g"], ["qn"]),
+             helper.make_node("Attention", ["qn", "k", "v"], ["a"], q_num_heads=4, kv_num_heads=2, is_causal=1),
+             helper.make_node("MatMul", ["a", "wo"], ["o"]), helper.make_node("Add", ["o", "x"], ["r"]),
+             helper.make_node("LayerNormalization", ["r", "lg", "lb"], ["y"]),
+             helper.make_node("MatMul", ["y", "w1"], ["h1"]), helper.make_node("MatMul", ["y", "w2"], ["h2"]),
+             helper.make_node("Swish", ["h1"], ["s1"]), helper.make_node("Mul", ["s1", "h2"], ["z"])]
+    inits = [w("wq", (e, e)), w("wk", (e, 16)), w("wv", (e, 16)), w("wo", (e, e)), w("g", (e,)), w("lg", (e,)),
+             w("lb", (e,)), w("w1", (e, 64)), w("w2", (e, 64))]
+    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, s, e])],
+                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    x = f32(rng, 1, s, e)
+    g = load_onnx(model.SerializeToString())
+    want = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})
+    assert_same(interpret(g, [x]), want)
+    assert sum(n.op == "batch_matmul" for n in g.nodes) == 2  # Q.K^T and P.V, offloadable products

@@ -818,6 +818,9 @@ def test_every_canonical_op_is_registered():
         reverse_sequence tensor_scatter deform_conv max_pool2d_indices""".split()
     canonical += """non_zero shape size dyn_reshape dyn_slice dyn_topk dyn_expand dyn_tile
         constant_of_shape range roi_align dyn_split""".split()  # data-dependent sizes (partition/ops/dynamic.py, roi.py)
+    # shape parameters computed at run time, typed by declared shapes; data-dependent Compress/Unique
+    canonical += """dyn_squeeze dyn_unsqueeze dyn_pad dyn_one_hot center_crop_pad compress unique window affine_grid
+        qlinear_matmul""".split()
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):
