@@ -141,11 +141,14 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
             for d in range(D):
                 t_all *= T[b, l, d]
         for l in range(L):
-            for r in range(R):
-                acc = 1
-                for z in range(rp[r], rp[r + 1]):
-                    acc += rcoef[z] * (inner[l, rdim[z]] - 1)
-                ext[l, r] = acc
+            for s in range(S):
+                if not KEEP[b, l, s]:   # only the kept tensors' tiles are used (_arrivals skips the rest)
+                    continue
+                for r in range(rank_lo[s], rank_hi[s]):
+                    acc = 1
+                    for z in range(rp[r], rp[r + 1]):
+                        acc += rcoef[z] * (inner[l, rdim[z]] - 1)
+                    ext[l, r] = acc
         # distinct words over the run per level: all temporal factors x spatial at and below
         for d in range(D):
             td = 1
