@@ -3,14 +3,15 @@
 docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping.
 The stride comparisons ("is loop j's translation the innermost one's") compare one packed
 integer per data space (``_Structure.pack``, exact; rows of nests too large to pack are
-evaluated one by one), and a power-of-two block size divides by a shift. Measured on the
-VGG-16 conv5 / 5-level eyeriss-like bench: ~1.9-2.7 us a mapping (3.6e5-4.3e5 mappings per CPU
-second end to end at load average ~5 on the shared 2-core machine), about 13-15x the numpy form; the 1e6
-target is not reached (docs/SIMULATOR.md has the figures and where the time goes).
-``available()`` says whether numba is installed; ``movement_batch.evaluate_batch`` uses this
-kernel when it is and falls back to the numpy form otherwise. Rows the closed form does not
-count (a spatial dim indexing two ranks of one tensor) come back flagged and are evaluated one
-by one.
+evaluated one by one), a power-of-two block size divides by a shift, and tile extents are
+computed only for the tensors a level keeps. Measured on the VGG-16 conv5 / 5-level
+eyeriss-like bench: the kernel 1.45 us a mapping at best, ~2-2.5 us typically (4.1e5-4.2e5
+mappings per CPU second end to end at load average ~3 on the shared 2-core machine), about 11x
+the numpy form; the 1e6 target is not reached (docs/SIMULATOR.md has the figures and where the
+time goes). ``available()`` says whether numba is installed; ``movement_batch.evaluate_batch``
+uses this kernel when it is and falls back to the numpy form otherwise. Rows the closed form
+does not count (a spatial dim indexing two ranks of one tensor) come back flagged and are
+evaluated one by one.
 """
 from __future__ import annotations
 
