@@ -29,12 +29,12 @@ def available() -> bool:
 
 def _arrivals(ext, row, n_above, nu_dim, nu_str, K, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
     """Weighted fetches of a box with extents ``ext[row]`` over the first ``n_above`` non-unit
-    loops (those outside the level), for every data space (into ``out[S]``). ``K[j, s]``: loop j's projected step less the
-    steps of every non-unit loop inside it (the wraps), data space s's ranks packed into one exact integer
-    (``_Structure.pack``), so t_j == t is one comparison of K[j, s] with K[last, s]. ``ext`` is
-read at ``ext[row]``; data spaces level ``lvl`` does not keep (``KEEP[b, lvl]``) are skipped, all
-of them counted when ``lvl`` < 0. (Indices rather than array views: a view costs reference
-counting on every call.)"""
+    loops (those outside the level), for every data space (into ``out[S]``). ``K[j, s]``: loop
+    j's projected step less the steps of every non-unit loop inside it (the wraps), data space
+    s's ranks packed into one exact integer (``_Structure.pack``), so t_j == t is one comparison
+    of K[j, s] with K[last, s]. ``ext`` is read at ``ext[row]``; data spaces level ``lvl`` does
+    not keep (``KEEP[b, lvl]``) are skipped, all of them counted when ``lvl`` < 0. (Indices
+    rather than array views: a view costs reference counting on every call.)"""
     last = n_above - 1        # the innermost non-unit loop outside the level (-1: none)
     for s in range(S):
         if lvl >= 0 and not KEEP[b, lvl, s]:

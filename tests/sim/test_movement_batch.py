@@ -57,6 +57,20 @@ NESTS = [conv2d(c=4, m=8, r=3, s=3, p=6, q=4, stride=1), conv2d(c=2, m=4, r=3, s
          conv1d(c=4, k=6, r=3, p=12), gemm(12, 8, 6), batch_matmul(2, 4, 6, 4)]
 
 
+def _legal_arrays(rng, hier, nest, n):
+    """``n`` random mappings that pass Mapping.check, and their array form."""
+    fan = [hier.fanout(i) for i in range(len(hier.levels))]
+    maps = []
+    while len(maps) < n:
+        m = random_mapping(rng, nest, fan, len(hier.levels))
+        try:
+            m.check(hier, nest)
+        except MappingError:
+            continue
+        maps.append(m)
+    return maps, MappingArrays.from_mappings(hier, nest, maps)
+
+
 ENGINES = ["numpy"] + (["jit"] if available() else [])
 
 
@@ -64,18 +78,8 @@ ENGINES = ["numpy"] + (["jit"] if available() else [])
 @pytest.mark.parametrize("nest", NESTS, ids=lambda n: n.name)
 @pytest.mark.parametrize("spatial_last", [False, True])
 def test_batch_equals_one_by_one(nest, spatial_last, engine):
-    rng = np.random.default_rng(7)
     hier = eyeriss_like(spatial_last)
-    fan = [hier.fanout(i) for i in range(len(hier.levels))]
-    maps = []
-    while len(maps) < 60:
-        m = random_mapping(rng, nest, fan, len(hier.levels))
-        try:
-            m.check(hier, nest)
-        except MappingError:
-            continue
-        maps.append(m)
-    arrays = MappingArrays.from_mappings(hier, nest, maps)
+    maps, arrays = _legal_arrays(np.random.default_rng(7), hier, nest, 60)
     assert (check_batch(hier, nest, arrays) == OK).all()
     got = evaluate_batch(hier, nest, arrays, engine=engine)
     for b, m in enumerate(maps):
@@ -111,19 +115,6 @@ def test_check_batch_agrees_with_mapping_check():
             legal = False
         assert legal == (codes[b] == OK), b
     assert 0 < (codes == OK).sum() < len(maps)
-
-
-def _legal_arrays(rng, hier, nest, n):
-    fan = [hier.fanout(i) for i in range(len(hier.levels))]
-    maps = []
-    while len(maps) < n:
-        m = random_mapping(rng, nest, fan, len(hier.levels))
-        try:
-            m.check(hier, nest)
-        except MappingError:
-            continue
-        maps.append(m)
-    return maps, MappingArrays.from_mappings(hier, nest, maps)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
