@@ -1,10 +1,17 @@
 """The closed form of ``sim.movement_batch`` compiled per mapping with numba (optional: the
 ``fast`` extra). Same inputs, same outputs, same formulas (see the ``movement_batch`` module
-docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping:
-about 8x faster (docs/SIMULATOR.md has the measured rates). ``available()`` says whether numba is
-installed; ``movement_batch.evaluate_batch`` uses this kernel when it is and falls back to the
-numpy form otherwise. Rows the closed form does not count (a spatial dim indexing two ranks of
-one tensor) come back flagged and are evaluated one by one.
+docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping.
+The stride comparisons ("is loop j's translation the innermost one's") compare one packed
+integer per data space (``_Structure.pack``, exact; rows of nests too large to pack are
+evaluated one by one), a power-of-two block size divides by a shift, and tile extents are
+computed only for the tensors a level keeps. Measured on the VGG-16 conv5 / 5-level
+eyeriss-like bench: the kernel 1.45 us a mapping at best, ~2-2.5 us typically (4.1e5-4.2e5
+mappings per CPU second end to end at load average ~3 on the shared 2-core machine), about 11x
+the numpy form; the 1e6 target is not reached (docs/SIMULATOR.md has the figures and where the
+time goes). ``available()`` says whether numba is installed; ``movement_batch.evaluate_batch``
+uses this kernel when it is and falls back to the numpy form otherwise. Rows the closed form
+does not count (a spatial dim indexing two ranks of one tensor) come back flagged and are
+evaluated one by one.
 """
 from __future__ import annotations
 
@@ -20,13 +27,14 @@ def available() -> bool:
     return numba is not None
 
 
-def _arrivals(ext, row, n_above, nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
+def _arrivals(ext, row, n_above, nu_dim, nu_str, K, pre, w, P, rank_lo, rank_hi, S, KEEP, b, lvl, out):
     """Weighted fetches of a box with extents ``ext[row]`` over the first ``n_above`` non-unit
-    loops (those outside the level), for every data space (into ``out[S]``). ``A[j, r]``: loop j's projected step less the steps of
-    every non-unit loop inside it (the wraps), so t_j == t compares A[j] with A[last]. ``ext`` is
-read at ``ext[row]``; data spaces level ``lvl`` does not keep (``KEEP[b, lvl]``) are skipped, all
-of them counted when ``lvl`` < 0. (Indices rather than array views: a view costs reference
-counting on every call.)"""
+    loops (those outside the level), for every data space (into ``out[S]``). ``K[j, s]``: loop
+    j's projected step less the steps of every non-unit loop inside it (the wraps), data space
+    s's ranks packed into one exact integer (``_Structure.pack``), so t_j == t is one comparison
+    of K[j, s] with K[last, s]. ``ext`` is read at ``ext[row]``; data spaces level ``lvl`` does
+    not keep (``KEEP[b, lvl]``) are skipped, all of them counted when ``lvl`` < 0. (Indices
+    rather than array views: a view costs reference counting on every call.)"""
     last = n_above - 1        # the innermost non-unit loop outside the level (-1: none)
     for s in range(S):
         if lvl >= 0 and not KEEP[b, lvl, s]:
@@ -45,13 +53,9 @@ counting on every call.)"""
             kept *= rem if rem > 0 else 0
         diff = full - kept
         w_eq = 0
+        key = K[last, s]
         for j in range(n_above):
-            eq = True
-            for r in range(rank_lo[s], rank_hi[s]):
-                if A[j, r] != A[last, r]:
-                    eq = False
-                    break
-            if eq:
+            if K[j, s] == key:
                 w_eq += w[j]
         steps = pre[n_above] - 1
         out[s] = full + full * (steps - w_eq) + diff * w_eq
@@ -98,7 +102,7 @@ def _distinct_rank(fx, ax, n):
 
 
 def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, first_fan, cap_fan, inst, cluster, block,
-            e_rd, e_fl, e_up, leak, rbw, wbw, macs, mac_pj, shared_dim,
+            e_rd, e_fl, e_up, leak, rbw, wbw, macs, mac_pj, shared_dim, pack, bshift,
             reads, fills, updates, util, tcyc, cyc, energy, flag):
     B, L, D = T.shape
     S = rank_lo.shape[0]
@@ -112,8 +116,8 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
     nu_dim = np.empty(L * D, np.int64)
     nu_str = np.empty(L * D, np.int64)
     nu_f = np.empty(L * D, np.int64)
-    suf = np.zeros((L * D + 1, R), np.int64)
-    A = np.zeros((L * D, R), np.int64)
+    suf = np.zeros((L * D + 1, S), np.int64)
+    K = np.zeros((L * D, S), np.int64)
     pre = np.empty(L * D + 1, np.int64)
     w = np.empty(L * D, np.int64)
     dist = np.empty((L, S), np.int64)
@@ -138,11 +142,14 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
             for d in range(D):
                 t_all *= T[b, l, d]
         for l in range(L):
-            for r in range(R):
-                acc = 1
-                for z in range(rp[r], rp[r + 1]):
-                    acc += rcoef[z] * (inner[l, rdim[z]] - 1)
-                ext[l, r] = acc
+            for s in range(S):
+                if not KEEP[b, l, s]:   # only the kept tensors' tiles are used (_arrivals skips the rest)
+                    continue
+                for r in range(rank_lo[s], rank_hi[s]):
+                    acc = 1
+                    for z in range(rp[r], rp[r + 1]):
+                        acc += rcoef[z] * (inner[l, rdim[z]] - 1)
+                    ext[l, r] = acc
         # distinct words over the run per level: all temporal factors x spatial at and below
         for d in range(D):
             td = 1
@@ -180,15 +187,17 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                     w[n] = (f - 1) * pre[n]
                     pre[n + 1] = pre[n] * f
                     n += 1
-        for r in range(R):
-            suf[n, r] = 0
+        # packed projected steps less the wraps of the loops inside (see _arrivals): per data
+        # space one integer, not one per rank, so the comparisons below are one per loop
+        for s in range(S):
+            suf[n, s] = 0
         for j in range(n - 1, -1, -1):
-            for r in range(R):
-                step = P[r, nu_dim[j]] * nu_str[j]
-                suf[j, r] = suf[j + 1, r] + step
-                A[j, r] = step - suf[j + 1, r]
+            for s in range(S):
+                step = pack[nu_dim[j], s] * nu_str[j]
+                suf[j, s] = suf[j + 1, s] + step
+                K[j, s] = step - suf[j + 1, s]
         for l in range(L):
-            _arrivals(ext, l, n_before[l], nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, l, tmp)
+            _arrivals(ext, l, n_before[l], nu_dim, nu_str, K, pre, w, P, rank_lo, rank_hi, S, KEEP, b, l, tmp)
             for s in range(S):
                 arr[l, s] = tmp[s]
         # distinct child tiles per level and data space
@@ -230,7 +239,7 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
                 for z in range(rp[r], rp[r + 1]):
                     acc += rcoef[z] * (sp[L - 1, rdim[z]] - 1)
                 box[0, r] = acc
-            _arrivals(box, 0, n, nu_dim, nu_str, A, pre, w, P, rank_lo, rank_hi, S, KEEP, b, -1, tomac)
+            _arrivals(box, 0, n, nu_dim, nu_str, K, pre, w, P, rank_lo, rank_hi, S, KEEP, b, -1, tomac)
         # per data space: the keeper chain
         for s in range(S):
             innerk = -1
@@ -304,9 +313,13 @@ def _kernel(T, SX, SY, PERM, KEEP, P, rp, rdim, rcoef, rank_lo, rank_hi, rw, fir
             share = util[b, l] / clusters
             acc = 0.0
             bl = block[l]
+            sh = bshift[l]
             for s in range(S):
                 if bl == 1:     # an integer division costs tens of cycles: skip it when it is 1
                     acc += reads[b, l, s] * e_rd[l] + fills[b, l, s] * e_fl[l] + updates[b, l, s] * e_up[l]
+                elif sh > 0:    # a power-of-two block: the ceiling division is a shift (counts are >= 0)
+                    acc += (((reads[b, l, s] + bl - 1) >> sh) * e_rd[l] + ((fills[b, l, s] + bl - 1) >> sh) * e_fl[l]
+                            + ((updates[b, l, s] + bl - 1) >> sh) * e_up[l])
                 else:
                     acc += (((reads[b, l, s] + bl - 1) // bl) * e_rd[l] + ((fills[b, l, s] + bl - 1) // bl) * e_fl[l]
                             + ((updates[b, l, s] + bl - 1) // bl) * e_up[l])
@@ -337,11 +350,14 @@ def _static(st) -> tuple:
     rp = np.cumsum([0] + [len(z) for z in nz]).astype(np.int64)
     rdim = np.concatenate(nz).astype(np.int64)
     rcoef = np.concatenate([st.P[r, z] for r, z in enumerate(nz)]).astype(np.int64)
+    # log2 of each block size when it is a power of two (> 1), else 0
+    bshift = np.array([int(b).bit_length() - 1 if b > 1 and int(b) & (int(b) - 1) == 0 else 0 for b in st.block],
+                      np.int64)
     k = (st.P.astype(np.int64), rp, rdim, rcoef, rank_lo, rank_hi, st.rw.astype(np.bool_), 0, cap_fan,
          st.inst.astype(np.int64), st.cluster.astype(np.int64), st.block.astype(np.int64),
          st.e[:, 0].astype(np.float64), st.e[:, 1].astype(np.float64), st.e[:, 2].astype(np.float64),
          st.leak.astype(np.float64), st.rbw.astype(np.float64), st.wbw.astype(np.float64),
-         int(st.macs), float(st.mac_pj), shared)
+         int(st.macs), float(st.mac_pj), shared, st.pack.astype(np.int64), bshift)
     st._jit_args = k
     return k
 
@@ -364,4 +380,6 @@ def run(st, m):
             np.ascontiguousarray(m.spatial_y, np.int64), np.ascontiguousarray(m.perm, np.int64),
             np.ascontiguousarray(m.keep, np.bool_), *k,
             reads, fills, updates, util, tcyc, cyc, energy, flag)
+    if not st.packable:     # rank vectors too large to pack into one int64: every row one by one
+        flag[:] = 1
     return reads, fills, updates, util, tcyc, cyc, energy, flag.astype(bool)

@@ -1,6 +1,8 @@
 """movement_batch (vectorised, closed form) == movement.evaluate (per mapping) on random legal
 mappings, and check_batch == Mapping.check on random (often illegal) ones."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,20 @@ NESTS = [conv2d(c=4, m=8, r=3, s=3, p=6, q=4, stride=1), conv2d(c=2, m=4, r=3, s
          conv1d(c=4, k=6, r=3, p=12), gemm(12, 8, 6), batch_matmul(2, 4, 6, 4)]
 
 
+def _legal_arrays(rng, hier, nest, n):
+    """``n`` random mappings that pass Mapping.check, and their array form."""
+    fan = [hier.fanout(i) for i in range(len(hier.levels))]
+    maps = []
+    while len(maps) < n:
+        m = random_mapping(rng, nest, fan, len(hier.levels))
+        try:
+            m.check(hier, nest)
+        except MappingError:
+            continue
+        maps.append(m)
+    return maps, MappingArrays.from_mappings(hier, nest, maps)
+
+
 ENGINES = ["numpy"] + (["jit"] if available() else [])
 
 
@@ -62,18 +78,8 @@ ENGINES = ["numpy"] + (["jit"] if available() else [])
 @pytest.mark.parametrize("nest", NESTS, ids=lambda n: n.name)
 @pytest.mark.parametrize("spatial_last", [False, True])
 def test_batch_equals_one_by_one(nest, spatial_last, engine):
-    rng = np.random.default_rng(7)
     hier = eyeriss_like(spatial_last)
-    fan = [hier.fanout(i) for i in range(len(hier.levels))]
-    maps = []
-    while len(maps) < 60:
-        m = random_mapping(rng, nest, fan, len(hier.levels))
-        try:
-            m.check(hier, nest)
-        except MappingError:
-            continue
-        maps.append(m)
-    arrays = MappingArrays.from_mappings(hier, nest, maps)
+    maps, arrays = _legal_arrays(np.random.default_rng(7), hier, nest, 60)
     assert (check_batch(hier, nest, arrays) == OK).all()
     got = evaluate_batch(hier, nest, arrays, engine=engine)
     for b, m in enumerate(maps):
@@ -109,3 +115,39 @@ def test_check_batch_agrees_with_mapping_check():
             legal = False
         assert legal == (codes[b] == OK), b
     assert 0 < (codes == OK).sum() < len(maps)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("block", [1, 2, 3, 8, 6])
+def test_block_sizes_power_of_two_or_not(engine, block):
+    """The jit divides by a power-of-two block with a shift and by any other with a division:
+    energy equal to movement.evaluate for both kinds (and for block 1)."""
+    base = eyeriss_like()
+    levels = tuple(replace(lv, block_size=block) if i < 3 else lv for i, lv in enumerate(base.levels))
+    hier = Hierarchy(levels, base.arithmetic)
+    nest = NESTS[0]
+    maps, arrays = _legal_arrays(np.random.default_rng(11), hier, nest, 30)
+    got = evaluate_batch(hier, nest, arrays, engine=engine)
+    for b, m in enumerate(maps):
+        ev = evaluate(hier, nest, m)
+        assert got.energy_pj[b] == pytest.approx(ev.energy_pj, rel=1e-9)
+        assert got.cycles[b] == ev.cycles
+
+
+@pytest.mark.skipif(not available(), reason="numba not installed")
+def test_jit_unpackable_keys_fall_back_one_by_one():
+    """When a data space's rank vector does not pack into one int64 the jit's one-comparison keys
+    would be wrong: every row must then be flagged and evaluated by movement.evaluate."""
+    from sim.movement_batch import _structure
+    hier = eyeriss_like()
+    nest = NESTS[1]
+    maps, arrays = _legal_arrays(np.random.default_rng(5), hier, nest, 12)
+    st = _structure(hier, nest)
+    st.packable = False
+    try:
+        got = evaluate_batch(hier, nest, arrays, engine="jit")
+    finally:
+        st.packable = True
+    assert got.fallback == len(maps)
+    want = evaluate_batch(hier, nest, arrays, engine="numpy")
+    assert np.array_equal(got.reads, want.reads) and np.array_equal(got.cycles, want.cycles)
