@@ -952,11 +952,28 @@ def _infer_softmax(ins, attrs, ctx):
     return [TensorType(x.shape, x.dtype)]
 
 
+def _staged_softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    """(Log)Softmax of a float16/bfloat16 ``x`` as the spec's function body defines it (opset 13:
+    ReduceMax, Sub, Exp, ReduceSum, Div or Log and Sub): every intermediate is a tensor of the input
+    type, so each step rounds to it; each step itself is float32 math (numpy's own float16 arithmetic
+    and sums, and the only way for bfloat16). This is what onnx's reference gives, e.g. inside
+    float16 Attention; one rounding at the end is off by an ulp there."""
+    dt, f32 = x.dtype, np.float32
+    r = lambda a: np.asarray(a, f32).astype(dt).astype(f32)  # noqa: E731 - materialise in dt
+    xf = x.astype(f32)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row of all -inf is NaN, as IEEE gives it
+        z = r(xf - xf.max(axis=axis, keepdims=True))
+        e = r(np.exp(z))
+        s = r(e.sum(axis=axis, keepdims=True))
+        y = z - r(np.log(s)) if log else e / s
+    return y.astype(dt)
+
+
 def _softmax(args, attrs):
     x = np.asarray(args[0])
-    if low_precision(x.dtype):  # float32 math, one rounding (numpy has no bfloat16 exp)
-        return [_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
+    if low_precision(x.dtype):
+        return [_staged_softmax(x, axis, log=False)]
     with np.errstate(invalid="ignore"):  # a row of all -inf is NaN, as IEEE (and onnxruntime) give it
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
@@ -964,9 +981,9 @@ def _softmax(args, attrs):
 
 def _log_softmax(args, attrs):
     x = np.asarray(args[0])
-    if low_precision(x.dtype):
-        return [_log_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "log_softmax")
+    if low_precision(x.dtype):
+        return [_staged_softmax(x, axis, log=True)]
     # x - max - log(sum(exp(x - max))): finite wherever softmax would underflow to 0.
     z = x - x.max(axis=axis, keepdims=True)
     return [(z - np.log(np.exp(z).sum(axis=axis, keepdims=True))).astype(x.dtype, copy=False)]
