@@ -16,7 +16,7 @@ from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
 from .ops import OpError, infer_types
-from .ops.nn import resize_targets
+from .ops.nn import resize_roi, resize_targets
 
 
 Converter = Callable[[_Ctx], list]
@@ -812,7 +812,8 @@ def _conv_transpose(c):
     return c.emit("conv_transpose2d", ins, attrs)
 
 
-_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
+                       "tf_crop_and_resize")
 
 
 def _resize_check(c: _Ctx, x: Value) -> None:
@@ -887,6 +888,20 @@ def _resize(c):
         attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
     if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
         attrs["antialias"] = True
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        attrs["extrapolation_value"] = float(c.attrs.get("extrapolation_value", 0.0))
+        roi = c.inp(1)
+        if roi is None or (roi.is_const and np.size(roi.data) == 0):
+            raise c.fail("tf_crop_and_resize needs the roi input")
+        axes = c.attrs.get("axes")
+        if roi.is_const:
+            try:
+                attrs["roi"] = resize_roi(roi.data, len(x.shape), axes)
+            except OpError as e:
+                raise c.fail(str(e).removeprefix("resize: ")) from None
+        else:  # read when run, after the scales/sizes input if that is run-time too
+            extra.append(roi)
+            attrs.update(roi_input=True, roi_axes=None if axes is None else tuple(int(a) for a in axes))
     return c.emit("resize", [x, *extra], attrs)
 
 
@@ -1014,6 +1029,46 @@ def _dft_runtime_axis(c: _Ctx, x: Value, av: Value) -> list[Value]:
         if fits:
             return c.emit("dft", [x, av], dict(base, axis=axis))
     raise c.fail(f"no signal axis of input {list(x.shape)} gives the declared shape {list(shape)}")
+
+
+def _col2im(c):
+    """Col2Im: constant image/block shapes become attributes; computed at run time, they stay inputs
+    (read when run) and the output is typed by the declared shape."""
+    x, image, block = c.need(0), c.need(1), c.need(2)
+    attrs = {k: tuple(int(v) for v in c.attrs[k]) for k in ("strides", "dilations", "pads") if k in c.attrs}
+    if image.is_const and block.is_const:
+        return c.emit("col2im", [x], {**attrs, "image_shape": tuple(int(v) for v in np.ravel(image.data)),
+                                      "block_shape": tuple(int(v) for v in np.ravel(block.data))})
+    shape = c.declared(1 if not image.is_const else 2, "image_shape/block_shape")
+    return c.emit("col2im", [x, image, block], {**attrs, "declared": shape})
+
+
+def _max_unpool(c):
+    """MaxUnpool: the output is (in - 1) * stride - pads + kernel per spatial axis. An output_shape
+    input equal to that is the same op; a larger one is refused: onnx's reference scatters the
+    indices into the inferred shape and zero-pads it, onnxruntime (and torch) index the larger
+    shape itself."""
+    x, idx = c.need(0), c.need(1)
+    n = len(x.shape) - 2
+    kernel = [int(k) for k in c.attrs.get("kernel_shape", ())]
+    if len(kernel) != n or n < 1:
+        raise c.fail(f"kernel_shape {kernel} must have one value per spatial axis of input {list(x.shape)}")
+    strides = [int(s) for s in c.attrs.get("strides", [1] * n)]
+    pads = [int(p) for p in c.attrs.get("pads", [0] * (2 * n))]
+    if len(strides) != n or len(pads) != 2 * n:
+        raise c.fail(f"strides {strides} and pads {pads} must have {n} and {2 * n} values")
+    out = tuple(x.shape[:2]) + tuple((x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i]
+                                     for i in range(n))
+    if min(out) < 1:
+        raise c.fail(f"kernel {kernel}, strides {strides} and pads {pads} give output shape {list(out)}")
+    sv = c.inp(2)
+    if sv is not None:
+        want = (tuple(int(v) for v in np.ravel(sv.data)) if sv.is_const
+                else c.declared(2, "output_shape"))
+        if tuple(want) != out:
+            raise c.fail(f"output_shape {list(want)} other than the inferred {list(out)} is not supported "
+                         f"(onnx's reference and onnxruntime place the indices differently there)")
+    return c.emit("max_unpool", [x, idx], {"out": out})
 
 
 def _linear_attention(c):
@@ -1253,6 +1308,8 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
     "DFT": _dft,
+    "Col2Im": _col2im,
+    "MaxUnpool": _max_unpool,
     "Scan": scan,
     "ReverseSequence": lambda c: c.emit("reverse_sequence", [c.need(0), c.need(1)], {
         "batch_axis": int(c.attrs.get("batch_axis", 1)), "time_axis": int(c.attrs.get("time_axis", 0))}),
