@@ -15,7 +15,7 @@ from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
-from .ops import OpError, infer_types
+from .ops import OPS, OpError, infer_types
 from .ops.nn import resize_roi, resize_targets
 
 
@@ -1071,6 +1071,43 @@ def _max_unpool(c):
     return c.emit("max_unpool", [x, idx], {"out": out})
 
 
+def _stft(c):
+    """STFT: a constant frame_step/frame_length becomes an attribute; computed at run time it is an
+    extra input (read when run) and the output is typed by the declared shape."""
+    x, step_v, window, length_v = c.need(0), c.need(1), c.inp(2), c.inp(3)
+    attrs = {"onesided": bool(int(c.attrs.get("onesided", 1))), "window": window is not None}
+    ins, runtime = [x] + ([window] if window is not None else []), None
+    for key, v in (("frame_step", step_v), ("frame_length", length_v)):
+        if v is None:
+            attrs[key] = None
+        elif v.is_const:
+            attrs[key] = int(np.asarray(v.data).reshape(-1)[0])
+        else:
+            attrs[key] = None
+            ins.append(v)
+            runtime = 1 if key == "frame_step" else 3
+    if attrs["frame_length"] is None and length_v is None and window is None:
+        raise c.fail("needs a window or a frame_length input")
+    if runtime is not None:
+        attrs["declared"] = c.declared(runtime, "frame_step/frame_length")
+    return c.emit("stft", ins, attrs)
+
+
+def _mel_weight_matrix(c):
+    ins = [c.need(i) for i in range(5)]
+    dtype = _np_dtype(int(c.attrs.get("output_datatype", 1))).name
+    if all(v.is_const for v in ins):  # a constant, in its own type (float64 stays float64)
+        bins, dft_len = (int(np.asarray(v.data).reshape(-1)[0]) for v in ins[:2])
+        try:
+            return c.new_const(OPS["mel_weight_matrix"].compute(
+                [v.data for v in ins], {"declared": (dft_len // 2 + 1, bins), "dtype": dtype})[0])
+        except OpError as e:
+            raise c.fail(str(e)) from None
+    else:
+        shape = c.declared(next(i for i, v in enumerate(ins) if not v.is_const), "num_mel_bins/dft_length")
+    return c.emit("mel_weight_matrix", ins, {"declared": shape, "dtype": dtype})
+
+
 def _linear_attention(c):
     """LinearAttention (opset 27): a missing past_state is zeros; decay/beta follow update_rule."""
     q, k, v = c.need(0), c.need(1), c.need(2)
@@ -1309,6 +1346,8 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "BitCast": _bitcast,
     "DFT": _dft,
     "Col2Im": _col2im,
+    "STFT": _stft,
+    "MelWeightMatrix": _mel_weight_matrix,
     "MaxUnpool": _max_unpool,
     "Scan": scan,
     "ReverseSequence": lambda c: c.emit("reverse_sequence", [c.need(0), c.need(1)], {
