@@ -387,12 +387,15 @@ _LEAF = 48   # steps simulated one by one without looking for repeats
 
 
 class _State:
-    """The pipeline between two steps: the last two blocks' ends and each engine's last job end."""
-    __slots__ = ("c1", "c2", "E", "first")
+    """The pipeline between two steps: the last block's end, each engine's last job end ``E``
+    and the block end its next job waits for when double-buffered ``W`` (the end of the block
+    before its previous job: the tile that job replaced is then no longer needed)."""
+    __slots__ = ("c1", "E", "W", "first")
 
     def __init__(self, ne: int):
-        self.c1 = self.c2 = 0.0
+        self.c1 = 0.0
         self.E = [0.0] * ne
+        self.W = [0.0] * ne
         self.first = None
 
 
@@ -400,8 +403,8 @@ def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st:
     """Advance the pipeline over steps a..b-1, one at a time (the recurrence in the module
     docstring; ``cols`` = per engine its step jobs, block jobs and slots). Plain Python floats
     over lists: several times faster per step than numpy scalars."""
-    E = st.E
-    c1, c2 = st.c1, st.c2
+    E, W = st.E, st.W
+    c1 = st.c1
     first = a == 0
     cols = [(step[a:b].tolist(), blk[a:b].tolist(), slots) for step, blk, slots in cols]
     block = block[a:b].tolist()
@@ -412,7 +415,11 @@ def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st:
             job = step[x]
             if job > 0.0:
                 avail = E[j]
-                cs = c1 if slots == 1 else c2     # C[x - slots]; 0 before the first steps
+                if slots == 1:
+                    cs = c1                       # single buffer: the previous block must be done
+                else:
+                    cs = W[j]                     # double: the block before the previous job's
+                    W[j] = c1
                 if cs > avail:
                     avail = cs
                 if outer > avail:
@@ -429,8 +436,8 @@ def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st:
             bj = blk[x]
             if bj > 0.0:
                 E[j] = start + bj
-        c2, c1 = c1, start + block[x]
-    st.c1, st.c2 = c1, c2
+        c1 = start + block[x]
+    st.c1 = c1
 
 
 def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np.ndarray,
@@ -456,9 +463,14 @@ def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np
     slots = [e[3] for e in engines]
     st = _State(ne)
 
+    def floor(j: int) -> float:
+        """What engine j's next step job waits for at least besides its own end (its next job
+        starts at max(E, floor, outer); a block job moves E past the floor): so max(E, floor)
+        is all of engine j's state that matters."""
+        return st.c1 if slots[j] == 1 else st.W[j]
+
     def norm() -> tuple:
-        c1, c2 = st.c1, st.c2
-        return (c2 - c1,) + tuple(max(e, c1 if k == 1 else c2) - c1 for e, k in zip(st.E, slots))
+        return tuple(max(e, floor(j)) - st.c1 for j, e in enumerate(st.E))
 
     def run(a: int, b: int, k: int) -> None:
         if k >= len(shape) or b - a <= _LEAF:
@@ -477,9 +489,9 @@ def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np
             if prev is not None and later_same[i] and cur == prev[0]:
                 r = f - 1 - i
                 delta = (st.c1 - prev[1]) * r
+                st.E = [max(e, floor(j)) + delta for j, e in enumerate(st.E)]
+                st.W = [w + delta for w in st.W]
                 st.c1 += delta
-                st.c2 += delta
-                st.E = [max(e, st.c1 if q == 1 else st.c2) + 0.0 for e, q in zip([e + delta for e in st.E], slots)]
                 return
             prev = (cur, st.c1)
 
