@@ -140,3 +140,12 @@ def test_pipeline_is_the_scan_on_random_loop_nests(monkeypatch):
         fast = walk_mod.pipeline(engines, block, shape)
         plain = walk_mod.pipeline(engines, block, ())
         assert fast == pytest.approx(plain, rel=1e-12)
+
+
+def test_compute_bound_double_buffered_is_the_closed_form_plus_fill_and_drain():
+    """At 2 words/cycle every step's transfer (1 cycle) hides under the previous row's 2 compute
+    cycles: the walk is the closed form's 8 cycles plus the fill (4 words: 2 cycles) and the last
+    output's drain (1 word: 0.5 cycle), rounded up: 11."""
+    w = walk(*_two_level(10, dram_bw=2.0))
+    assert w.analytical_cycles == 8 and w.fill_cycles == 2 and w.drain_cycles == 0.5
+    assert w.pipeline_cycles == 8 + 2 + 0.5 and w.cycles == 11
