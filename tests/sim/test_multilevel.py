@@ -147,3 +147,22 @@ def test_one_point_schedule_space_for_mac_kernels_on_a_hierarchy():
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     assert ScheduleSpace.build(wl, hw).size == 1
     assert ScheduleSpace.build(wl, sim.load_hw("eyeriss-like")).size > 1
+
+
+def test_tile_fidelity_walks_a_given_mapping_not_the_default():
+    """A schedule that carries a mapping (a tuned plan's) is walked as given: its cycles are the
+    walk of that mapping, which differs from the default mapping's walk."""
+    import dataclasses
+    from sim.walk import walk
+    hw = sim.load_hw("eyeriss")
+    wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
+    hier, nest = hierarchy_of(hw), nest_from_workload(wl)
+    default, _, _ = kernel_mapping(wl, hw)
+    other, _ = default_mapping(hier, nest, "energy", PolicyConfig(samples=64, steps=2, seed=3))
+    assert other != default
+    s = dataclasses.replace(sim.Schedule.default(wl, hw), mapping=other)
+    t = sim.simulate(wl, hw, s, fidelity="tile")
+    w = walk(hier, nest, other)
+    assert t.total_cycles == w.cycles and t.prologue_cycles == int(w.fill_cycles)
+    assert t.total_cycles != walk(hier, nest, default).cycles
+    assert sim.simulate(wl, hw, s, fidelity="analytical").total_cycles == evaluate(hier, nest, other).cycles
