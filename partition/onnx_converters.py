@@ -103,10 +103,12 @@ def _cast_attrs(c: _Ctx, dtype: str) -> dict:
     """saturate (opset 19+, default 1) matters only for float8 targets: out-of-range values clamp
     to the type's largest finite value instead of becoming NaN/inf."""
     attrs = {"dtype": dtype}
-    if dtype == "float8_e8m0fnu":
-        raise c.fail("element type float8_e8m0fnu (an exponent-only scale type) is not supported")
-    if dtype.startswith("float8") and dtype != "float8_e8m0fnu":
+    if dtype.startswith("float8"):
         attrs["saturate"] = bool(c.attrs.get("saturate", 1))
+    if dtype == "float8_e8m0fnu":  # the exponent-only scale type: round_mode from opset 24
+        attrs["round_mode"] = c.attrs.get("round_mode", "up")
+        if isinstance(attrs["round_mode"], bytes):
+            attrs["round_mode"] = attrs["round_mode"].decode()
     return attrs
 
 
@@ -757,32 +759,40 @@ def _mod(c):
     return c.emit("mod", [a, c.need(1)], {"fmod": fmod})
 
 
-def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
-    """Explicit (top, left, bottom, right) pads; output_shape and SAME_* auto_pad split the total
-    padding as the ONNX spec says (SAME_UPPER puts the odd one at the end, else at the start)."""
+def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Explicit ONNX-order pads (all begins, then all ends) and output_padding. output_shape and
+    SAME_* auto_pad split the total padding as the ONNX spec says (SAME_UPPER puts the odd one at the
+    end, else at the start); an output_shape up to a stride beyond the full output adds that many
+    zero rows at the end, as output_padding (onnxruntime; onnx's reference agrees)."""
+    n = len(x.shape) - 2
     auto = c.attrs.get("auto_pad", "NOTSET") or "NOTSET"
     if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
         raise c.fail(f"unknown auto_pad '{auto}'")
     out = c.attrs.get("output_shape")
     if out is None and auto == "NOTSET":
-        return tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+        return tuple(int(p) for p in c.attrs.get("pads", (0,) * (2 * n))), opad
     if out is None and auto == "VALID":
-        return (0, 0, 0, 0)
+        return (0,) * (2 * n), opad
     out = [d * s for d, s in zip(x.shape[2:], strides)] if out is None else [int(v) for v in out]
-    if len(out) != 2:
-        raise c.fail(f"output_shape {out} must give the 2 spatial sizes")
-    begin, end = [], []
-    for size, k, s, d, op, o in zip(x.shape[2:], w.shape[2:], strides, dil, opad, out):
+    if len(out) != n:
+        raise c.fail(f"output_shape {out} must give the {n} spatial sizes")
+    begin, end, extra = [], [], list(opad)
+    for i, (size, k, s, d, op, o) in enumerate(zip(x.shape[2:], w.shape[2:], strides, dil, opad, out)):
         full = s * (size - 1) + op + (k - 1) * d + 1
         if o > full:
-            raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
-                         f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} give; "
-                         f"only cropping pads are supported")
+            if op or o - full >= max(s, d):
+                raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
+                             f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} "
+                             f"give, by a stride or more; not supported (onnxruntime refuses it)")
+            extra[i] = o - full
+            begin.append(0)
+            end.append(0)
+            continue
         total = full - o
         lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
         begin.append(lo)
         end.append(total - lo)
-    return (*begin, *end)
+    return (*begin, *end), tuple(extra)
 
 
 def _conv_transpose(c):
@@ -797,19 +807,21 @@ def _conv_transpose(c):
         c.ins = [x2, w2] + list(c.ins[2:])
         y = _conv_transpose(c)[0]
         return c.emit("squeeze", [y], {"axes": (2,)}, out_names=[c.node.output[0]])
-    if len(x.shape) != 4 or len(w.shape) != 4:
-        raise c.fail(f"only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape "
-                     f"{list(x.shape)}, weight shape {list(w.shape)}")
+    if len(x.shape) not in (4, 5) or len(w.shape) != len(x.shape):
+        raise c.fail(f"only 1-D, 2-D and 3-D transposed convolutions are supported (input and weight of one "
+                     f"rank 3..5), input shape {list(x.shape)}, weight shape {list(w.shape)}")
+    n = len(x.shape) - 2
     ks = c.attrs.get("kernel_shape")
     if ks is not None and tuple(int(k) for k in ks) != tuple(w.shape[2:]):
         raise c.fail(f"kernel_shape {list(ks)} differs from the weight's {list(w.shape[2:])}")
-    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
-    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
-    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0, 0)))
-    attrs = {"strides": strides, "pads": _convt_pads(c, x, w, strides, dil, opad), "dilations": dil,
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1,) * n))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1,) * n))
+    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0,) * n))
+    pads, opad = _convt_pads(c, x, w, strides, dil, opad)
+    attrs = {"strides": strides, "pads": pads, "dilations": dil,
              "groups": int(c.attrs.get("group", 1)), "output_padding": opad}
     ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
-    return c.emit("conv_transpose2d", ins, attrs)
+    return c.emit("conv_transpose2d" if n == 2 else "conv_transpose3d", ins, attrs)
 
 
 _RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",

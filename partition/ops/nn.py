@@ -21,6 +21,7 @@ element.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -171,18 +172,12 @@ def _cost_conv2d(ins, outs, attrs):
     return _conv_cost(macs, ins, outs)
 
 
-# ============================================================================ conv_transpose2d
-def _convt_params(attrs: dict):
-    name = "conv_transpose2d"
-    strides = int_tuple(attrs.get("strides", (1, 1)), name, "strides", 2)
-    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), name, "pads", 4)
-    dil = int_tuple(attrs.get("dilations", (1, 1)), name, "dilations", 2)
-    opad = int_tuple(attrs.get("output_padding", (0, 0)), name, "output_padding", 2)
-    groups = int(attrs.get("groups", 1))
-    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
-    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
-    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
-    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
+# ============================================================================ conv_transpose2d/3d
+def _convt_params(attrs: dict, name: str = "conv_transpose2d", dims: int = 2):
+    """(strides, pads, dilations, output_padding, groups), validated; pads in ONNX order (all begins,
+    then all ends: (top, left, bottom, right) in 2-D)."""
+    strides, pads, dil, groups = _conv_params(attrs, name, dims)
+    opad = int_tuple(attrs.get("output_padding", (0,) * dims), name, "output_padding", dims)
     # PyTorch's rule: output_padding only picks among the sizes a strided/dilated conv maps to one size.
     check(all(0 <= o < max(s, d) for o, s, d in zip(opad, strides, dil)),
           f"{name}: output_padding {list(opad)} must be >= 0 and smaller than stride or dilation "
@@ -195,51 +190,56 @@ def _convt_full(size: int, k: int, stride: int, dil: int, opad: int) -> int:
     return stride * (size - 1) + dil * (k - 1) + 1 + opad
 
 
-def _infer_convt(ins, attrs, ctx):
-    name = "conv_transpose2d"
-    x, w = _conv_operands(name, ins, 4, "NCHW", "(C, K/groups, R, S)")
-    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
-    n, c, h, wd = x.shape
-    check(w.shape[0] == c,
-          f"{name}: input has {c} channels but weight has {w.shape[0]} (weight is (C, K/groups, R, S))")
-    check(c % g == 0, f"{name}: {c} input channels are not divisible by groups={g}")
-    k = w.shape[1] * g
-    if len(ins) == 3:
-        check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
-    oh = _convt_full(h, w.shape[2], sh, dh, oph) - pt - pb
-    ow = _convt_full(wd, w.shape[3], sw, dw, opw) - pl - pr
-    check(oh >= 1 and ow >= 1, f"{name}: pads {[pt, pl, pb, pr]} crop away the whole {h}x{wd} -> "
-                               f"{oh + pt + pb}x{ow + pl + pr} output")
-    return [TensorType((n, k, oh, ow), x.dtype)]
+def _infer_convt_nd(name: str, dims: int):
+    layout = "NCHW" if dims == 2 else "NCDHW"
+    def infer(ins, attrs, ctx):
+        x, w = _conv_operands(name, ins, dims + 2, layout, "(C, K/groups, *kernel)")
+        strides, pads, dil, opad, g = _convt_params(attrs, name, dims)
+        n, c = x.shape[:2]
+        check(w.shape[0] == c,
+              f"{name}: input has {c} channels but weight has {w.shape[0]} (weight is (C, K/groups, *kernel))")
+        check(c % g == 0, f"{name}: {c} input channels are not divisible by groups={g}")
+        k = w.shape[1] * g
+        if len(ins) == 3:
+            check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
+        full = [_convt_full(x.shape[2 + i], w.shape[2 + i], strides[i], dil[i], opad[i]) for i in range(dims)]
+        out = tuple(full[i] - pads[i] - pads[dims + i] for i in range(dims))
+        check(min(out) >= 1, f"{name}: pads {list(pads)} crop away the whole "
+                             f"{'x'.join(map(str, x.shape[2:]))} -> {'x'.join(map(str, full))} output")
+        return [TensorType((n, k) + out, x.dtype)]
+    return infer
 
 
-def _conv_transpose2d(args, attrs):
-    """col2im: one GEMM gives every input pixel's contribution to every kernel tap, then each tap's
-    plane is added into the (uncropped) output at its strided, dilated offset."""
-    x, w = np.asarray(args[0]), np.asarray(args[1])
-    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
-    n, c, h, wd = x.shape
-    _, kg, r, s = w.shape
-    cg = c // g
-    acc = np.float64 if x.dtype == np.float64 else np.float32
-    fh, fw = _convt_full(h, r, sh, dh, oph), _convt_full(wd, s, sw, dw, opw)
-    wm = w.reshape(g, cg, kg * r * s).transpose(0, 2, 1).astype(acc, copy=False)  # g, kg*R*S, cg
-    cols = np.matmul(wm[None], x.reshape(n, g, cg, h * wd).astype(acc, copy=False))
-    cols = cols.reshape(n, g, kg, r, s, h, wd)
-    full = np.zeros((n, g, kg, fh, fw), acc)
-    for i in range(r):
-        for j in range(s):
-            full[..., i * dh:i * dh + sh * (h - 1) + 1:sh, j * dw:j * dw + sw * (wd - 1) + 1:sw] += cols[:, :, :, i, j]
-    out = full[..., pt:fh - pb, pl:fw - pr].reshape(n, g * kg, fh - pt - pb, fw - pl - pr)
-    if len(args) > 2:
-        out = out + np.asarray(args[2]).astype(acc).reshape(1, -1, 1, 1)
-    return [np.ascontiguousarray(out, dtype=x.dtype)]
+def _conv_transpose_nd(name: str, dims: int):
+    def compute(args, attrs):
+        """col2im: one GEMM gives every input pixel's contribution to every kernel tap, then each
+        tap's plane is added into the (uncropped) output at its strided, dilated offset."""
+        x, w = np.asarray(args[0]), np.asarray(args[1])
+        strides, pads, dil, opad, g = _convt_params(attrs, name, dims)
+        n, c = x.shape[:2]
+        sp, kern, kg = x.shape[2:], w.shape[2:], w.shape[1]
+        cg = c // g
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        full = [_convt_full(sp[i], kern[i], strides[i], dil[i], opad[i]) for i in range(dims)]
+        wm = w.reshape(g, cg, kg * math.prod(kern)).transpose(0, 2, 1).astype(acc, copy=False)  # g, kg*taps, cg
+        cols = np.matmul(wm[None], x.reshape(n, g, cg, math.prod(sp)).astype(acc, copy=False))
+        cols = cols.reshape((n, g, kg) + tuple(kern) + tuple(sp))
+        y = np.zeros((n, g, kg) + tuple(full), acc)
+        for tap in np.ndindex(*kern):
+            where = tuple(slice(t * d, t * d + s * (m - 1) + 1, s) for t, d, s, m in zip(tap, dil, strides, sp))
+            y[(Ellipsis,) + where] += cols[(slice(None),) * 3 + tap]
+        crop = tuple(slice(pads[i], full[i] - pads[dims + i]) for i in range(dims))
+        y = y[(Ellipsis,) + crop]
+        y = y.reshape((n, g * kg) + y.shape[3:])
+        if len(args) > 2:
+            y = y + np.asarray(args[2]).astype(acc).reshape((1, -1) + (1,) * dims)
+        return [np.ascontiguousarray(y, dtype=x.dtype)]
+    return compute
 
 
 def _cost_convt(ins, outs, attrs):
-    n, c, h, w = ins[0].shape
-    _, kg, r, s = ins[1].shape
-    macs = n * c * h * w * kg * r * s
+    x, w = ins[0], ins[1]
+    macs = x.size * math.prod(w.shape[1:])  # every input element times each of its K/g*taps weights
     return _conv_cost(macs, ins, outs)
 
 
@@ -1488,7 +1488,10 @@ def _hardmax(args, attrs):
 
 DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
-    OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
+    OpDef("conv_transpose2d", _infer_convt_nd("conv_transpose2d", 2), _conv_transpose_nd("conv_transpose2d", 2),
+          _cost_convt, "conv", (2, 3)),
+    OpDef("conv_transpose3d", _infer_convt_nd("conv_transpose3d", 3), _conv_transpose_nd("conv_transpose3d", 3),
+          _cost_convt, "conv", (2, 3)),
     OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
     OpDef("qlinear_matmul", _infer_qlinear_matmul, _qlinear_matmul, _cost_qlinear_matmul, "gemm", (8, 8)),
     OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),

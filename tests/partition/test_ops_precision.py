@@ -82,3 +82,36 @@ def test_float16_attention_matches_the_reference_bit_for_bit(rng, attrs, opset):
     want = ReferenceEvaluator(model).run(None, feeds)[0]
     g = load_onnx(model.SerializeToString())
     np.testing.assert_array_equal(interpret(g, feeds)[0], want)
+
+
+# ---------------------------------------------------------------------------- Cast to float8_e8m0fnu
+
+def _e8m0_inputs(rng):
+    x = np.concatenate([rng.standard_normal(500).astype(np.float32) * 10.0 ** rng.integers(-30, 30, 500),
+                        np.array([0.0, -0.0, 1.0, 1.5, 1.75, 3.0, 2.0 ** -127, 2.0 ** -149, 3.4e38, 2.0 ** 127,
+                                  np.inf, -np.inf, np.nan, -2.5], np.float32)])
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [0, 1])
+@pytest.mark.parametrize("src", [np.float32, np.float16])
+def test_cast_to_e8m0_as_the_onnx_reference(rng, mode, saturate, src):
+    from onnx.numpy_helper import to_float8e8m0
+    x = _e8m0_inputs(rng).astype(src)
+    model, feeds = one_node_model("Cast", [x], {"to": 24, "saturate": saturate, "round_mode": mode}, opset=25)
+    got = interpret(load_onnx(model.SerializeToString()), feeds)[0]
+    assert got.dtype == ml_dtypes.float8_e8m0fnu
+    want = to_float8e8m0(x.astype(np.float32), bool(saturate), mode)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def test_cast_to_e8m0_by_hand():
+    x = np.array([1.0, 1.5, 3.0, 0.75, 2.0 ** 127 * 1.5], np.float32)
+    up = run_op("cast", [x], {"dtype": "float8_e8m0fnu", "saturate": True, "round_mode": "up"})[0]
+    # 1 -> 2^0; 1.5 -> 2^1; 3 -> 2^2; 0.75 -> 2^0; above 2^127 saturates at 2^127
+    np.testing.assert_array_equal(up.astype(np.float32), [1.0, 2.0, 4.0, 1.0, 2.0 ** 127])
+    down = run_op("cast", [x], {"dtype": "float8_e8m0fnu", "saturate": False, "round_mode": "down"})[0]
+    np.testing.assert_array_equal(down.astype(np.float32), [1.0, 1.0, 2.0, 0.5, 2.0 ** 127])
+    nan = run_op("cast", [x[4:]], {"dtype": "float8_e8m0fnu", "saturate": False, "round_mode": "up"})[0]
+    assert np.isnan(nan.astype(np.float32)).all()
