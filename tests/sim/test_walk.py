@@ -117,7 +117,7 @@ def test_pipeline_worked_by_hand(cap):
 def test_pipeline_is_the_scan_on_random_loop_nests(monkeypatch):
     """The exact shortcut over repeating loop iterations equals the plain step-by-step scan."""
     import numpy as np
-    from sim import walk as walk_mod
+    from sim import walk_pipeline as walk_mod
     monkeypatch.setattr(walk_mod, "_LEAF", 1)      # look for repeats at every loop
     rng = np.random.default_rng(7)
     for _ in range(400):
