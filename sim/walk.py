@@ -26,18 +26,22 @@ innermost keeper's operand reads and partial-sum updates inside each block.
 (one instance stands for all, as every instance moves the same words) and the MACs:
 
     start[x] = max(C[x-1], max over engines j with a job at x of D_j[x])
-    D_j[x]   = max(E_j, C[x - S_j], D_outer[x]) + step_j[x]
-    C[x]     = start[x] + max(t_block, max_j block_j[x])
+    D_j[x]   = max(E_j, W_j[x], D_outer[x]) + step_j[x]
+    C[x]     = start[x] + block[x]
     E_j      = the end of engine j's last job (start[x] + block_j[x] while block x runs)
 
 ``step_j[x]`` is the time level j's ports take for the step's fills, parent reads and drains
 (words / read or write bandwidth, the larger), ``block_j[x]`` the same for the traffic inside the
-block, which shares the ports with the next step's prefetch. ``S_j`` = 2 (double-buffered: the
-step-x transfer overlaps the compute of x-1) when the level's capacity holds two of the tiles it
-keeps and so does every level it fills, else 1 (it waits until that compute is done).
-``D_outer[x]`` is the finish of the nearest outer engine with a job at step x: a scratchpad fills
-from the buffer above only once that buffer has the data, which is the serial pipeline fill.
-After the last block the partial sums still resident drain from the inside out.
+block, which shares the ports with the next step's prefetch. ``W_j[x]``: the buffer the transfer
+fills must be free. Double-buffered (the level's capacity holds two of each tile it keeps, and
+so does every level it fills), the tile it replaces is the one before the previous load: W =
+C[p-1] with p the engine's previous job step, so the load overlaps the compute on the current
+tile. Single-buffered: W = C[x-1], it waits until that compute is done. ``D_outer[x]`` is the
+finish of the nearest outer engine with a job at step x: a scratchpad fills from the buffer
+above only once that buffer has the data, which is the serial pipeline fill. A block lasts
+``t_block`` or longer where a level's ports need longer (the closed form's throttling), and
+single-buffered levels refill inside it before the compute, as between steps (``walk``). After
+the last block the partial sums still resident drain from the inside out.
 
 Bounds (tests/sim/test_walk.py checks both): every engine's jobs are disjoint intervals and the
 blocks run one after the other, so the walk's cycles are never fewer than the closed form's
@@ -58,9 +62,10 @@ import numpy as np
 
 from .hierarchy import Hierarchy
 from .mapping import Mapping
-from .movement import (Evaluation, LevelResult, TensorCounts, _diff, _translation, distinct_tiles, spatial_loops,
-                       step_loops)
+from .movement import (Evaluation, LevelResult, TensorCounts, _diff, _translation, distinct_tiles, evaluate,
+                       spatial_loops, step_loops)
 from .nest import DataSpace, Nest
+from .walk_pipeline import pipeline
 
 DEFAULT_MAX_STEPS = 1 << 14   # walked steps: a VGG layer on eyeriss walks in milliseconds
 
@@ -212,20 +217,49 @@ def _job(rd: np.ndarray, wr: np.ndarray, rbw: float | None, wbw: float | None) -
     return t
 
 
+@dataclass(frozen=True)
+class _Counted:
+    """The counting pass: per level and data space the reads, fills and updates of one instance
+    at each step, the words each level's ports move (``_Ports``) and its buffering."""
+    steps: int
+    loops: tuple[tuple[str, int, int], ...]    # the walked loops (dim, factor, stride), outermost first
+    t_block: int
+    counts: tuple[dict[str, list[np.ndarray]], ...]   # per level: name -> [reads, fills, updates]
+    tiles: tuple[dict[str, tuple[int, int]], ...]      # per level: name -> (tile words, partition words)
+    ports: tuple[_Ports, ...]
+    bufs: tuple[int, ...]                 # 2 = double-buffered
+    fills_to: tuple[frozenset[int], ...]  # the levels each level fills
+
+
 def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT_MAX_STEPS,
          check: bool = True) -> WalkResult:
     """Walk ``mapping`` of ``nest`` on ``hier`` (see the module docstring); ``max_steps`` caps
     the walked steps (>= 1; the loops inside run as steady blocks)."""
-    from .movement import evaluate   # the closed form: analytical cycles for the comparison
     if check:
         mapping.check(hier, nest)
-    if not (isinstance(max_steps, int) and max_steps >= 1):
+    if not (isinstance(max_steps, int) and not isinstance(max_steps, bool) and max_steps >= 1):
         raise ValueError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+    c = _count(hier, nest, mapping, max_steps)
+    engines, block = _engines(hier, c)
+    end, first_start, last_c = pipeline(engines, block, tuple(f for _, f, _ in c.loops))
+    ana = evaluate(hier, nest, mapping, check=False)
+    # the closed form rounds its slowdown in floating point (36 / (0.5 / (102 / 36)) -> 205, not
+    # 204): where that puts it a cycle above the walk's exact bound, the walk reports its figure
+    cycles = max(int(math.ceil(end - 1e-9)), ana.cycles)
+    ev = replace(ana, cycles=cycles, levels=_levels(hier, nest, mapping, c, cycles))
+    owners = [hier.levels[i].name for i, lm in enumerate(mapping.levels) for _ in lm.loop_order(nest.dim_names)]
+    return WalkResult(evaluation=ev, steps=c.steps,
+                      walked_loops=tuple((owners[k], d, f) for k, (d, f, _) in enumerate(c.loops)),
+                      block_cycles=c.t_block, fill_cycles=first_start, drain_cycles=max(0.0, end - last_c),
+                      pipeline_cycles=end, analytical_cycles=ana.cycles)
+
+
+def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Counted:
+    """Every step's counts per level and data space, and the words each level's ports move at
+    step boundaries, inside blocks and after the end (see the module docstring)."""
     n = len(hier.levels)
     dims = nest.dim_names
     all_t = step_loops(mapping, nest, n)      # every temporal loop, outermost first
-    # level of each temporal loop, for the report
-    owners = [(i, d) for i, lm in enumerate(mapping.levels) for d in lm.loop_order(dims)]
     walked, steps = 0, 1
     while walked < len(all_t) and steps * all_t[walked][1] <= max_steps:
         steps *= all_t[walked][1]
@@ -326,10 +360,17 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
                         p.block_feed[:] += reads
             counts[i][ds.name] = [reads, fills, updates]
 
-    # ------------------------------------------------------------------ timing
+    return _Counted(steps, tuple(all_t[:walked]), t_block, tuple(counts), tuple(tiles), tuple(ports), tuple(bufs),
+                    tuple(frozenset(f) for f in fills_to))
+
+
+def _engines(hier: Hierarchy, c: _Counted) -> tuple[list, np.ndarray]:
+    """The pipeline's transfer engines (outermost first: step jobs, block jobs, final drain,
+    slots) and every block's duration."""
+    steps, ports, bufs = c.steps, c.ports, c.bufs
     engines = []
     refill = np.zeros(steps)      # inside a block: the phase single-buffered levels refill in
-    serve = np.full(steps, float(t_block))   # and the phase the MACs compute in
+    serve = np.full(steps, float(c.t_block))   # and the phase the MACs compute in
     for j, lv in enumerate(hier.levels):
         if lv.spatial_only:
             continue
@@ -339,7 +380,7 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
         final = p.final_wr / lv.write_bandwidth if lv.write_bandwidth is not None else 0.0
         if not (step.any() or block.any() or final):
             continue
-        slots = min([bufs[j]] + [bufs[c] for c in fills_to[j]])
+        slots = min([bufs[j]] + [bufs[k] for k in c.fills_to[j]])
         engines.append((step, block, final, slots))
         # Inside a block a level's port time overlaps the MACs (the closed form's steady state),
         # except the refills of single-buffered levels and the parent reads that feed them:
@@ -350,14 +391,12 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
         refill = np.maximum(refill, _job(p.block_feed, fill, lv.read_bandwidth, lv.write_bandwidth))
         serve = np.maximum(serve, _job(p.block_rd - p.block_feed, p.block_wr - fill, lv.read_bandwidth,
                                        lv.write_bandwidth))
-    block_max = refill + serve
-    end, first_start, last_c = pipeline(engines, block_max, tuple(f for _, f, _ in all_t[:walked]))
-    ana = evaluate(hier, nest, mapping, check=False)
-    # the closed form rounds its slowdown in floating point (36 / (0.5 / (102 / 36)) -> 205, not
-    # 204): where that puts it a cycle above the walk's exact bound, the walk reports its figure
-    cycles = max(int(math.ceil(end - 1e-9)), ana.cycles)
+    return engines, refill + serve
 
-    # ------------------------------------------------------------------ energy, as the closed form charges it
+
+def _levels(hier: Hierarchy, nest: Nest, mapping: Mapping, c: _Counted, cycles: int) -> tuple[LevelResult, ...]:
+    """Per level the walk's totals and their energy, charged as the closed form charges them
+    (per block access, shared by a cluster), leakage over the walk's cycles."""
     levels = []
     for i, lv in enumerate(hier.levels):
         u = mapping.utilized_instances(i)
@@ -365,139 +404,14 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
         share = u / clusters
         tensors, access = [], 0.0
         for ds in nest.data_spaces:
-            if ds.name not in counts[i]:
+            if ds.name not in c.counts[i]:
                 continue
-            r, f, up = (int(x.sum()) for x in counts[i][ds.name])
+            r, f, up = (int(x.sum()) for x in c.counts[i][ds.name])
             b = lv.block_size
             e = (-(-r // b) * lv.read_pj + -(-f // b) * lv.fill_pj + -(-up // b) * lv.update_pj) / share
-            tw, pw = tiles[i][ds.name]
+            tw, pw = c.tiles[i][ds.name]
             tensors.append((ds.name, TensorCounts(r, f, up, tw, pw, e)))
             access += e * u
         leak = 0.0 if lv.spatial_only else lv.leak_pj_per_cycle * cycles * u
         levels.append(LevelResult(lv.name, lv.instances, u, lv.spatial_only, tuple(tensors), access, leak, cycles))
-    ev = replace(ana, cycles=cycles, levels=tuple(levels))
-    return WalkResult(evaluation=ev, steps=steps,
-                      walked_loops=tuple((hier.levels[owners[k][0]].name, d, f) for k, (d, f, _) in
-                                         enumerate(all_t[:walked])),
-                      block_cycles=t_block, fill_cycles=first_start, drain_cycles=max(0.0, end - last_c),
-                      pipeline_cycles=end,                       analytical_cycles=ana.cycles)
-
-
-_LEAF = 48   # steps simulated one by one without looking for repeats
-
-
-class _State:
-    """The pipeline between two steps: the last block's end, each engine's last job end ``E``
-    and the block end its next job waits for when double-buffered ``W`` (the end of the block
-    before its previous job: the tile that job replaced is then no longer needed)."""
-    __slots__ = ("c1", "E", "W", "first")
-
-    def __init__(self, ne: int):
-        self.c1 = 0.0
-        self.E = [0.0] * ne
-        self.W = [0.0] * ne
-        self.first = None
-
-
-def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st: _State, a: int, b: int) -> None:
-    """Advance the pipeline over steps a..b-1, one at a time (the recurrence in the module
-    docstring; ``cols`` = per engine its step jobs, block jobs and slots). Plain Python floats
-    over lists: several times faster per step than numpy scalars."""
-    E, W = st.E, st.W
-    c1 = st.c1
-    first = a == 0
-    cols = [(step[a:b].tolist(), blk[a:b].tolist(), slots) for step, blk, slots in cols]
-    block = block[a:b].tolist()
-    for x in range(b - a):
-        ready = 0.0
-        outer = 0.0
-        for j, (step, _, slots) in enumerate(cols):
-            job = step[x]
-            if job > 0.0:
-                avail = E[j]
-                if slots == 1:
-                    cs = c1                       # single buffer: the previous block must be done
-                else:
-                    cs = W[j]                     # double: the block before the previous job's
-                    W[j] = c1
-                if cs > avail:
-                    avail = cs
-                if outer > avail:
-                    avail = outer
-                d = avail + job
-                E[j] = d
-                outer = d
-                if d > ready:
-                    ready = d
-        start = c1 if c1 > ready else ready
-        if first and x == 0:
-            st.first = start
-        for j, (_, blk, _) in enumerate(cols):
-            bj = blk[x]
-            if bj > 0.0:
-                E[j] = start + bj
-        c1 = start + block[x]
-    st.c1 = c1
-
-
-def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np.ndarray,
-             shape: tuple[int, ...] = ()) -> tuple[float, float, float]:
-    """(end, start of the first block, end of the last block) of the max-plus pipeline in the
-    module docstring; ``engines`` outermost first as (step jobs, block jobs, final drain, slots
-    1 or 2), ``block`` the blocks' durations (each at least every engine's block job), ``shape``
-    the walked loops' factors (the steps are their iterations in row-major order).
-
-    Exact and fast on a loop nest: the system is max-plus, so shifting its state by a constant
-    shifts everything after by the same constant. Where a loop's iteration i took the same jobs
-    as iteration i-1, left the pipeline in the same state relative to its last block end (an
-    engine's end that no later job can wait for, being below the block end it would wait for
-    anyway, is clamped to it), and every later iteration takes the same jobs again, each later
-    iteration adds the same time: they are skipped. Per-step deltas are Timeloop's extrapolated
-    ones (iterations 1.. of a loop move the same words), so this happens after two or three
-    iterations of most loops and a walk costs about 3**depth steps, not the product of the
-    factors."""
-    n = len(block)
-    ne = len(engines)
-    cols = [(step, blk, slots) for step, blk, _, slots in engines]
-    M = np.vstack([e[0] for e in engines] + [e[1] for e in engines] + [block]) if n else None
-    slots = [e[3] for e in engines]
-    st = _State(ne)
-
-    def floor(j: int) -> float:
-        """What engine j's next step job waits for at least besides its own end (its next job
-        starts at max(E, floor, outer); a block job moves E past the floor): so max(E, floor)
-        is all of engine j's state that matters."""
-        return st.c1 if slots[j] == 1 else st.W[j]
-
-    def norm() -> tuple:
-        return tuple(max(e, floor(j)) - st.c1 for j, e in enumerate(st.E))
-
-    def run(a: int, b: int, k: int) -> None:
-        if k >= len(shape) or b - a <= _LEAF:
-            _scan(cols, block, st, a, b)
-            return
-        f = shape[k]
-        size = (b - a) // f
-        m3 = M[:, a:b].reshape(M.shape[0], f, size)
-        same = np.ones(f + 1, dtype=bool)        # same[i]: iteration i takes iteration i-1's jobs
-        same[1:f] = (m3[:, 1:, :] == m3[:, :-1, :]).all(axis=(0, 2))
-        later_same = np.logical_and.accumulate(same[::-1])[::-1]   # same[i:] all
-        prev = None
-        for i in range(f):
-            run(a + i * size, a + (i + 1) * size, k + 1)
-            cur = norm()
-            if prev is not None and later_same[i] and cur == prev[0]:
-                r = f - 1 - i
-                delta = (st.c1 - prev[1]) * r
-                st.E = [max(e, floor(j)) + delta for j, e in enumerate(st.E)]
-                st.W = [w + delta for w in st.W]
-                st.c1 += delta
-                return
-            prev = (cur, st.c1)
-
-    run(0, n, 0)
-    end = st.c1
-    for (_, _, final, _), e in zip(engines[::-1], st.E[::-1]):
-        if final > 0.0:
-            end = max(end, e) + final
-    return end, st.first if st.first is not None else 0.0, st.c1
+    return tuple(levels)

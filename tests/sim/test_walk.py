@@ -117,7 +117,7 @@ def test_pipeline_worked_by_hand(cap):
 def test_pipeline_is_the_scan_on_random_loop_nests(monkeypatch):
     """The exact shortcut over repeating loop iterations equals the plain step-by-step scan."""
     import numpy as np
-    from sim import walk as walk_mod
+    from sim import walk_pipeline as walk_mod
     monkeypatch.setattr(walk_mod, "_LEAF", 1)      # look for repeats at every loop
     rng = np.random.default_rng(7)
     for _ in range(400):
@@ -149,3 +149,13 @@ def test_compute_bound_double_buffered_is_the_closed_form_plus_fill_and_drain():
     w = walk(*_two_level(10, dram_bw=2.0))
     assert w.analytical_cycles == 8 and w.fill_cycles == 2 and w.drain_cycles == 0.5
     assert w.pipeline_cycles == 8 + 2 + 0.5 and w.cycles == 11
+
+
+def test_bad_input_is_one_line():
+    from sim.mapping import MappingError
+    hier, nest, mapping = _two_level(10)
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(ValueError, match="max_steps must be an integer >= 1"):
+            walk(hier, nest, mapping, max_steps=bad)
+    with pytest.raises(MappingError, match="capacity of 4"):       # the mapping is checked first
+        walk(*_two_level(4))
