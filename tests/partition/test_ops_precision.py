@@ -98,7 +98,8 @@ def _e8m0_inputs(rng):
 @pytest.mark.parametrize("src", [np.float32, np.float16])
 def test_cast_to_e8m0_as_the_onnx_reference(rng, mode, saturate, src):
     from onnx.numpy_helper import to_float8e8m0
-    x = _e8m0_inputs(rng).astype(src)
+    with np.errstate(over="ignore"):  # 3.4e38 and 2^127 are inf in float16
+        x = _e8m0_inputs(rng).astype(src)
     model, feeds = one_node_model("Cast", [x], {"to": 24, "saturate": saturate, "round_mode": mode}, opset=25)
     got = interpret(load_onnx(model.SerializeToString()), feeds)[0]
     assert got.dtype == ml_dtypes.float8_e8m0fnu
