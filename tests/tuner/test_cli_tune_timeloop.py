@@ -140,8 +140,11 @@ def test_external_command_measures_the_best_predicted(tmp_path, capsys):
 
 
 def test_timeloop_options_need_timeloop(capsys):
-    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--metric", "delay")
     assert code == 2 and "apply to --timeloop" in err
+    # --budget with a model is the mapping budget per MAC kernel: only where there are storage levels
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
+    assert code == 2 and "apply to hardware with storage levels" in err and len(err.strip().splitlines()) == 1
 
 
 def test_the_walk_measures_the_best_predicted(tmp_path, capsys):
