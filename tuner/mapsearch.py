@@ -24,7 +24,7 @@ import numpy as np
 
 from sim.movement_batch import MappingArrays
 
-from .mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover
+from sim.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover
 from .search import _tournament
 
 METRICS = ("edp", "energy", "delay")

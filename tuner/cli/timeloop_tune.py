@@ -33,7 +33,7 @@ def load_problem(paths) -> TimeloopProblem:
     from sim.timeloop.files import read_merged
     from sim.timeloop.mapping import read_mapping
     from sim.timeloop.problem import read_problem
-    from tuner.tl_constraints import mapper_metric, read_constraints
+    from sim.timeloop.constraints import mapper_metric, read_constraints
 
     merged = read_merged(paths)
     if "problem" not in merged:
@@ -59,7 +59,7 @@ def run_timeloop_tune(args) -> int:
     from sim.movement import evaluate
     from sim.timeloop import mapping_yaml
     from tuner.mapper import search_mapping
-    from tuner.mapspace_sim import to_mapping
+    from sim.mapspace_sim import to_mapping
 
     if args.measure_top is not None and not args.measure_command:
         raise CLIError("--measure-top applies with --measure-command")

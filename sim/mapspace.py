@@ -37,10 +37,9 @@ from typing import Protocol
 
 import numpy as np
 
-from sim.mapping import prime_factors
-from sim.movement_batch import MappingArrays
+from .mapping import prime_factors
+from .movement_batch import MappingArrays
 
-from .space import MutationMix
 
 X, Y, T = 0, 1, 2
 
@@ -575,13 +574,29 @@ class MapUniformCrossover:
         return keep_legal(space, a, child, rng)
 
 
+def apply_weighted(mutations, weights, space, genes, rng) -> np.ndarray:
+    """Each row mutated by one of ``mutations``, drawn with ``weights`` (shared with the one-level
+    space's ``tuner.space.MutationMix``, which mixes its own operators the same way)."""
+    p = np.asarray(weights, dtype=float)
+    which = rng.choice(len(mutations), size=len(genes), p=p / p.sum())
+    out = genes.copy()
+    for i, m in enumerate(mutations):
+        rows = np.flatnonzero(which == i)
+        if len(rows):
+            out[rows] = m(space, genes[rows], rng)
+    return out
+
+
 @dataclass(frozen=True)
-class MapMutationMix(MutationMix):
-    """One of the mapping mutations per row, with these weights (``tuner.space.MutationMix``)."""
+class MapMutationMix:
+    """One of the mapping mutations per row, with these weights."""
     mutations: tuple[MapMutation, ...] = (FactorMove(), FactorSwap(), PermutationSwap(), KeepFlip())
     weights: tuple[float, ...] = (0.45, 0.2, 0.25, 0.1)
+
+    def __call__(self, space: "Mapspace", rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return apply_weighted(self.mutations, self.weights, space, rows, rng)
 
 
 __all__ = ["MapspaceError", "TensorSpec", "LevelSpec", "LevelConstraint", "MapspaceSpec", "Mapspace",
            "FactorMove", "FactorSwap", "PermutationSwap", "KeepFlip",
-           "MapUniformCrossover", "MapMutationMix", "keep_legal"]
+           "MapUniformCrossover", "MapMutationMix", "apply_weighted", "keep_legal"]
