@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import platform
 import statistics
 import sys
@@ -285,8 +286,11 @@ def problems(a, tmp: Path) -> list[Problem]:
             spec = {"measurer": a.measurer, "hw": hw, "layer": by_name[name], "metric": a.layer_metric}
             out.append(Problem(f"{hw}:{name}", spec, tmp / f"{hw}_{name}.json"))
     for p in out:
-        p.spec_path.write_text(json.dumps(p.spec))
         p.load()
+        # the adapter reads the parsed problem back (a Timeloop input's YAML would cost it seconds)
+        pk = p.spec_path.with_suffix(".pickle")
+        pk.write_bytes(pickle.dumps((p.hier, p.nest)))
+        p.spec_path.write_text(json.dumps({"measurer": a.measurer, "pickle": str(pk), "metric": p.metric}))
     return out
 
 
@@ -305,6 +309,8 @@ def main(argv=None) -> int:
     ap.add_argument("--layers", nargs="*", default=list(DEFAULT_LAYERS_HERE))
     ap.add_argument("--layer-metric", default="edp", choices=["edp", "delay", "energy"])
     ap.add_argument("--regimes", nargs="+", default=["builtin", "external"], choices=["builtin", "external"])
+    ap.add_argument("--external-problems", nargs="*", default=None,
+                    help="run the external regime on these problems only (default: all)")
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--budget-builtin", type=int, default=64)
     ap.add_argument("--budget-external", type=int, default=24)
@@ -345,6 +351,8 @@ def main(argv=None) -> int:
         for regime in a.regimes:
             budget = a.budget_builtin if regime == "builtin" else a.budget_external
             for p in probs:
+                if regime == "external" and a.external_problems is not None and p.name not in a.external_problems:
+                    continue
                 for seed in a.seeds:
                     pool = None
                     for s in a.strategies:
@@ -358,7 +366,7 @@ def main(argv=None) -> int:
                         else:
                             rec = Recorder(inner, p.metric)
                             # the space is the one the analytical search uses (same constraints)
-                            from tuner.mapspace_sim import build_space
+                            from sim.mapspace_sim import build_space
                             space = build_space(p.hier, p.nest, tuple(p.constraints))
                             extra = (run_random if s == "random" else run_no_model)(p, space, rec, budget, seed)
                         wall = rec.offset_s + time.perf_counter() - rec.t0
@@ -377,7 +385,7 @@ def main(argv=None) -> int:
               "problems": [{"name": p.name, "metric": p.metric, "spec": {k: v for k, v in p.spec.items() if k != "timeloop"}}
                            for p in probs],
               "seeds": a.seeds, "budget_builtin": a.budget_builtin, "budget_external": a.budget_external,
-              "search_budget": a.search_budget, "ref_budget": a.ref_budget, "ref_pool": a.ref_pool,
+              "search_budget": a.search_budget, "external_problems": a.external_problems, "ref_budget": a.ref_budget, "ref_pool": a.ref_pool,
               "strategies": a.strategies, "regimes": a.regimes, "layer_metric": a.layer_metric,
               "external_command": [os.path.relpath(sys.executable, ROOT), str(ADAPTER.relative_to(ROOT)), "PROBLEM.json"],
               "python": platform.python_version(), "cpus": os.cpu_count(), "load_before": load0,
