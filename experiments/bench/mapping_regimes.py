@@ -37,7 +37,7 @@ shared.
 
     python experiments/bench/mapping_regimes.py [--oracle ../shared/oracle/timeloop] [--cases ID ...]
         [--presets eyeriss simba-like] [--layers NAME ...] [--regimes builtin external] [--seeds 0 1 2]
-        [--budget-builtin 64] [--budget-external 24] [--search-budget 5000] [--measurer walk|standin]
+        [--budget-builtin 64] [--budget-external 24] [--search-budget 20000] [--measurer walk|standin]
         [--json] [--out DIR]
 
 Writes config.json, runs.json (every run with its trace) and table.md to DIR (default
@@ -314,8 +314,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--budget-builtin", type=int, default=64)
     ap.add_argument("--budget-external", type=int, default=24)
-    ap.add_argument("--search-budget", type=int, default=5000)
-    ap.add_argument("--ref-budget", type=int, default=20000)
+    ap.add_argument("--search-budget", type=int, default=20000)
+    ap.add_argument("--ref-budget", type=int, default=30000)
     ap.add_argument("--ref-pool", type=int, default=256)
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
     ap.add_argument("--measurer", default="walk" if walk_available() else "standin", choices=["walk", "standin"])
