@@ -269,6 +269,23 @@ def per_problem(runs: list[dict], best: dict[str, float]) -> str:
     return "\n".join(out)
 
 
+def before_after(before: list[dict], after: list[dict], best: dict[str, float]) -> str:
+    """The same summary for an earlier run (``--before DIR``, e.g. before a change to the tuner) and
+    this one, on the runs both made (same regime, problem, seed, strategy) and one best per problem
+    (over both runs and the reference)."""
+    key = lambda r: (r["regime"], r["problem"], r["seed"], r["strategy"])
+    common = {key(r) for r in before} & {key(r) for r in after}
+    out = ["| regime | strategy | run | reached 1 % | median measurements to 1 % | median s to 1 % | "
+           "median final / best | training share | fits |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = {name: summarize([r for r in runs if key(r) in common], best) for name, runs in (("before", before), ("after", after))}
+    for b, a in zip(rows["before"], rows["after"]):
+        for name, r in (("before", b), ("after", a)):
+            out.append(f"| {r['regime']} | {r['strategy']} | {name} | {r['reached']}/{r['runs']} | "
+                       f"{r['median_measurements_to_1pct']:g} | {r['median_s_to_1pct']:.2f} | {r['median_final_ratio']:.4f} | "
+                       f"{100 * r['train_share']:.1f} % | {r['fits']} |")
+    return "\n".join(out)
+
+
 def problems(a, tmp: Path) -> list[Problem]:
     out = []
     if a.oracle:
@@ -300,47 +317,15 @@ def reference_best(prob: Problem, a) -> float:
     return min(primary(prob.metric, *m.measure(x)) for x in pool.mappings)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--oracle", default=str(ROOT.parent / "shared" / "oracle" / "timeloop"),
-                    help="folder of Timeloop oracle cases ('' for none)")
-    ap.add_argument("--cases", nargs="*", default=[], help="only these mapper case ids")
-    ap.add_argument("--presets", nargs="*", default=list(DEFAULT_PRESETS))
-    ap.add_argument("--layers", nargs="*", default=list(DEFAULT_LAYERS_HERE))
-    ap.add_argument("--layer-metric", default="edp", choices=["edp", "delay", "energy"])
-    ap.add_argument("--regimes", nargs="+", default=["builtin", "external"], choices=["builtin", "external"])
-    ap.add_argument("--external-problems", nargs="*", default=None,
-                    help="run the external regime on these problems only (default: all)")
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    ap.add_argument("--budget-builtin", type=int, default=64)
-    ap.add_argument("--budget-external", type=int, default=24)
-    ap.add_argument("--search-budget", type=int, default=20000)
-    ap.add_argument("--ref-budget", type=int, default=30000)
-    ap.add_argument("--ref-pool", type=int, default=256)
-    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
-    ap.add_argument("--measurer", default="walk" if walk_available() else "standin", choices=["walk", "standin"])
-    ap.add_argument("--out", type=Path, default=ROOT / "experiments" / "results" / "mapping_regimes")
-    ap.add_argument("--json", action="store_true")
-    a = ap.parse_args(argv)
-    known = {L["name"] for L in DEFAULT_LAYERS}
-    bad = [n for n in a.layers if n not in known]
-    if bad:
-        print(f"mapping_regimes: error: unknown layer(s) {', '.join(bad)}", file=sys.stderr)
-        return 2
-    if a.measurer == "walk" and not walk_available():
-        print("mapping_regimes: error: sim.walk is not available; use --measurer standin", file=sys.stderr)
-        return 2
-    if min(a.budget_builtin, a.budget_external, a.search_budget) < 1:
-        print("mapping_regimes: error: budgets must be >= 1", file=sys.stderr)
-        return 2
+def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
+    """Every (regime, problem, seed, strategy) run, the best per problem and the configuration."""
     load0 = os.getloadavg()
     t_bench, cpu_bench = time.perf_counter(), time.process_time()
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         probs = problems(a, Path(tmp))
         if not probs:
-            print("mapping_regimes: error: no problems (no mapper cases and no layers)", file=sys.stderr)
-            return 2
+            raise SystemExit("mapping_regimes: error: no problems (no mapper cases and no layers)")
         # warm-up: the batched model's first call compiles (numba) and would land on one strategy
         analytical_pool(probs[0], 200, 8, 0)
         best = {}
@@ -379,7 +364,6 @@ def main(argv=None) -> int:
                               file=sys.stderr, flush=True)
     for r in runs:
         best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
-    rows = summarize(runs, best)
     config = {"measurer": a.measurer, "measurer_note": ("the tile-level walk, sim.walk" if a.measurer == "walk" else
                                                         "STAND-IN (experiments/adapters/map_measurer.py standin), not the walk"),
               "problems": [{"name": p.name, "metric": p.metric, "spec": {k: v for k, v in p.spec.items() if k != "timeloop"}}
@@ -391,11 +375,71 @@ def main(argv=None) -> int:
               "python": platform.python_version(), "cpus": os.cpu_count(), "load_before": load0,
               "load_after": os.getloadavg(), "bench_s": time.perf_counter() - t_bench,
               "bench_cpu_s": time.process_time() - cpu_bench, "best": best}
+    return runs, best, config
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--oracle", default=str(ROOT.parent / "shared" / "oracle" / "timeloop"),
+                    help="folder of Timeloop oracle cases ('' for none)")
+    ap.add_argument("--cases", nargs="*", default=[], help="only these mapper case ids")
+    ap.add_argument("--presets", nargs="*", default=list(DEFAULT_PRESETS))
+    ap.add_argument("--layers", nargs="*", default=list(DEFAULT_LAYERS_HERE))
+    ap.add_argument("--layer-metric", default="edp", choices=["edp", "delay", "energy"])
+    ap.add_argument("--regimes", nargs="+", default=["builtin", "external"], choices=["builtin", "external"])
+    ap.add_argument("--external-problems", nargs="*", default=None,
+                    help="run the external regime on these problems only (default: all)")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    ap.add_argument("--budget-builtin", type=int, default=64)
+    ap.add_argument("--budget-external", type=int, default=24)
+    ap.add_argument("--search-budget", type=int, default=20000)
+    ap.add_argument("--ref-budget", type=int, default=30000)
+    ap.add_argument("--ref-pool", type=int, default=256)
+    ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
+    ap.add_argument("--measurer", default="walk" if walk_available() else "standin", choices=["walk", "standin"])
+    ap.add_argument("--out", type=Path, default=ROOT / "experiments" / "results" / "mapping_regimes")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="a results folder of an earlier run: also compare its runs with this one's (before_after.md)")
+    ap.add_argument("--from-runs", action="store_true",
+                    help="do not run: summarise the runs.json and config.json already in --out")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    known = {L["name"] for L in DEFAULT_LAYERS}
+    bad = [n for n in a.layers if n not in known]
+    if bad:
+        print(f"mapping_regimes: error: unknown layer(s) {', '.join(bad)}", file=sys.stderr)
+        return 2
+    if a.measurer == "walk" and not walk_available():
+        print("mapping_regimes: error: sim.walk is not available; use --measurer standin", file=sys.stderr)
+        return 2
+    if min(a.budget_builtin, a.budget_external, a.search_budget) < 1:
+        print("mapping_regimes: error: budgets must be >= 1", file=sys.stderr)
+        return 2
+    if a.from_runs and not (a.out / "runs.json").is_file():
+        print(f"mapping_regimes: error: no runs.json in {a.out} to summarise", file=sys.stderr)
+        return 2
+    if a.before and not (a.before / "runs.json").is_file():
+        print(f"mapping_regimes: error: no runs.json in {a.before} (--before)", file=sys.stderr)
+        return 2
+    if a.from_runs:      # summarise a finished run again (e.g. with --before)
+        config = json.loads((a.out / "config.json").read_text())
+        runs, best = json.loads((a.out / "runs.json").read_text())["runs"], dict(config["best"])
+    else:
+        runs, best, config = run_all(a)
+    before = json.loads((a.before / "runs.json").read_text())["runs"] if a.before else []
+    for r in [r for r in before if r["problem"] in best]:
+        best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
+    rows = summarize(runs, best)
+    config["best"], config["before"] = best, str(a.before) if a.before else None
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
     (a.out / "runs.json").write_text(json.dumps({"runs": runs, "summary": rows}) + "\n")
     md = table(rows) + "\n\nMeasurements to 1 % per problem (median over the seeds that got there; runs that got there):\n\n" + per_problem(runs, best)
     (a.out / "table.md").write_text(md + "\n")
+    if a.before:
+        ba = before_after([r for r in before if r["problem"] in best], runs, best)
+        (a.out / "before_after.md").write_text(f"before: {a.before}\n\n{ba}\n")
+        md += "\n\nBefore / after:\n\n" + ba
     if a.json:
         print(json.dumps({"config": config, "summary": rows}, indent=1))
     else:
