@@ -65,6 +65,7 @@ sys.path.insert(0, str(ADAPTER.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from map_measurer import load_problem, measure_fn, walk_available  # noqa: E402
+from model_regimes import summarize, table, time_to  # noqa: E402  (the schedule benchmark's summary)
 from search_quality import DEFAULT_LAYERS  # noqa: E402
 
 STRATEGIES = ("random", "no-model", "prior", "auto", "model")   # auto before model: see summary notes
@@ -204,47 +205,10 @@ def run_guided(prob: Problem, pool: Pool, rec: Recorder, budget: int, use: str) 
             "last_decision": g.last_decision, "search_s": pool.seconds, "pool": len(pool.mappings)}
 
 
-def time_to(trace, times, target: float, end_s: float) -> tuple[float, int | None]:
-    """(seconds to the first measurement <= target, its 1-based index); (end_s, None) if never."""
-    for k, (v, t) in enumerate(zip(trace, times)):
-        if v <= target:
-            return t, k + 1
-    return end_s, None
-
-
-def summarize(runs: list[dict], best: dict[str, float]) -> list[dict]:
-    rows = []
-    for regime in dict.fromkeys(r["regime"] for r in runs):
-        for strategy in STRATEGIES:
-            mine = [r for r in runs if r["regime"] == regime and r["strategy"] == strategy]
-            if not mine:
-                continue
-            hits = [time_to(r["trace"], r["trace_s"], 1.01 * best[r["problem"]], r["wall_s"]) for r in mine]
-            meas = sum(len(r["trace"]) for r in mine)
-            rows.append({
-                "regime": regime, "strategy": strategy, "runs": len(mine),
-                "reached": sum(k is not None for _, k in hits),
-                "median_s_to_1pct": statistics.median(s for s, _ in hits),
-                "median_measurements_to_1pct": statistics.median(k if k is not None else r["budget"] + 1
-                                                                 for (_, k), r in zip(hits, mine)),
-                "median_final_ratio": statistics.median(min(r["trace"]) / best[r["problem"]] for r in mine),
-                "mean_run_s": statistics.fmean(r["wall_s"] for r in mine),
-                "ms_per_measurement": 1e3 * sum(r["measure_s"] for r in mine) / max(meas, 1),
-                "train_share": sum(r.get("train_s", 0.0) for r in mine) / max(sum(r["wall_s"] for r in mine), 1e-12),
-                "fits": sum(r.get("fits", 0) for r in mine),
-            })
-    return rows
-
-
-def table(rows: list[dict]) -> str:
-    out = ["| regime | strategy | reached 1 % | median s to 1 % | median measurements to 1 % | "
-           "median final / best | mean run s | ms per measurement | training share | fits |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['regime']} | {r['strategy']} | {r['reached']}/{r['runs']} | {r['median_s_to_1pct']:.2f} | "
-                   f"{r['median_measurements_to_1pct']:g} | {r['median_final_ratio']:.4f} | {r['mean_run_s']:.2f} | "
-                   f"{r['ms_per_measurement']:.1f} | {100 * r['train_share']:.1f} % | {r['fits']} |")
-    return "\n".join(out)
+def with_summary_keys(r: dict) -> dict:
+    """A run with the keys ``model_regimes.summarize`` reads (its layer is our problem)."""
+    return {**r, "layer": r["problem"], "timing": {"measurements": len(r["trace"]), "measure_s": r["measure_s"],
+                                                   "train_s": r.get("train_s", 0.0), "fits": r.get("fits", 0)}}
 
 
 def per_problem(runs: list[dict], best: dict[str, float]) -> str:
@@ -426,7 +390,8 @@ def main(argv=None) -> int:
         runs, best = json.loads((a.out / "runs.json").read_text())["runs"], dict(config["best"])
     else:
         runs, best, config = run_all(a)
-    before = json.loads((a.before / "runs.json").read_text())["runs"] if a.before else []
+    runs = [with_summary_keys(r) for r in runs]
+    before = [with_summary_keys(r) for r in json.loads((a.before / "runs.json").read_text())["runs"]] if a.before else []
     for r in [r for r in before if r["problem"] in best]:
         best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
     rows = summarize(runs, best)
