@@ -189,6 +189,8 @@ class _Ports:
     step_wr: np.ndarray
     block_rd: np.ndarray
     block_wr: np.ndarray
+    block_fill: np.ndarray    # the part of block_wr refilling the level's own tiles
+    block_feed: np.ndarray    # the part of block_rd feeding those refills of single-buffered children
     final_wr: int = 0
 
 
@@ -237,7 +239,8 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
     unwalked = {d: math.prod(f for d2, f, _ in all_t[walked:] if d2 == d) for d in dims}
 
     zeros = lambda: np.zeros(steps, dtype=np.int64)  # noqa: E731
-    ports = [_Ports(zeros(), zeros(), zeros(), zeros()) for _ in range(n)]
+    ports = [_Ports(zeros(), zeros(), zeros(), zeros(), zeros(), zeros()) for _ in range(n)]
+    bufs = [_buffers(hier, nest, mapping, i) for i in range(n)]
     counts: list[dict[str, list[np.ndarray]]] = [dict() for _ in range(n)]   # name -> [reads, fills, updates]
     tiles: list[dict[str, tuple[int, int]]] = [dict() for _ in range(n)]
     fills_to: list[set[int]] = [set() for _ in range(n)]      # levels each level fills
@@ -290,7 +293,11 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
                 fills = a - first[i] if ds.read_write else a
             p = ports[i]
             if pos > 0:
-                (p.step_wr if above[i] else p.block_wr)[:] += fills
+                if above[i]:
+                    p.step_wr[:] += fills
+                else:
+                    p.block_wr[:] += fills
+                    p.block_fill[:] += fills
             if child is None:
                 if ds.read_write:
                     reads, updates = to_macs - mac_first, to_macs
@@ -315,11 +322,14 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
                 else:
                     p.block_rd[:] += reads
                     p.block_wr[:] += updates
+                    if bufs[child] == 1:
+                        p.block_feed[:] += reads
             counts[i][ds.name] = [reads, fills, updates]
 
     # ------------------------------------------------------------------ timing
-    bufs = [_buffers(hier, nest, mapping, i) for i in range(n)]
     engines = []
+    refill = np.zeros(steps)      # inside a block: the phase single-buffered levels refill in
+    serve = np.full(steps, float(t_block))   # and the phase the MACs compute in
     for j, lv in enumerate(hier.levels):
         if lv.spatial_only:
             continue
@@ -330,12 +340,18 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
         if not (step.any() or block.any() or final):
             continue
         slots = min([bufs[j]] + [bufs[c] for c in fills_to[j]])
-        engines.append((step.tolist(), block.tolist(), final, slots))
-    comp = float(t_block)
-    block_max = np.full(steps, comp)
-    for _, b, _, _ in engines:
-        block_max = np.maximum(block_max, b)
-    end, first_start, last_c = _pipeline(engines, block_max.tolist())
+        engines.append((step, block, final, slots))
+        # Inside a block a level's port time overlaps the MACs (the closed form's steady state),
+        # except the refills of single-buffered levels and the parent reads that feed them:
+        # they wait for the compute using the tile and hold it up in turn, as between walked
+        # steps. A block is then the refill phase plus the compute phase; every port's words
+        # still fit in it (each port's time is split between the two phases).
+        fill = p.block_fill if bufs[j] == 1 else np.zeros(steps, dtype=np.int64)
+        refill = np.maximum(refill, _job(p.block_feed, fill, lv.read_bandwidth, lv.write_bandwidth))
+        serve = np.maximum(serve, _job(p.block_rd - p.block_feed, p.block_wr - fill, lv.read_bandwidth,
+                                       lv.write_bandwidth))
+    block_max = refill + serve
+    end, first_start, last_c = pipeline(engines, block_max, tuple(f for _, f, _ in all_t[:walked]))
     ana = evaluate(hier, nest, mapping, check=False)
     # the closed form rounds its slowdown in floating point (36 / (0.5 / (102 / 36)) -> 205, not
     # 204): where that puts it a cycle above the walk's exact bound, the walk reports its figure
@@ -367,48 +383,121 @@ def walk(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int = DEFAULT
                       pipeline_cycles=end,                       analytical_cycles=ana.cycles)
 
 
-def _pipeline(engines: list[tuple[list, list, float, int]], block: list[float]) -> tuple[float, float, float]:
-    """(end, start of the first block, end of the last block) of the max-plus pipeline in the
-    module docstring; ``engines`` outermost first as (step jobs, block jobs, final drain, slots)."""
-    steps = len(block)
-    ne = len(engines)
-    C = [0.0] * steps
-    E = [0.0] * ne
-    first_start = 0.0
-    c_prev = 0.0
-    for x in range(steps):
+_LEAF = 48   # steps simulated one by one without looking for repeats
+
+
+class _State:
+    """The pipeline between two steps: the last block's end, each engine's last job end ``E``
+    and the block end its next job waits for when double-buffered ``W`` (the end of the block
+    before its previous job: the tile that job replaced is then no longer needed)."""
+    __slots__ = ("c1", "E", "W", "first")
+
+    def __init__(self, ne: int):
+        self.c1 = 0.0
+        self.E = [0.0] * ne
+        self.W = [0.0] * ne
+        self.first = None
+
+
+def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st: _State, a: int, b: int) -> None:
+    """Advance the pipeline over steps a..b-1, one at a time (the recurrence in the module
+    docstring; ``cols`` = per engine its step jobs, block jobs and slots). Plain Python floats
+    over lists: several times faster per step than numpy scalars."""
+    E, W = st.E, st.W
+    c1 = st.c1
+    first = a == 0
+    cols = [(step[a:b].tolist(), blk[a:b].tolist(), slots) for step, blk, slots in cols]
+    block = block[a:b].tolist()
+    for x in range(b - a):
         ready = 0.0
         outer = 0.0
-        D = [0.0] * ne
-        for j, (step, _, _, slots) in enumerate(engines):
+        for j, (step, _, slots) in enumerate(cols):
             job = step[x]
             if job > 0.0:
                 avail = E[j]
-                if x >= slots:
-                    cs = C[x - slots]
-                    if cs > avail:
-                        avail = cs
+                if slots == 1:
+                    cs = c1                       # single buffer: the previous block must be done
+                else:
+                    cs = W[j]                     # double: the block before the previous job's
+                    W[j] = c1
+                if cs > avail:
+                    avail = cs
                 if outer > avail:
                     avail = outer
                 d = avail + job
-                D[j] = d
                 E[j] = d
                 outer = d
                 if d > ready:
                     ready = d
-        start = c_prev if c_prev > ready else ready
-        if x == 0:
-            first_start = start
-        c = start + block[x]
-        for j, (_, blk, _, _) in enumerate(engines):
-            b = blk[x]
-            if b > 0.0:
-                E[j] = start + b
-        C[x] = c
-        c_prev = c
-    end = c_prev
-    for j in range(ne - 1, -1, -1):
-        final = engines[j][2]
+        start = c1 if c1 > ready else ready
+        if first and x == 0:
+            st.first = start
+        for j, (_, blk, _) in enumerate(cols):
+            bj = blk[x]
+            if bj > 0.0:
+                E[j] = start + bj
+        c1 = start + block[x]
+    st.c1 = c1
+
+
+def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np.ndarray,
+             shape: tuple[int, ...] = ()) -> tuple[float, float, float]:
+    """(end, start of the first block, end of the last block) of the max-plus pipeline in the
+    module docstring; ``engines`` outermost first as (step jobs, block jobs, final drain, slots
+    1 or 2), ``block`` the blocks' durations (each at least every engine's block job), ``shape``
+    the walked loops' factors (the steps are their iterations in row-major order).
+
+    Exact and fast on a loop nest: the system is max-plus, so shifting its state by a constant
+    shifts everything after by the same constant. Where a loop's iteration i took the same jobs
+    as iteration i-1, left the pipeline in the same state relative to its last block end (an
+    engine's end that no later job can wait for, being below the block end it would wait for
+    anyway, is clamped to it), and every later iteration takes the same jobs again, each later
+    iteration adds the same time: they are skipped. Per-step deltas are Timeloop's extrapolated
+    ones (iterations 1.. of a loop move the same words), so this happens after two or three
+    iterations of most loops and a walk costs about 3**depth steps, not the product of the
+    factors."""
+    n = len(block)
+    ne = len(engines)
+    cols = [(step, blk, slots) for step, blk, _, slots in engines]
+    M = np.vstack([e[0] for e in engines] + [e[1] for e in engines] + [block]) if n else None
+    slots = [e[3] for e in engines]
+    st = _State(ne)
+
+    def floor(j: int) -> float:
+        """What engine j's next step job waits for at least besides its own end (its next job
+        starts at max(E, floor, outer); a block job moves E past the floor): so max(E, floor)
+        is all of engine j's state that matters."""
+        return st.c1 if slots[j] == 1 else st.W[j]
+
+    def norm() -> tuple:
+        return tuple(max(e, floor(j)) - st.c1 for j, e in enumerate(st.E))
+
+    def run(a: int, b: int, k: int) -> None:
+        if k >= len(shape) or b - a <= _LEAF:
+            _scan(cols, block, st, a, b)
+            return
+        f = shape[k]
+        size = (b - a) // f
+        m3 = M[:, a:b].reshape(M.shape[0], f, size)
+        same = np.ones(f + 1, dtype=bool)        # same[i]: iteration i takes iteration i-1's jobs
+        same[1:f] = (m3[:, 1:, :] == m3[:, :-1, :]).all(axis=(0, 2))
+        later_same = np.logical_and.accumulate(same[::-1])[::-1]   # same[i:] all
+        prev = None
+        for i in range(f):
+            run(a + i * size, a + (i + 1) * size, k + 1)
+            cur = norm()
+            if prev is not None and later_same[i] and cur == prev[0]:
+                r = f - 1 - i
+                delta = (st.c1 - prev[1]) * r
+                st.E = [max(e, floor(j)) + delta for j, e in enumerate(st.E)]
+                st.W = [w + delta for w in st.W]
+                st.c1 += delta
+                return
+            prev = (cur, st.c1)
+
+    run(0, n, 0)
+    end = st.c1
+    for (_, _, final, _), e in zip(engines[::-1], st.E[::-1]):
         if final > 0.0:
-            end = max(end, E[j]) + final
-    return end, first_start, c_prev
+            end = max(end, e) + final
+    return end, st.first if st.first is not None else 0.0, st.c1

@@ -259,8 +259,10 @@ def test_resize_cost_and_direct_op(rng):
 RESIZE_ERRORS = [
     ({"mode": "area"}, None, r"mode 'area' is not supported \(only nearest, linear and cubic\)"),
     ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, None,
-     r"coordinate_transformation_mode 'tf_crop_and_resize' is not supported \(only half_pixel, "
-     r"pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric\)"),
+     r"tf_crop_and_resize needs the roi input"),
+    ({"coordinate_transformation_mode": "tf_half_pixel_for_nn"}, None,
+     r"coordinate_transformation_mode 'tf_half_pixel_for_nn' is not supported \(only half_pixel, "
+     r"pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric, tf_crop_and_resize\)"),
     ({"keep_aspect_ratio_policy": "fit"}, "sizes", r"keep_aspect_ratio_policy 'fit' is not supported"),
     ({"nearest_mode": "round_half_even"}, None, r"resize: nearest_mode 'round_half_even' is not one of"),
     ({}, "channels", r"only the spatial axes of NCHW can be resized; input \[1, 2, 4, 4\] -> \[1, 4, 8, 8\]"),
