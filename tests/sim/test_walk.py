@@ -130,13 +130,14 @@ def test_pipeline_is_the_scan_on_random_loop_nests(monkeypatch):
         cells = 2 ** len(shape)
         block = rng.integers(1, 4, cells).astype(float)[code]
         engines = []
-        for _ in range(int(rng.integers(0, 4))):
+        for j in range(int(rng.integers(0, 4))):
             step = np.where(rng.random(cells) < 0.6, rng.integers(0, 9, cells) / 2, 0.0)[code]
             if rng.random() < 0.3:
                 step = np.roll(step, 1)     # drains land a step later
             blk = np.where(rng.random(cells) < 0.3, rng.integers(0, 5, cells).astype(float), 0.0)[code]
             block = np.maximum(block, blk)
-            engines.append((step, blk, float(rng.integers(0, 3)), int(rng.integers(1, 3))))
+            feeders = tuple(int(i) for i in range(j) if rng.random() < 0.5)
+            engines.append((step, blk, float(rng.integers(0, 3)), int(rng.integers(1, 3)), feeders))
         fast = walk_mod.pipeline(engines, block, shape)
         plain = walk_mod.pipeline(engines, block, ())
         assert fast == pytest.approx(plain, rel=1e-12)
