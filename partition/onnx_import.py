@@ -251,7 +251,7 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
         raise OnnxImportError(f"{label} uses opset {opset}; supported opsets are {MIN_OPSET}..{max_opset()}")
     stripped = _stripped_flag(model)
     filled = fill_arrays(model, fill_seed) if stripped else {}
-    imp = _Importer(opset, filled, label, dict(input_shapes or {}))
+    imp = _Importer(opset, filled, label, dict(input_shapes or {}), model)
     graph = imp.import_main(model.graph, name=model.graph.name or "main")
     graph.meta["source"] = f"onnx:{label}"
     graph.meta["opset"] = opset
@@ -367,10 +367,62 @@ _SAME_SHAPE = frozenset({
     "Sinh", "Softplus", "Softsign", "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"})
 
 
+def _unified_shapes(model, declared: dict[str, tuple[int, ...]],
+                    input_shapes: dict[str, Sequence[int]]) -> dict[str, tuple[int, ...]]:
+    """Static shapes of main-graph values whose size is computed at run time but provably equals a
+    declared output's: onnx's shape inference (with data propagation) runs on the model with its
+    output shapes left open, so it names each unknown size with a symbol (``unk__0``) and gives equal
+    sizes the same symbol; an output's declared size then fixes its symbols (the Range inside an
+    expanded HannWindow has the output's length). A symbol two declarations disagree on stays open.
+    Empty when inference fails: the caller's one-line error stands."""
+    import onnx
+    from onnx import shape_inference
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    m.graph.ClearField("value_info")
+    for o in m.graph.output:
+        o.type.tensor_type.ClearField("shape")
+    for vi in m.graph.input:
+        if vi.name in input_shapes and vi.type.HasField("tensor_type"):
+            dims = vi.type.tensor_type.shape.dim
+            for d, n in zip(dims, input_shapes[vi.name]):
+                d.Clear()
+                d.dim_value = int(n)
+    try:
+        inferred = shape_inference.infer_shapes(m, data_prop=True).graph
+    except Exception:  # noqa: BLE001 - an odd model keeps the usual error
+        return {}
+    outs = {o.name: o for o in inferred.output}
+    sym: dict[str, int | None] = {}
+    for name, shape in declared.items():
+        o = outs.get(name)
+        if o is None or len(o.type.tensor_type.shape.dim) != len(shape):
+            continue
+        for d, n in zip(o.type.tensor_type.shape.dim, shape):
+            if d.HasField("dim_param"):
+                sym[d.dim_param] = n if sym.get(d.dim_param, n) == n else None
+    found: dict[str, tuple[int, ...]] = {}
+    for vi in list(inferred.value_info) + list(inferred.output):
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = []
+        for d in vi.type.tensor_type.shape.dim:
+            n = d.dim_value if d.HasField("dim_value") else sym.get(d.dim_param) if d.HasField("dim_param") else None
+            if not n:
+                break
+            dims.append(int(n))
+        else:
+            found[vi.name] = tuple(dims)
+    return found
+
+
 class _Importer:
     def __init__(self, opset: int, filled: dict[str, np.ndarray], label: str,
-                 input_shapes: dict[str, Sequence[int]] | None = None):
+                 input_shapes: dict[str, Sequence[int]] | None = None, model=None):
         self.opset = opset
+        self.model = model
+        self.main: Graph | None = None
+        self._unified: dict[str, tuple[int, ...]] | None = None
         self.filled = filled
         self.label = label
         self.input_shapes = input_shapes or {}
@@ -378,6 +430,13 @@ class _Importer:
         # Fully static shapes the model declares (graph outputs, value_info), by value name: the
         # type of an op whose shape parameter is computed at run time (checked when it runs).
         self.declared: dict[str, tuple[int, ...]] = {}
+
+    def unified(self, name: str) -> tuple[int, ...] | None:
+        """The static shape of main-graph value ``name`` that onnx's symbolic shape inference ties to
+        a declared output shape (computed once, only when a declaration is missing)."""
+        if self._unified is None:
+            self._unified = _unified_shapes(self.model, self.declared, self.input_shapes) if self.model else {}
+        return self._unified.get(name)
 
     def _tensor(self, t) -> np.ndarray:
         from onnx import numpy_helper
@@ -390,6 +449,7 @@ class _Importer:
 
     def import_main(self, gp, name: str) -> Graph:
         g = Graph(name)
+        self.main = g
         scope = _Scope(g)
         self._constants(gp, scope)
         real = [vi.name for vi in gp.input if vi.name not in scope.env]
@@ -545,6 +605,8 @@ class _Ctx:
         size is data-dependent, it is the usual static-input error."""
         out = self.node.output[0] if self.node.output else ""
         shape = self.imp.declared.get(out)
+        if shape is None and self.scope.graph is self.imp.main:
+            shape = self.imp.unified(out)
         if shape is None or any(self.dyn.is_shaped(v) for v in self.ins):
             self.const(i, what)  # raises the one-line error naming the node
         return shape

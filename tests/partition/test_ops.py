@@ -821,6 +821,8 @@ def test_every_canonical_op_is_registered():
     # shape parameters computed at run time, typed by declared shapes; data-dependent Compress/Unique
     canonical += """dyn_squeeze dyn_unsqueeze dyn_pad dyn_one_hot center_crop_pad compress unique window affine_grid
         qlinear_matmul""".split()
+    # the remaining inference ops the conformance suite showed refused (branch onnx3)
+    canonical += "col2im max_unpool stft mel_weight_matrix conv_transpose3d".split()
     assert sorted(canonical) == sorted(OPS)
     for name in canonical:
         if name not in ("if", "loop", "call"):
