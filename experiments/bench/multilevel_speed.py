@@ -18,7 +18,8 @@ the machine's load average and whether the best engine's median meets issue 12's
 warm-up on the first chunk: numba compiles a (hierarchy, nest) shape's kernel once per machine and
 caches it on disk; not in the rates) and the kernel's share of ``evaluate_batch`` (the kernel
 timed alone on the same chunks; the rest: allocating the outputs and the result object).
-Results and the configuration go to experiments/results/multilevel_speed/.
+Results and the configuration go to experiments/results/multilevel_speed/ (latest.json; every run
+appended to history.jsonl).
 """
 from __future__ import annotations
 
@@ -160,7 +161,10 @@ def main(argv: list[str] | None = None) -> int:
            "target_met": max(r["per_cpu_s"] or 0 for r in rates.values()) >= TARGET,
            "target_rule": "median of the passes of the best engine, mappings per CPU second"}
     OUT.mkdir(parents=True, exist_ok=True)
+    out["when_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (OUT / "latest.json").write_text(json.dumps(out, indent=2) + "\n")
+    with open(OUT / "history.jsonl", "a") as f:     # every run, so repeats are kept side by side
+        f.write(json.dumps(out) + "\n")
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
