@@ -43,7 +43,7 @@ def _search(files: list[Path], time_limit: float, budget: int, seed: int) -> dic
     from sim.movement import evaluate
     from tuner.cli.timeloop_tune import load_problem
     from tuner.mapper import search_mapping
-    from tuner.mapspace_sim import to_mapping
+    from sim.mapspace_sim import to_mapping
     t0 = time.perf_counter()
     prob = load_problem(files)
     space, res = search_mapping(prob.hier, prob.nest, prob.metric, budget=budget, constraints=prob.constraints,

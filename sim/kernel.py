@@ -91,6 +91,9 @@ def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None =
     if fidelity not in FIDELITIES:
         raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
     s = schedule if schedule is not None else Schedule.default(workload, hw)
+    if s.mapping is not None and not (hw.levels and workload.is_mac):
+        raise ScheduleError(f"a schedule's mapping applies to MAC kernels on a machine with storage levels; "
+                            f"{workload.key} on {hw.name} has none")
     if hw.levels and workload.is_mac:  # costed on the storage hierarchy: the buffers play no part
         _check_epilogue(workload, hw, s)
         return simulate_multilevel(workload, hw, s, fidelity)
@@ -145,15 +148,19 @@ def simulate_batch(workload: Workload, hw: HardwareConfig,
     elif isinstance(schedules, Mapping):
         s = ScheduleArrays.from_mapping(schedules)
     else:
+        schedules = list(schedules)
         s = ScheduleArrays.of(schedules, workload)
-    if hw.levels and workload.is_mac:  # one cost whatever the one-buffer schedule: the hierarchy's
-        rep = simulate(workload, hw)
-        n = len(s.tile_m)
-        return {"valid": np.ones(n, dtype=bool), "total_cycles": np.full(n, float(rep.total_cycles)),
-                "compute_cycles": np.full(n, float(rep.compute_cycles)),
-                "stall_cycles": np.full(n, float(rep.stall_cycles)), "dram_bytes": np.full(n, float(rep.dram_bytes)),
-                "energy_pj": np.full(n, sum(rep.energy_pj.values())), "latency_s": np.full(n, rep.latency_s),
-                "roofline_cycles": rep.roofline_cycles}
+    if hw.levels and workload.is_mac:  # the hierarchy's cost: the schedule's mapping, else the default one
+        given = schedules if isinstance(schedules, list) else [None] * len(s.tile_m)
+        reps = [simulate(workload, hw, g if g is not None and g.mapping is not None else None) for g in given]
+        return {"valid": np.ones(len(reps), dtype=bool),
+                "total_cycles": np.array([float(r.total_cycles) for r in reps]),
+                "compute_cycles": np.array([float(r.compute_cycles) for r in reps]),
+                "stall_cycles": np.array([float(r.stall_cycles) for r in reps]),
+                "dram_bytes": np.array([float(r.dram_bytes) for r in reps]),
+                "energy_pj": np.array([sum(r.energy_pj.values()) for r in reps]),
+                "latency_s": np.array([r.latency_s for r in reps]),
+                "roofline_cycles": reps[0].roofline_cycles if reps else roofline_for(workload, hw)}
     valid = buffer_fits(workload, hw, s)
     r = evaluate(workload, hw, s)
     total = np.where(valid, r["total_cycles"], np.inf)

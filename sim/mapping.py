@@ -115,6 +115,14 @@ class Mapping:
         object.__setattr__(self, "levels", tuple(self.levels))
         _check(all(isinstance(lm, LevelMapping) for lm in self.levels), "mapping levels must be LevelMapping values")
 
+    def to_dict(self) -> list[dict[str, Any]]:
+        """JSON: one object per level, outermost first (``mapping_from_dict`` reads it back);
+        factors as [dim, factor] pairs, so their order survives a JSON writer that sorts keys."""
+        return [{"temporal": [list(f) for f in lm.temporal], "permutation": list(lm.permutation),
+                 "spatial_x": [list(f) for f in lm.spatial_x], "spatial_y": [list(f) for f in lm.spatial_y],
+                 "keep": sorted(lm.keep) if lm.keep is not None else None, "bypass": sorted(lm.bypass)}
+                for lm in self.levels]
+
     def keeps(self, hier: Hierarchy, i: int, ds: str) -> bool:
         lm, lv = self.levels[i], hier.levels[i]
         if not lv.may_keep(ds) or ds in lm.bypass:
@@ -198,6 +206,30 @@ def prime_factors(n: int) -> list[int]:
     if n > 1:
         out.append(n)
     return out
+
+
+_LEVEL_KEYS = ("temporal", "permutation", "spatial_x", "spatial_y", "keep", "bypass")
+
+
+def mapping_from_dict(doc: Any) -> Mapping:
+    """The mapping of ``Mapping.to_dict``'s JSON; ``MappingError`` (one line) when it is not one."""
+    _check(isinstance(doc, list) and doc, f"a mapping must be a non-empty list of levels, got {str(doc)[:60]!r}")
+    levels = []
+    for i, lv in enumerate(doc):
+        _check(isinstance(lv, dict), f"mapping level {i} must be an object, got {str(lv)[:60]!r}")
+        extra = sorted(set(lv) - set(_LEVEL_KEYS))
+        _check(not extra, f"mapping level {i}: unknown field(s) {', '.join(extra)}")
+        for key in ("permutation", "bypass"):
+            _check(isinstance(lv.get(key, []), list) and all(isinstance(x, str) for x in lv.get(key, [])),
+                   f"mapping level {i}: {key} must be a list of names")
+        keep = lv.get("keep")
+        _check(keep is None or (isinstance(keep, list) and all(isinstance(x, str) for x in keep)),
+               f"mapping level {i}: keep must be null or a list of names")
+        levels.append(LevelMapping(temporal=lv.get("temporal", []), permutation=tuple(lv.get("permutation", [])),
+                                   spatial_x=lv.get("spatial_x", []), spatial_y=lv.get("spatial_y", []),
+                                   keep=None if keep is None else frozenset(keep),
+                                   bypass=frozenset(lv.get("bypass", []))))
+    return Mapping(tuple(levels))
 
 
 def mapping_from_loops(levels: Iterable[TMapping[str, Any]]) -> Mapping:

@@ -2,7 +2,8 @@
 
 A conv2d (grouped and depthwise included), dense/GEMM or (batch) matmul workload becomes a loop
 nest (``sim.nest.nest_from_workload``); a mapping of it on the hierarchy (``sim.hw_hierarchy``)
-is searched by ``sim.mapsearch.best_mapping`` and evaluated by the data-movement model
+is given by the schedule (``Schedule.mapping``, e.g. the tuner's), else chosen by the default
+mapping policy (``sim.mapping_policy.default_mapping``, fewest cycles) and evaluated by the data-movement model
 (``sim.movement``): reads, fills and updates per level and tensor, cycles with bandwidth
 throttling, energy with leakage. The kernel's report then reads:
 
@@ -16,11 +17,16 @@ throttling, energy with leakage. The kernel's report then reads:
   ``leakage`` (every level's), ``vector`` (epilogue ops), ``register`` 0 (the per-PE levels are
   levels here).
 
-The mapping is a pure function of (workload, hardware): searched once and memoised, the same in
-``simulate``, the tuner and the device runtime, so a plan needs no mapping stored with it. The
-``Schedule`` of such a kernel only names its fused epilogue: the array-level parameters it holds
-are the one-buffer model's and do not enter this cost. Both fidelities give the model's numbers
-(the closed form counts what a walk of the nest would).
+The default mapping is a pure function of (workload, hardware): chosen once and memoised, the same
+in ``simulate``, the tuner and the device runtime. A tuned plan stores its mappings in its
+schedules (``Schedule.mapping``), so ``run`` costs a kernel as the plan predicted. The other fields
+of the ``Schedule`` of such a kernel are the one-buffer model's and do not enter this cost.
+
+Fidelities: ``analytical`` is the closed form above; ``tile`` walks the same mapping step by step
+(``sim.walk``): the same reads, fills, updates and access energy, and cycles that add what the
+closed form's averages hide (pipeline fill and drain, bursts when outer indices change, levels
+too small to double-buffer), never fewer than the closed form's; leakage is charged over them,
+and ``prologue_cycles`` / ``epilogue_cycles`` are the walk's fill and drain.
 """
 from __future__ import annotations
 
@@ -35,25 +41,18 @@ from .hardware import HardwareConfig
 from .hierarchy import Hierarchy
 from .hw_hierarchy import hierarchy_of
 from .mapping import Mapping
-from .mapsearch import SearchStats, best_mapping
+from .mapping_policy import PolicyStats, default_mapping
 from .movement import Evaluation, evaluate
 from .nest import Nest, nest_from_workload
 from .report import KernelReport
 from .schedule import Schedule
+from .walk import WalkResult, walk
 from .workload import Workload
 
 _OPERAND = {"Inputs": "ifmap", "Weights": "weight", "Outputs": "output"}
 
 
-def evaluate_mappings(hier: Hierarchy, nest: Nest, mappings: Sequence[Mapping]) -> tuple[np.ndarray, np.ndarray]:
-    """(cycles, energy_pj) of each mapping through the movement model (legal by construction:
-    the search builds them so, hence no check)."""
-    evs = [evaluate(hier, nest, m, check=False) for m in mappings]
-    return (np.array([e.cycles for e in evs], dtype=np.float64),
-            np.array([e.energy_pj for e in evs], dtype=np.float64))
-
-
-def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, SearchStats, Evaluation]:
+def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
     """The mapping of a MAC workload on ``hw``'s hierarchy (fewest cycles, then least energy),
     the search's statistics and the model's evaluation of it. Kernels that differ only in their
     epilogue share one loop nest, hence one search."""
@@ -61,11 +60,20 @@ def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, SearchSta
 
 
 @functools.lru_cache(maxsize=4096)  # pure in two frozen values; asked by costing, tuning and the runtime
-def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, SearchStats, Evaluation]:
+def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
     hier = hierarchy_of(hw)
     nest = nest_from_workload(wl)
-    m, stats = best_mapping(hier, nest, "delay")
+    m, stats = default_mapping(hier, nest, "delay")
     return m, stats, evaluate(hier, nest, m)
+
+
+@functools.lru_cache(maxsize=4096)  # pure, like the mapping it walks; a tuner measures a kernel many times
+def kernel_walk(wl: Workload, hw: HardwareConfig, mapping: Mapping | None = None) -> WalkResult:
+    """The tile-level walk of ``mapping`` (default: the kernel's default mapping, ``kernel_mapping``)
+    of the kernel's nest; epilogue-free as the nest is. A given mapping must already be checked."""
+    wl = wl.with_epilogue(()) if wl.epilogue else wl
+    m = mapping if mapping is not None else kernel_mapping(wl, hw)[0]
+    return walk(hierarchy_of(hw), nest_from_workload(wl), m, check=False)
 
 
 def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
@@ -101,9 +109,20 @@ def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:
 
 
 def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> KernelReport:
-    """The ``KernelReport`` of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring)."""
-    m, stats, ev = kernel_mapping(wl, hw)
+    """The ``KernelReport`` of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring):
+    under the schedule's mapping when it has one (checked: ``MappingError`` names the first
+    problem), else the default policy's."""
     hier = hierarchy_of(hw)
+    if s.mapping is not None:
+        m, searched = s.mapping, 0
+        ev = evaluate(hier, nest_from_workload(wl), m)        # checks it against this nest and hierarchy
+    else:
+        m, stats, ev = kernel_mapping(wl, hw)
+        searched = stats.evaluations
+    fill = drain = 0
+    if fidelity == "tile":
+        w = kernel_walk(wl, hw, m)
+        ev, fill, drain = w.evaluation, int(w.fill_cycles), int(w.drain_cycles)   # floors: parts add up
     g, mm, n, _ = wl.gemm_view()
     vec = _epilogue_cycles(wl, hw)
     total = ev.cycles + vec
@@ -129,12 +148,12 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
               "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
     return KernelReport(
         workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
-        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles),
-        prologue_cycles=0, epilogue_cycles=0, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
+        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles - fill - drain),
+        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
         dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
         bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
                           "sram": {k: int(round(v)) for k, v in sram.items()}},
         energy_pj=energy, utilization=(wl.macs / (hw.pes * total)) if total else 0.0,
         roofline_cycles=roofline_cycles(wl, hw), clock_hz=hw.clock_hz, n_tiles=1,
         mapping={"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
-                 "search_evaluations": stats.evaluations})
+                 "search_evaluations": searched, "given": s.mapping is not None})

@@ -25,6 +25,10 @@ for a convolution M = output pixels n*p*q, N = filters per group, K = (c/groups)
   one (halves the tile that fits).
 - ``epilogue``: ops applied by the vector unit to each finished output tile before it is stored
   (bias, activation, residual add): no DRAM round trip.
+- ``mapping``: on a machine with a storage hierarchy (``hw.levels``), the ``sim.mapping.Mapping``
+  a MAC kernel runs with (the tuner's); None there means the default mapping policy's
+  (``sim.mapping_policy``). It is not a one-buffer parameter: given for any other kernel or
+  machine it is refused. JSON: ``Mapping.to_dict`` under ``"mapping"``, present only when set.
 
 Vector workloads (elementwise, pool, softmax, ...) use ``tile_m`` = elements per tile
 (``tile_n = tile_k = 1``); dataflow and spatial are ignored.
@@ -40,6 +44,7 @@ from typing import Any
 
 from .footprint import cdiv, Geometry, ifmap_tile_words
 from .hardware import DATAFLOWS, HardwareConfig
+from .mapping import Mapping, mapping_from_dict
 from .workload import Workload
 
 LOOP_ORDERS = ("mnk", "mkn", "nmk", "nkm", "kmn", "knm")
@@ -69,6 +74,7 @@ class Schedule:
     loop_order: str = "mnk"
     double_buffer: bool = True
     epilogue: tuple[str, ...] = ()
+    mapping: Mapping | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "spatial", tuple(self.spatial))
@@ -86,6 +92,8 @@ class Schedule:
         check(self.loop_order in LOOP_ORDERS,
               f"schedule loop_order must be a permutation of 'mnk', got {self.loop_order!r}")
         check(isinstance(self.double_buffer, bool), "schedule double_buffer must be true or false")
+        check(self.mapping is None or isinstance(self.mapping, Mapping),
+              f"schedule mapping must be a sim.mapping.Mapping or None, got {type(self.mapping).__name__}")
 
     # ------------------------------------------------------------------ derived
     @property
@@ -103,16 +111,22 @@ class Schedule:
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
-        return {"dataflow": self.dataflow, "spatial": list(self.spatial), "tile_m": self.tile_m,
-                "tile_n": self.tile_n, "tile_k": self.tile_k, "loop_order": self.loop_order,
-                "double_buffer": self.double_buffer, "epilogue": list(self.epilogue)}
+        d = {"dataflow": self.dataflow, "spatial": list(self.spatial), "tile_m": self.tile_m,
+             "tile_n": self.tile_n, "tile_k": self.tile_k, "loop_order": self.loop_order,
+             "double_buffer": self.double_buffer, "epilogue": list(self.epilogue)}
+        if self.mapping is not None:   # absent otherwise: one-buffer schedules' JSON (and keys) unchanged
+            d["mapping"] = self.mapping.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Schedule":
         known = set(cls.__dataclass_fields__)
         extra = set(d) - known
         check(not extra, f"unknown schedule field(s): {', '.join(sorted(extra))}")
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        fields = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k != "mapping"}
+        if d.get("mapping") is not None:
+            fields["mapping"] = mapping_from_dict(d["mapping"])
+        return cls(**fields)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

@@ -2,7 +2,7 @@
 
     best_mapping(hierarchy, nest, metric="edp", budget=20000) -> (Mapping, stats)
 
-searches the mapspace (``tuner.mapspace``: factorisations across levels, spatial X/Y, loop
+searches the mapspace (``sim.mapspace``: factorisations across levels, spatial X/Y, loop
 orders, bypass, within the constraints) with ``tuner.mapsearch`` and measures every candidate
 with ``sim``'s data-movement model. ``stats`` holds the best mapping's cycles, energy_pj, edp,
 the evaluations spent and the seconds taken. Whole-network costing calls it once per unique
@@ -22,8 +22,8 @@ from sim.nest import Nest
 from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
 from sim.movement_batch import MappingArrays
 
-from .mapspace import LevelConstraint, Mapspace, MapspaceError
-from .mapspace_sim import build_space, from_mapping, to_mapping
+from sim.mapspace import LevelConstraint, Mapspace, MapspaceError
+from sim.mapspace_sim import build_space, from_mapping, to_mapping
 
 
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:

@@ -24,11 +24,9 @@ import numpy as np
 
 from sim.movement_batch import MappingArrays
 
-from .mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover
+from sim.mapping_policy import METRICS, rank_keys
+from sim.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
 from .search import _tournament
-
-METRICS = ("edp", "energy", "delay")
-
 
 class MapSearchError(ValueError):
     pass
@@ -45,15 +43,11 @@ Evaluator = Callable[[MappingArrays], Costs]
 
 
 def metric_keys(metric: str, c: Costs) -> tuple[np.ndarray, np.ndarray]:
-    """(primary, secondary) per mapping, lower is better."""
-    cyc, en = np.asarray(c.cycles, dtype=float), np.asarray(c.energy_pj, dtype=float)
-    if metric == "delay":
-        return cyc, en
-    if metric == "energy":
-        return en, cyc
-    if metric == "edp":
-        return cyc * en, cyc
-    raise MapSearchError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    """(primary, secondary) per mapping, lower is better (``sim.mapping_policy.rank_keys``)."""
+    try:
+        return rank_keys(metric, c.cycles, c.energy_pj)
+    except ValueError as e:
+        raise MapSearchError(str(e)) from None
 
 
 def _rank(metric: str, c: Costs) -> np.ndarray:
@@ -225,36 +219,6 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
     return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, gens, tuple(arch.history), arch.top[0])
 
 
-def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
-    """Every legal row one change away: one prime in another allowed slot, two free loops of one
-    level swapped, one free keep bit flipped."""
-    out = []
-    P, D = space.n_primes, space.n_dims
-    for j in range(P):
-        for s in np.flatnonzero(space.allowed[j]):
-            if s != row[j]:
-                r = row.copy()
-                r[j] = s
-                out.append(r)
-    for lv in range(space.n_levels):
-        nfix = len(space.perm_fixed[lv])
-        base = P + lv * D
-        for i in range(nfix, D):
-            for k in range(i + 1, D):
-                r = row.copy()
-                r[base + i], r[base + k] = row[base + k], row[base + i]
-                out.append(r)
-    kb = P + space.n_levels * D
-    for col in np.flatnonzero((space.keep_forced < 0).ravel()):
-        r = row.copy()
-        r[kb + col] ^= 1
-        out.append(r)
-    if not out:
-        return np.zeros((0, len(row)), dtype=np.int64)
-    nb = np.stack(out)
-    return nb[space.valid(nb)]
-
-
 def _descend(space: Mapspace, arch: _Archive, budget, out_of_time) -> None:
     """First the best row's neighbours, then the neighbours of the best of those, until no
     neighbour improves, the budget is spent or the time is up."""
@@ -269,4 +233,4 @@ def _descend(space: Mapspace, arch: _Archive, budget, out_of_time) -> None:
 
 
 __all__ = ["METRICS", "Costs", "Evaluator", "MapSearchConfig", "MapSearchResult", "MapSearchError", "search",
-           "metric_keys", "neighbours"]
+           "metric_keys"]

@@ -31,6 +31,7 @@ import numpy as np
 from sim import LOOP_ORDERS, STANDARD_SPATIAL, HardwareConfig, Schedule, Workload
 from sim.analytical import ScheduleArrays, buffer_fits
 from sim.hardware import DATAFLOWS
+from sim.mapspace import apply_weighted
 
 DATAFLOW, ORIENT, TM, TN, TK, ORDER, DB = range(7)
 N_GENES = 7
@@ -366,11 +367,4 @@ class MutationMix:
     weights: tuple[float, ...] = (0.55, 0.2, 0.15, 0.1)
 
     def __call__(self, space, genes, rng):
-        p = np.asarray(self.weights, dtype=float)
-        which = rng.choice(len(self.mutations), size=len(genes), p=p / p.sum())
-        out = genes.copy()
-        for i, m in enumerate(self.mutations):
-            rows = np.flatnonzero(which == i)
-            if len(rows):
-                out[rows] = m(space, genes[rows], rng)
-        return out
+        return apply_weighted(self.mutations, self.weights, space, genes, rng)

@@ -28,7 +28,7 @@ def run_case(files, with_map, budgets, seeds):
     from tuner.cli.timeloop_tune import load_problem
     from tuner.mapper import movement_evaluator
     from tuner.mapsearch import Costs, MapSearchConfig, metric_keys, search
-    from tuner.mapspace_sim import build_space
+    from sim.mapspace_sim import build_space
 
     prob = load_problem(files)
     space = build_space(prob.hier, prob.nest, prob.constraints)

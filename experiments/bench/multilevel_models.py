@@ -3,6 +3,7 @@
 process, as a user would run them.
 
     python experiments/bench/multilevel_models.py [--models M ...] [--presets P ...] [--trials N]
+                                                  [--only simulate] [--baseline RESULTS.json]
                                                   [--out DIR] [--json]
 
 Per case: the exit status of each command, CPU seconds of each (``RUSAGE_CHILDREN``, which other
@@ -11,6 +12,11 @@ device energy (greedy offload of everything offloadable, default mappings), the 
 and energy and how many units it offloads, and whether ``run`` reproduced the plan's predicted
 latency. Results go to ``results.json`` and ``table.md`` in DIR (default
 experiments/results/multilevel_models/). Exit status 1 when any command failed.
+
+``--only simulate`` runs ``simulate`` alone (the default mapping policy's figures);
+``--baseline`` adds, per case, the ratio of this run's simulate latency, energy and CPU seconds to
+those of an earlier ``results.json`` (e.g. one made by a checkout before a change), and
+``compare.md`` with the table.
 """
 from __future__ import annotations
 
@@ -46,13 +52,14 @@ def _cli(args: list[str]) -> tuple[int, dict | None, float, float, str]:
     return p.returncode, out, cpu, wall, err
 
 
-def run_case(model: str, preset: str, trials: int, tmp: Path) -> dict:
+def run_case(model: str, preset: str, trials: int, tmp: Path, only_simulate: bool = False) -> dict:
     plan = tmp / f"{model}.{preset}.zip"
     rc_s, sim_out, cpu_s, wall_s, err_s = _cli(["simulate", "--model", model, "--hw", preset, "--json"])
-    rc_t, tune_out, cpu_t, wall_t, err_t = _cli(["tune", "--model", model, "--hw", preset, "--trials", str(trials),
-                                                "-o", str(plan), "--json"])
-    rc_r, run_out, cpu_r, wall_r, err_r = (_cli(["run", str(plan), "--json"]) if rc_t == 0
-                                          else (None, None, 0.0, 0.0, "not run: tune failed"))
+    skipped = (0, None, 0.0, 0.0, "")
+    rc_t, tune_out, cpu_t, wall_t, err_t = skipped if only_simulate else _cli(
+        ["tune", "--model", model, "--hw", preset, "--trials", str(trials), "-o", str(plan), "--json"])
+    rc_r, run_out, cpu_r, wall_r, err_r = (skipped if only_simulate else _cli(["run", str(plan), "--json"])
+                                          if rc_t == 0 else (None, None, 0.0, 0.0, "not run: tune failed"))
     row = {"model": model, "preset": preset,
            "simulate": {"rc": rc_s, "cpu_s": cpu_s, "wall_s": wall_s, "error": err_s if rc_s else None},
            "tune": {"rc": rc_t, "cpu_s": cpu_t, "wall_s": wall_t, "error": err_t if rc_t else None},
@@ -82,12 +89,37 @@ def table(rows: list[dict]) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def compare(rows: list[dict], base: list[dict]) -> tuple[str, dict]:
+    """Per case and in total: this run's simulate latency, energy and CPU seconds over the
+    baseline's (a ratio < 1 is better)."""
+    old = {(r["model"], r["preset"]): r["simulate"] for r in base}
+    head = ("| model | preset | latency ms before / after | ratio | energy mJ before / after | ratio | "
+            "CPU s before / after |\n|---|---|---|---|---|---|---|\n")
+    lines, tot = [], {"cpu_before": 0.0, "cpu_after": 0.0, "worse_latency": []}
+    for r in rows:
+        b, a = old.get((r["model"], r["preset"])), r["simulate"]
+        if not b or "latency_s" not in b or "latency_s" not in a:
+            continue
+        lr, er = a["latency_s"] / b["latency_s"], a["energy_j"] / b["energy_j"]
+        tot["cpu_before"] += b["cpu_s"]
+        tot["cpu_after"] += a["cpu_s"]
+        if lr > 1 + 1e-9:
+            tot["worse_latency"].append(f"{r['model']}/{r['preset']}")
+        lines.append(f"| {r['model']} | {r['preset']} | {b['latency_s'] * 1e3:.3f} / {a['latency_s'] * 1e3:.3f} | "
+                     f"{lr:.4f} | {b['energy_j'] * 1e3:.3f} / {a['energy_j'] * 1e3:.3f} | {er:.4f} | "
+                     f"{b['cpu_s']:.1f} / {a['cpu_s']:.1f} |")
+    lines.append(f"| total | | | | | | {tot['cpu_before']:.1f} / {tot['cpu_after']:.1f} |")
+    return head + "\n".join(lines) + "\n", tot
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--presets", nargs="*", default=list(PRESETS))
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--only", choices=["simulate"])
+    ap.add_argument("--baseline", help="an earlier results.json to compare simulate's figures with")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
@@ -97,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for preset in a.presets:
             for m in models:
-                rows.append(run_case(m, preset, a.trials, Path(tmp)))
+                rows.append(run_case(m, preset, a.trials, Path(tmp), a.only == "simulate"))
                 r = rows[-1]
                 print(f"  {m} on {preset}: simulate rc={r['simulate']['rc']} {r['simulate']['cpu_s']:.1f} s CPU, "
                       f"tune rc={r['tune']['rc']} {r['tune']['cpu_s']:.1f} s CPU, run rc={r['run']['rc']}",
@@ -107,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps({"trials": a.trials, "rows": rows}, indent=1) + "\n")
     (out / "table.md").write_text(table(rows))
     print(json.dumps(rows) if a.json else table(rows), end="")
+    if a.baseline:
+        text, tot = compare(rows, json.loads(Path(a.baseline).read_text())["rows"])
+        (out / "compare.md").write_text(text)
+        print(text if not a.json else "", end="")
+        print(f"simulate CPU s before {tot['cpu_before']:.1f}, after {tot['cpu_after']:.1f}; "
+              f"latency worse in: {', '.join(tot['worse_latency']) or 'none'}", file=sys.stderr)
     failed = [r for r in rows if any(r[c]["rc"] for c in ("simulate", "tune", "run"))]
     return 1 if failed else 0
 

@@ -10,7 +10,7 @@ from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.nest import conv1d
 from tuner.map_learn import log_metric, mapping_features, measure_guided
 from tuner.mapper import movement_evaluator
-from tuner.mapspace_sim import build_space
+from sim.mapspace_sim import build_space
 from tuner.model_policy import ModelPolicy
 
 

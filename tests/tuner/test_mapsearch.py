@@ -8,9 +8,10 @@ import pytest
 
 from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.nest import gemm
-from tuner.mapsearch import Costs, MapSearchConfig, MapSearchError, metric_keys, neighbours, search
-from tuner.mapspace import LevelConstraint
-from tuner.mapspace_sim import build_space, to_mapping
+from sim.mapspace import neighbours
+from tuner.mapsearch import Costs, MapSearchConfig, MapSearchError, metric_keys, search
+from sim.mapspace import LevelConstraint
+from sim.mapspace_sim import build_space, to_mapping
 
 
 def small_problem():

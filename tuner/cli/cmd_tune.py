@@ -41,8 +41,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "as its last argument, printing JSON with cycles and energy_pj (e.g. 'accel-tune "
                         "simulate --json --timeloop ARCH PROB ERT'); the search's best --measure-top "
                         "mappings are measured and the best measured wins")
+    p.add_argument("--measure", choices=("tile",), default=None,
+                   help="with --timeloop: measure the search's best --measure-top mappings in process with the "
+                        "tile-level walk (sim.walk: pipeline fill, drain, bursts, single buffering) and keep the "
+                        "best measured (instead of --measure-command)")
     p.add_argument("--measure-top", type=int, default=None, metavar="K",
-                   help="with --measure-command: how many of the best predicted mappings to measure (default 8)")
+                   help="with --measure or --measure-command: how many of the best predicted mappings to measure "
+                        "(default 8)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --timeloop: stop the search after S seconds even if the budget is not spent")
     p.add_argument("--trials", type=int, default=None, metavar="N",
@@ -86,9 +91,9 @@ def run(args) -> int:
     if not args.hw:
         raise CLIError("tune: the following arguments are required: --hw")
     if any(v is not None for v in (args.metric, args.time_limit, args.measure_command, args.budget,
-                                   args.measure_top)):
-        raise CLIError("tune: --metric, --budget, --time-limit, --measure-command and --measure-top apply to "
-                       "--timeloop (use --objective/--trials with --model/--onnx)")
+                                   args.measure_top, args.measure)):
+        raise CLIError("tune: --metric, --budget, --time-limit, --measure, --measure-command and --measure-top "
+                       "apply to --timeloop (use --objective/--trials with --model/--onnx)")
     import sim
     from tuner.tune import tune
 

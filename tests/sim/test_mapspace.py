@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.mapping import MappingError
 from sim.nest import conv1d, conv2d, gemm
-from tuner.mapspace import (FactorMove, FactorSwap, KeepFlip, LevelConstraint, MapMutationMix, MapspaceError, MapUniformCrossover, PermutationSwap)
-from tuner.mapspace_sim import build_space, from_mapping, to_mapping
+from sim.mapspace import (FactorMove, FactorSwap, KeepFlip, LevelConstraint, MapMutationMix, MapspaceError, MapUniformCrossover, PermutationSwap)
+from sim.mapspace_sim import build_space, from_mapping, to_mapping
 
 
 def three_level(glb=64, rf=8, pes=(4, 2)):

@@ -37,10 +37,9 @@ from typing import Protocol
 
 import numpy as np
 
-from sim.mapping import prime_factors
-from sim.movement_batch import MappingArrays
+from .mapping import prime_factors
+from .movement_batch import MappingArrays
 
-from .space import MutationMix
 
 X, Y, T = 0, 1, 2
 
@@ -467,6 +466,36 @@ class Mapspace:
                 "prime_genes": self.n_primes, "free_keep_bits": int((self.keep_forced < 0).sum())}
 
 
+def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
+    """Every legal row one change away: one prime in another allowed slot, two free loops of one
+    level swapped, one free keep bit flipped."""
+    out = []
+    P, D = space.n_primes, space.n_dims
+    for j in range(P):
+        for s in np.flatnonzero(space.allowed[j]):
+            if s != row[j]:
+                r = row.copy()
+                r[j] = s
+                out.append(r)
+    for lv in range(space.n_levels):
+        nfix = len(space.perm_fixed[lv])
+        base = P + lv * D
+        for i in range(nfix, D):
+            for k in range(i + 1, D):
+                r = row.copy()
+                r[base + i], r[base + k] = row[base + k], row[base + i]
+                out.append(r)
+    kb = P + space.n_levels * D
+    for col in np.flatnonzero((space.keep_forced < 0).ravel()):
+        r = row.copy()
+        r[kb + col] ^= 1
+        out.append(r)
+    if not out:
+        return np.zeros((0, len(row)), dtype=np.int64)
+    nb = np.stack(out)
+    return nb[space.valid(nb)]
+
+
 def _random_true(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Per row of a bool matrix with at least one True, the column of a uniformly drawn True."""
     r = rng.random(mask.shape) * mask
@@ -575,13 +604,29 @@ class MapUniformCrossover:
         return keep_legal(space, a, child, rng)
 
 
+def apply_weighted(mutations, weights, space, genes, rng) -> np.ndarray:
+    """Each row mutated by one of ``mutations``, drawn with ``weights`` (shared with the one-level
+    space's ``tuner.space.MutationMix``, which mixes its own operators the same way)."""
+    p = np.asarray(weights, dtype=float)
+    which = rng.choice(len(mutations), size=len(genes), p=p / p.sum())
+    out = genes.copy()
+    for i, m in enumerate(mutations):
+        rows = np.flatnonzero(which == i)
+        if len(rows):
+            out[rows] = m(space, genes[rows], rng)
+    return out
+
+
 @dataclass(frozen=True)
-class MapMutationMix(MutationMix):
-    """One of the mapping mutations per row, with these weights (``tuner.space.MutationMix``)."""
+class MapMutationMix:
+    """One of the mapping mutations per row, with these weights."""
     mutations: tuple[MapMutation, ...] = (FactorMove(), FactorSwap(), PermutationSwap(), KeepFlip())
     weights: tuple[float, ...] = (0.45, 0.2, 0.25, 0.1)
+
+    def __call__(self, space: "Mapspace", rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return apply_weighted(self.mutations, self.weights, space, rows, rng)
 
 
 __all__ = ["MapspaceError", "TensorSpec", "LevelSpec", "LevelConstraint", "MapspaceSpec", "Mapspace",
            "FactorMove", "FactorSwap", "PermutationSwap", "KeepFlip",
-           "MapUniformCrossover", "MapMutationMix", "keep_legal"]
+           "MapUniformCrossover", "MapMutationMix", "apply_weighted", "keep_legal", "neighbours"]

@@ -4,8 +4,8 @@ keep-only dataspace bypassing the rest), merged sources, and one error for anyth
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tuner.mapspace import MapspaceError
-from tuner.tl_constraints import mapper_metric, parse_factors, read_constraints
+from sim.mapspace import MapspaceError
+from sim.timeloop.constraints import mapper_metric, parse_factors, read_constraints
 
 DIMS = ("C", "M", "R", "S", "N", "P", "Q")
 B = {"C": 128, "M": 256, "R": 3, "S": 3, "N": 1, "P": 56, "Q": 56}

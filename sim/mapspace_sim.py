@@ -10,11 +10,11 @@ from typing import Iterable
 
 import numpy as np
 
-from sim.hierarchy import Hierarchy
-from sim.mapping import LevelMapping, Mapping, prime_factors
-from sim.nest import Nest
+from .hierarchy import Hierarchy
+from .mapping import LevelMapping, Mapping, prime_factors
+from .nest import Nest
 
-from sim.movement_batch import MappingArrays
+from .movement_batch import MappingArrays
 
 from .mapspace import LevelConstraint, LevelSpec, Mapspace, MapspaceError, MapspaceSpec, TensorSpec, T, X, Y
 

@@ -1,0 +1,217 @@
+"""The default mapping of a loop nest on a storage hierarchy: a short, deterministic search of the
+one space of mappings (``sim.mapspace``) that ``sim`` uses when nobody gives it a mapping.
+
+    default_mapping(hierarchy, nest, metric="delay") -> (Mapping, PolicyStats)
+
+Whole-network costing asks for one mapping per MAC layer (``sim.multilevel``), so this must cost
+milliseconds, not the seconds a real mapper spends (``tuner.mapsearch`` searches the same space
+with evolution when the user tunes):
+
+1. **Samples**: ``samples`` legal rows, half drawn by ``Mapspace.sample`` (perfect
+   factorisations, fan-outs and capacities respected, constraints built in) and half *packed*
+   (``packed_rows``: primes taken in a random order per row fill every fan-out, outermost level
+   first, while the row stays legal, then every level's temporal loops, innermost first, as a
+   hand mapper fills an array and then its buffers; every level keeps what it may), evaluated at
+   once by the batched data-movement model (``sim.movement_batch``). Random samples alone rarely
+   fill a 14 x 12 array: a full array needs several primes in the right spatial slots at once.
+2. **Descent**: from the best row, every single change (``sim.mapspace.neighbours``: one prime to
+   another slot, two loops of a level swapped, one keep bit flipped) is evaluated at once; the
+   best neighbour is taken while it improves, up to ``steps`` times.
+
+For ``delay`` a row whose temporal iterations (the cycles of its MACs alone, a lower bound of the
+model's cycles) exceed the best cycles so far cannot win and is not evaluated. Metrics rank
+(cycles, energy) lexicographically (``rank_keys``). Same inputs and seed, same mapping.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import movement_batch as mb
+from .hierarchy import Hierarchy
+from .mapping import Mapping
+from .mapspace import Mapspace, MapspaceError, neighbours
+from .mapspace_sim import build_space, to_mapping
+from .nest import Nest
+
+METRICS = ("delay", "energy", "edp")
+
+
+class MappingPolicyError(ValueError):
+    """No legal mapping, or an unknown metric: one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class PolicyStats:
+    evaluations: int
+    seconds: float
+    metric: str
+    cycles: float
+    energy_pj: float
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """``samples`` legal rows drawn first; then at most ``steps`` descent steps."""
+    samples: int = 256
+    steps: int = 10
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.samples < 1 or self.steps < 0:
+            raise MappingPolicyError("mapping policy needs samples >= 1 and steps >= 0")
+
+
+def rank_keys(metric: str, cycles, energy_pj) -> tuple[np.ndarray, np.ndarray]:
+    """(primary, secondary) key per mapping, lower is better: delay = (cycles, energy), energy =
+    (energy, cycles), edp = (cycles x energy, cycles)."""
+    cyc, en = np.asarray(cycles, dtype=float), np.asarray(energy_pj, dtype=float)
+    if metric == "delay":
+        return cyc, en
+    if metric == "energy":
+        return en, cyc
+    if metric == "edp":
+        return cyc * en, cyc
+    raise MappingPolicyError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
+
+
+def evaluate_rows(hier: Hierarchy, nest: Nest, space: Mapspace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, energy_pj) of gene rows by the batched movement model; a row ``sim``'s own check
+    refuses costs ``inf`` (it never wins)."""
+    a = space.arrays(rows)
+    cyc = np.full(len(rows), np.inf)
+    en = np.full(len(rows), np.inf)
+    ok = np.flatnonzero(mb.check_batch(hier, nest, a) == mb.OK)
+    if len(ok):
+        ev = mb.evaluate_batch(hier, nest, a.take(ok))
+        cyc[ok], en[ok] = ev.cycles, ev.energy_pj
+    return cyc, en
+
+
+def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> list[int]:
+    """Gene indices of a subset of ``primes`` ((gene, prime) pairs, taken in a random order)
+    whose product is the largest within ``fan`` (now and then a random reachable one, for
+    variety): a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
+    gets 4 x 3 from two dims when no dim alone has 12."""
+    reach: dict[int, tuple[int, ...]] = {1: ()}
+    for k in rng.permutation(len(primes)):
+        g, f = primes[k]
+        for prod, used in list(reach.items()):
+            q = prod * f
+            if q <= fan and q not in reach:
+                reach[q] = used + (g,)
+    best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
+    return list(reach[best])
+
+
+def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` legal rows built greedily (see the module docstring). Fan-outs, outermost level
+    first: per row the subset of the primes still outermost with the largest product within the
+    fan-out (``_pack``), undone where the row would overflow a level. Then temporal loops,
+    innermost level first, vectorised over rows: each row's primes in its own random order try
+    the slot one by one and stay where the row remains legal (``Mapspace.valid``)."""
+    P, S = space.allowed.shape
+    L, D = space.n_levels, space.n_dims
+    outer = S - 1 - np.argmax(space.allowed[:, ::-1], axis=1)        # every prime starts outermost
+    slots = np.tile(outer, (n, 1))
+    perms = np.stack([np.stack([space._perm_fill(lv, o) for lv, o in
+                                enumerate(np.argsort(rng.random((L, D)), axis=1))]) for _ in range(n)])
+    keep = np.broadcast_to(np.where(space.keep_forced >= 0, space.keep_forced, 1), (n, L, space.n_tensors))
+    rows = np.arange(n)
+    for lv in range(L - 1, -1, -1):
+        for k in (0, 1):
+            s, fan = 3 * lv + k, int(space.fanout[lv, k])
+            free = np.flatnonzero(space.allowed[:, s] & (outer != s))
+            if fan <= 1 or not len(free):
+                continue
+            trial = slots.copy()
+            for r in range(n):
+                at_outer = [(int(j), int(space.prime_val[j])) for j in free if slots[r, j] == outer[j]]
+                trial[r, _pack(at_outer, fan, rng)] = s
+            ok = space.valid(space.join(trial, perms, keep))
+            slots[ok] = trial[ok]
+    order = np.argsort(rng.random((n, P)), axis=1)
+    for lv in range(L):
+        s = 3 * lv + 2
+        if not space.allowed[:, s].any():
+            continue
+        for step in range(P):
+            j = order[:, step]
+            cand = space.allowed[j, s] & (slots[rows, j] == outer[j]) & (outer[j] != s)
+            if not cand.any():
+                continue
+            trial = slots.copy()
+            trial[rows[cand], j[cand]] = s
+            ok = cand & space.valid(space.join(trial, perms, keep))
+            slots[ok] = trial[ok]
+    out = space.join(slots, perms, keep)
+    return out[space.valid(out)]
+
+
+class _Best:
+    """The rows evaluated so far (by key, so nothing is evaluated twice) and the best of them."""
+
+    def __init__(self, hier: Hierarchy, nest: Nest, space: Mapspace, metric: str):
+        self.hier, self.nest, self.space, self.metric = hier, nest, space, metric
+        self.seen: set[bytes] = set()
+        self.n = 0
+        self.row: np.ndarray | None = None
+        self.cost = (np.inf, np.inf)
+
+    def offer(self, rows: np.ndarray) -> bool:
+        """Evaluate the rows not seen before; True when one of them is the new best."""
+        keys = self.space.keys(rows)
+        pick = []
+        for i, k in enumerate(keys):
+            b = k.tobytes()
+            if b not in self.seen:
+                self.seen.add(b)
+                pick.append(i)
+        rows = rows[pick]
+        if self.metric == "delay" and self.row is not None and len(rows):
+            F = self.space.factors(rows)[:, 2::3, :]
+            bound = F.reshape(len(rows), -1).prod(axis=1).astype(float)
+            rows = rows[bound <= self.cost[0]]
+        if not len(rows):
+            return False
+        cyc, en = evaluate_rows(self.hier, self.nest, self.space, rows)
+        self.n += len(rows)
+        p, s = rank_keys(self.metric, cyc, en)
+        i = int(np.lexsort((s, p))[0])
+        if not (np.isfinite(cyc[i]) and np.isfinite(en[i])):
+            return False
+        bp, bs = rank_keys(self.metric, np.array([self.cost[0]]), np.array([self.cost[1]]))
+        if self.row is None or (p[i], s[i]) < (bp[0], bs[0]):
+            self.row, self.cost = rows[i].copy(), (float(cyc[i]), float(en[i]))
+            return True
+        return False
+
+
+def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
+                    config: PolicyConfig = PolicyConfig()) -> tuple[Mapping, PolicyStats]:
+    """The default mapping of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp) and the
+    policy's statistics (see the module docstring)."""
+    rank_keys(metric, [1.0], [1.0])          # validates the metric before any work
+    start = time.perf_counter()
+    try:
+        space = build_space(hier, nest)
+        rng = np.random.default_rng([config.seed, len(nest.dim_names), int(nest.macs % (2**31))])
+        rows = space.sample(config.samples - config.samples // 2, rng)
+        rows = np.concatenate([packed_rows(space, config.samples // 2, rng), rows])
+    except MapspaceError as e:
+        raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: {e}") from None
+    best = _Best(hier, nest, space, metric)
+    best.offer(rows)
+    for _ in range(config.steps):
+        if best.row is None or not best.offer(neighbours(space, best.row)):
+            break
+    if best.row is None:
+        raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: the model refused "
+                                 f"every sampled mapping")
+    return to_mapping(space, best.row), PolicyStats(best.n, time.perf_counter() - start, metric, *best.cost)
+
+
+__all__ = ["METRICS", "MappingPolicyError", "PolicyConfig", "PolicyStats", "default_mapping", "evaluate_rows", "packed_rows",
+           "rank_keys"]
