@@ -2,16 +2,18 @@
 ``fast`` extra). Same inputs, same outputs, same formulas (see the ``movement_batch`` module
 docstring); numpy's batch form spends ~40 array passes per chunk, this one loop per mapping.
 
-The kernel is generated for each (hierarchy, nest) shape by ``sim.movement_jitgen`` (every loop
-over levels, dims, ranks and data spaces unrolled into scalars; bounds, energies and bandwidths
-stay arguments, so all conv layers on one hierarchy share one kernel), written to a cache
-directory and compiled with ``cache=True``, so a shape is compiled once per machine, not per
-process (``ACCEL_TUNE_JIT_CACHE`` names the directory; default ``~/.cache/accel-tune/jit``, a
-temporary one when that cannot be written; compiled in memory when neither can). Stride
+Two kernels. The fast one is generated for each (hierarchy, nest) shape by
+``sim.movement_jitgen`` (every loop over levels, dims, ranks and data spaces unrolled into
+scalars; bounds, energies and bandwidths stay arguments, so all conv layers on one hierarchy
+share one kernel), written to a cache directory and compiled with ``cache=True``, so a shape is
+compiled once per machine (~14 CPU-s), not per process (``ACCEL_TUNE_JIT_CACHE`` names the
+directory; default ``~/.cache/accel-tune/jit``, a temporary one when that cannot be written;
+compiled in memory when neither can). The generic one (``sim.movement_jitloop``, about 3x
+slower) serves small batches until a shape's kernel is compiled (``run``). Stride
 comparisons ("is loop j's translation the innermost one's") compare one packed integer per data
 space (``_Structure.pack``, exact; rows of nests too large to pack are evaluated one by one);
 a power-of-two block size divides by a shift. ``available()`` says whether numba is installed;
-``movement_batch.evaluate_batch`` uses this kernel when it is and falls back to the numpy form
+``movement_batch.evaluate_batch`` uses these kernels when it is and falls back to the numpy form
 otherwise. Rows the closed form does not count (a spatial dim indexing two ranks of one tensor,
 a spatial factor where a level has no fan-out) come back flagged and are evaluated one by one.
 Measured figures: docs/SIMULATOR.md ("Speed of the multi-level model").
@@ -73,14 +75,13 @@ def kernel_for(shape: Shape) -> tuple:
     in numba's cache on disk). Generated once, written where numba can cache it."""
     got = _KERNELS.get(shape)
     if got is not None:
-        fn, path = got
-        return fn, bool(fn.signatures) or (path is not None and any(path.parent.glob(
-            f"__pycache__/{path.stem}.kernel-*.nbi")))
+        fn, on_disk = got
+        return fn, on_disk or bool(fn.signatures)
     src = source(shape)
-    # the name hashes the source, the kernels' modules and numba's version: a change in any is a
-    # new file, so numba never loads a stale compilation (its cache checks only the file itself)
-    here = Path(__file__).parent
-    salt = b"".join((here / f).read_bytes() for f in ("movement_jit.py", "movement_jitloop.py"))
+    # the name hashes the source, the module it calls (movement_jitloop) and numba's version: a
+    # change in any is a new file, so numba never loads a stale compilation (its cache checks
+    # only the file itself)
+    salt = (Path(__file__).parent / "movement_jitloop.py").read_bytes()
     name = "mvk_" + hashlib.sha256(src.encode() + salt + numba.__version__.encode()).hexdigest()[:24]
     fn = path = None
     for d in _cache_dirs():
@@ -103,7 +104,9 @@ def kernel_for(shape: Shape) -> tuple:
         ns: dict = {}
         exec(compile(src, f"<movement_jit {name}>", "exec"), ns)
         fn = numba.njit(nogil=True, error_model="numpy")(ns["kernel"])
-    _KERNELS[shape] = (fn, path)
+    # numba's index of the compiled kernel next to the source: compiled by an earlier process
+    on_disk = path is not None and any(path.parent.glob(f"__pycache__/{path.stem}.kernel-*.nbi"))
+    _KERNELS[shape] = (fn, on_disk)
     return kernel_for(shape)
 
 
@@ -140,9 +143,7 @@ def run(st, m, out: tuple | None = None, specialise: bool | None = None):
     if specialise or (specialise is None and (ready or len(m) >= SPECIALISE_ROWS)):
         fn(*ins, *_specialised_args(st), *out)
     else:
-        flag = np.empty(len(m), np.int64)
-        movement_jitloop._kernel(*ins, *movement_jitloop.args(st), *out[:-1], flag)
-        out[-1][:] = flag != 0
+        movement_jitloop._kernel(*ins, *movement_jitloop.args(st), *out)
     if not st.packable:     # rank vectors too large to pack into one int64: every row one by one
         out[-1][:] = True
     return out
