@@ -174,7 +174,11 @@ def _attention(c: _Ctx):
     if bias is not None:  # a row with every key masked gives 0, not 0/0
         dead = b.op("isinf", [b.op("reduce_max", [bias], {"axes": (len(bias.shape) - 1,), "keepdims": True})],
                     {"detect_negative": 1, "detect_positive": 0})
-        probs = b.op("where", [dead, b.const(np.asarray(0, probs.dtype)), probs])
+        # A constant bias (causal, sliding window, a constant mask) that masks no whole row needs no
+        # guard: leaving it out keeps the two products and the softmax one accelerator region
+        # (where is a host op).
+        if not (dead.is_const and not np.any(dead.data)):
+            probs = b.op("where", [dead, b.const(np.asarray(0, probs.dtype)), probs])
     if probs.dtype != np.dtype(dt).name:
         probs_dt = b.op("cast", [probs], {"dtype": np.dtype(dt).name})
     else:
@@ -225,7 +229,9 @@ def _rms_norm(c: _Ctx):
     xu = x if x.dtype == st else b.op("cast", [x], {"dtype": st})
     ms = b.op("reduce_mean", [b.op("mul", [xu, xu])], {"axes": axes, "keepdims": True})
     eps = b.const(np.asarray(float(c.attrs.get("epsilon", 1e-5)), st))
-    inv = b.op("reciprocal", [b.op("sqrt", [b.op("add", [ms, eps])])])
+    # the body's Reciprocal as 1 / x (the same correctly rounded quotient): div is an op the
+    # accelerator presets offload, reciprocal is not, so the whole norm can be one region
+    inv = b.op("div", [b.const(np.asarray(1, st)), b.op("sqrt", [b.op("add", [ms, eps])])])
     normed = b.op("mul", [xu, inv])
     if normed.dtype != x.dtype:
         normed = b.op("cast", [normed], {"dtype": x.dtype})

@@ -38,8 +38,8 @@ REFUSAL_REASONS: tuple[tuple[str, str, str], ...] = (
      "training-mode outputs)", r"training-only|training_mode|training-mode"),
     ("non-tensor", "sequence, optional, map or string values (the IR holds tensors of numbers)",
      r"is not a tensor|sequence|optional input|string|Optional"),
-    ("dtype", "an element type the IR does not compute in (the float8 e8m0 scale type, integers "
-     "wider than 16 bits as quantized data)", r"element type|dtype .* is not supported|type .* is not supported"),
+    ("dtype", "an element type the IR does not compute in (integers wider than 16 bits as quantized "
+     "data)", r"element type|dtype .* is not supported|type .* is not supported"),
     ("runtime-attribute", "a shape, axes, pads, K or other static parameter computed at run time",
      r"must be a constant \(it is computed at run time\)|computed at run time"),
     ("empty-input", "a zero-size input (the IR's static shapes are >= 1)", r"dimension \d+ must be >= 1"),

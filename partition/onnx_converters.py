@@ -15,8 +15,8 @@ from .ir import Value
 from .onnx_import import _Ctx, _np_dtype
 from .onnx_composites import COMPOSITES, layer_norm_with_stats
 from .onnx_scan import scan
-from .ops import OpError, infer_types
-from .ops.nn import resize_targets
+from .ops import OPS, OpError, infer_types
+from .ops.nn import resize_roi, resize_targets
 
 
 Converter = Callable[[_Ctx], list]
@@ -103,10 +103,12 @@ def _cast_attrs(c: _Ctx, dtype: str) -> dict:
     """saturate (opset 19+, default 1) matters only for float8 targets: out-of-range values clamp
     to the type's largest finite value instead of becoming NaN/inf."""
     attrs = {"dtype": dtype}
-    if dtype == "float8_e8m0fnu":
-        raise c.fail("element type float8_e8m0fnu (an exponent-only scale type) is not supported")
-    if dtype.startswith("float8") and dtype != "float8_e8m0fnu":
+    if dtype.startswith("float8"):
         attrs["saturate"] = bool(c.attrs.get("saturate", 1))
+    if dtype == "float8_e8m0fnu":  # the exponent-only scale type: round_mode from opset 24
+        attrs["round_mode"] = c.attrs.get("round_mode", "up")
+        if isinstance(attrs["round_mode"], bytes):
+            attrs["round_mode"] = attrs["round_mode"].decode()
     return attrs
 
 
@@ -757,32 +759,40 @@ def _mod(c):
     return c.emit("mod", [a, c.need(1)], {"fmod": fmod})
 
 
-def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[int, ...]:
-    """Explicit (top, left, bottom, right) pads; output_shape and SAME_* auto_pad split the total
-    padding as the ONNX spec says (SAME_UPPER puts the odd one at the end, else at the start)."""
+def _convt_pads(c: _Ctx, x: Value, w: Value, strides, dil, opad) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Explicit ONNX-order pads (all begins, then all ends) and output_padding. output_shape and
+    SAME_* auto_pad split the total padding as the ONNX spec says (SAME_UPPER puts the odd one at the
+    end, else at the start); an output_shape up to a stride beyond the full output adds that many
+    zero rows at the end, as output_padding (onnxruntime; onnx's reference agrees)."""
+    n = len(x.shape) - 2
     auto = c.attrs.get("auto_pad", "NOTSET") or "NOTSET"
     if auto not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
         raise c.fail(f"unknown auto_pad '{auto}'")
     out = c.attrs.get("output_shape")
     if out is None and auto == "NOTSET":
-        return tuple(int(p) for p in c.attrs.get("pads", (0, 0, 0, 0)))
+        return tuple(int(p) for p in c.attrs.get("pads", (0,) * (2 * n))), opad
     if out is None and auto == "VALID":
-        return (0, 0, 0, 0)
+        return (0,) * (2 * n), opad
     out = [d * s for d, s in zip(x.shape[2:], strides)] if out is None else [int(v) for v in out]
-    if len(out) != 2:
-        raise c.fail(f"output_shape {out} must give the 2 spatial sizes")
-    begin, end = [], []
-    for size, k, s, d, op, o in zip(x.shape[2:], w.shape[2:], strides, dil, opad, out):
+    if len(out) != n:
+        raise c.fail(f"output_shape {out} must give the {n} spatial sizes")
+    begin, end, extra = [], [], list(opad)
+    for i, (size, k, s, d, op, o) in enumerate(zip(x.shape[2:], w.shape[2:], strides, dil, opad, out)):
         full = s * (size - 1) + op + (k - 1) * d + 1
         if o > full:
-            raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
-                         f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} give; "
-                         f"only cropping pads are supported")
+            if op or o - full >= max(s, d):
+                raise c.fail(f"output size {out} is larger than the {full} that input {list(x.shape)}, kernel "
+                             f"{list(w.shape[2:])}, strides {list(strides)} and output_padding {list(opad)} "
+                             f"give, by a stride or more; not supported (onnxruntime refuses it)")
+            extra[i] = o - full
+            begin.append(0)
+            end.append(0)
+            continue
         total = full - o
         lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
         begin.append(lo)
         end.append(total - lo)
-    return (*begin, *end)
+    return (*begin, *end), tuple(extra)
 
 
 def _conv_transpose(c):
@@ -797,22 +807,25 @@ def _conv_transpose(c):
         c.ins = [x2, w2] + list(c.ins[2:])
         y = _conv_transpose(c)[0]
         return c.emit("squeeze", [y], {"axes": (2,)}, out_names=[c.node.output[0]])
-    if len(x.shape) != 4 or len(w.shape) != 4:
-        raise c.fail(f"only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape "
-                     f"{list(x.shape)}, weight shape {list(w.shape)}")
+    if len(x.shape) not in (4, 5) or len(w.shape) != len(x.shape):
+        raise c.fail(f"only 1-D, 2-D and 3-D transposed convolutions are supported (input and weight of one "
+                     f"rank 3..5), input shape {list(x.shape)}, weight shape {list(w.shape)}")
+    n = len(x.shape) - 2
     ks = c.attrs.get("kernel_shape")
     if ks is not None and tuple(int(k) for k in ks) != tuple(w.shape[2:]):
         raise c.fail(f"kernel_shape {list(ks)} differs from the weight's {list(w.shape[2:])}")
-    strides = tuple(int(s) for s in c.attrs.get("strides", (1, 1)))
-    dil = tuple(int(d) for d in c.attrs.get("dilations", (1, 1)))
-    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0, 0)))
-    attrs = {"strides": strides, "pads": _convt_pads(c, x, w, strides, dil, opad), "dilations": dil,
+    strides = tuple(int(s) for s in c.attrs.get("strides", (1,) * n))
+    dil = tuple(int(d) for d in c.attrs.get("dilations", (1,) * n))
+    opad = tuple(int(o) for o in c.attrs.get("output_padding", (0,) * n))
+    pads, opad = _convt_pads(c, x, w, strides, dil, opad)
+    attrs = {"strides": strides, "pads": pads, "dilations": dil,
              "groups": int(c.attrs.get("group", 1)), "output_padding": opad}
     ins = [x, w] + ([c.inp(2)] if c.inp(2) is not None else [])
-    return c.emit("conv_transpose2d", ins, attrs)
+    return c.emit("conv_transpose2d" if n == 2 else "conv_transpose3d", ins, attrs)
 
 
-_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
+_RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
+                       "tf_crop_and_resize")
 
 
 def _resize_check(c: _Ctx, x: Value) -> None:
@@ -887,6 +900,20 @@ def _resize(c):
         attrs["exclude_outside"] = bool(int(c.attrs.get("exclude_outside", 0)))
     if int(c.attrs.get("antialias", 0)) and attrs["mode"] != "nearest":
         attrs["antialias"] = True
+    if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize":
+        attrs["extrapolation_value"] = float(c.attrs.get("extrapolation_value", 0.0))
+        roi = c.inp(1)
+        if roi is None or (roi.is_const and np.size(roi.data) == 0):
+            raise c.fail("tf_crop_and_resize needs the roi input")
+        axes = c.attrs.get("axes")
+        if roi.is_const:
+            try:
+                attrs["roi"] = resize_roi(roi.data, len(x.shape), axes)
+            except OpError as e:
+                raise c.fail(str(e).removeprefix("resize: ")) from None
+        else:  # read when run, after the scales/sizes input if that is run-time too
+            extra.append(roi)
+            attrs.update(roi_input=True, roi_axes=None if axes is None else tuple(int(a) for a in axes))
     return c.emit("resize", [x, *extra], attrs)
 
 
@@ -1014,6 +1041,83 @@ def _dft_runtime_axis(c: _Ctx, x: Value, av: Value) -> list[Value]:
         if fits:
             return c.emit("dft", [x, av], dict(base, axis=axis))
     raise c.fail(f"no signal axis of input {list(x.shape)} gives the declared shape {list(shape)}")
+
+
+def _col2im(c):
+    """Col2Im: constant image/block shapes become attributes; computed at run time, they stay inputs
+    (read when run) and the output is typed by the declared shape."""
+    x, image, block = c.need(0), c.need(1), c.need(2)
+    attrs = {k: tuple(int(v) for v in c.attrs[k]) for k in ("strides", "dilations", "pads") if k in c.attrs}
+    if image.is_const and block.is_const:
+        return c.emit("col2im", [x], {**attrs, "image_shape": tuple(int(v) for v in np.ravel(image.data)),
+                                      "block_shape": tuple(int(v) for v in np.ravel(block.data))})
+    shape = c.declared(1 if not image.is_const else 2, "image_shape/block_shape")
+    return c.emit("col2im", [x, image, block], {**attrs, "declared": shape})
+
+
+def _max_unpool(c):
+    """MaxUnpool: the output is (in - 1) * stride - pads + kernel per spatial axis. An output_shape
+    input equal to that is the same op; a larger one is refused: onnx's reference scatters the
+    indices into the inferred shape and zero-pads it, onnxruntime (and torch) index the larger
+    shape itself."""
+    x, idx = c.need(0), c.need(1)
+    n = len(x.shape) - 2
+    kernel = [int(k) for k in c.attrs.get("kernel_shape", ())]
+    if len(kernel) != n or n < 1:
+        raise c.fail(f"kernel_shape {kernel} must have one value per spatial axis of input {list(x.shape)}")
+    strides = [int(s) for s in c.attrs.get("strides", [1] * n)]
+    pads = [int(p) for p in c.attrs.get("pads", [0] * (2 * n))]
+    if len(strides) != n or len(pads) != 2 * n:
+        raise c.fail(f"strides {strides} and pads {pads} must have {n} and {2 * n} values")
+    out = tuple(x.shape[:2]) + tuple((x.shape[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i]
+                                     for i in range(n))
+    if min(out) < 1:
+        raise c.fail(f"kernel {kernel}, strides {strides} and pads {pads} give output shape {list(out)}")
+    sv = c.inp(2)
+    if sv is not None:
+        want = (tuple(int(v) for v in np.ravel(sv.data)) if sv.is_const
+                else c.declared(2, "output_shape"))
+        if tuple(want) != out:
+            raise c.fail(f"output_shape {list(want)} other than the inferred {list(out)} is not supported "
+                         f"(onnx's reference and onnxruntime place the indices differently there)")
+    return c.emit("max_unpool", [x, idx], {"out": out})
+
+
+def _stft(c):
+    """STFT: a constant frame_step/frame_length becomes an attribute; computed at run time it is an
+    extra input (read when run) and the output is typed by the declared shape."""
+    x, step_v, window, length_v = c.need(0), c.need(1), c.inp(2), c.inp(3)
+    attrs = {"onesided": bool(int(c.attrs.get("onesided", 1))), "window": window is not None}
+    ins, runtime = [x] + ([window] if window is not None else []), None
+    for key, v in (("frame_step", step_v), ("frame_length", length_v)):
+        if v is None:
+            attrs[key] = None
+        elif v.is_const:
+            attrs[key] = int(np.asarray(v.data).reshape(-1)[0])
+        else:
+            attrs[key] = None
+            ins.append(v)
+            runtime = 1 if key == "frame_step" else 3
+    if attrs["frame_length"] is None and length_v is None and window is None:
+        raise c.fail("needs a window or a frame_length input")
+    if runtime is not None:
+        attrs["declared"] = c.declared(runtime, "frame_step/frame_length")
+    return c.emit("stft", ins, attrs)
+
+
+def _mel_weight_matrix(c):
+    ins = [c.need(i) for i in range(5)]
+    dtype = _np_dtype(int(c.attrs.get("output_datatype", 1))).name
+    if all(v.is_const for v in ins):  # a constant, in its own type (float64 stays float64)
+        bins, dft_len = (int(np.asarray(v.data).reshape(-1)[0]) for v in ins[:2])
+        try:
+            return c.new_const(OPS["mel_weight_matrix"].compute(
+                [v.data for v in ins], {"declared": (dft_len // 2 + 1, bins), "dtype": dtype})[0])
+        except OpError as e:
+            raise c.fail(str(e)) from None
+    else:
+        shape = c.declared(next(i for i, v in enumerate(ins) if not v.is_const), "num_mel_bins/dft_length")
+    return c.emit("mel_weight_matrix", ins, {"declared": shape, "dtype": dtype})
 
 
 def _linear_attention(c):
@@ -1253,6 +1357,10 @@ CONVERTERS: Mapping[str, Converter] = MappingProxyType({
     "LpPool": _lp_pool,
     "BitCast": _bitcast,
     "DFT": _dft,
+    "Col2Im": _col2im,
+    "STFT": _stft,
+    "MelWeightMatrix": _mel_weight_matrix,
+    "MaxUnpool": _max_unpool,
     "Scan": scan,
     "ReverseSequence": lambda c: c.emit("reverse_sequence", [c.need(0), c.need(1)], {
         "batch_axis": int(c.attrs.get("batch_axis", 1)), "time_axis": int(c.attrs.get("time_axis", 0))}),

@@ -20,8 +20,13 @@ throttling, energy with leakage. The kernel's report then reads:
 The default mapping is a pure function of (workload, hardware): chosen once and memoised, the same
 in ``simulate``, the tuner and the device runtime. A tuned plan stores its mappings in its
 schedules (``Schedule.mapping``), so ``run`` costs a kernel as the plan predicted. The other fields
-of the ``Schedule`` of such a kernel are the one-buffer model's and do not enter this cost. Both
-fidelities give the model's numbers (the closed form counts what a walk of the nest would).
+of the ``Schedule`` of such a kernel are the one-buffer model's and do not enter this cost.
+
+Fidelities: ``analytical`` is the closed form above; ``tile`` walks the same mapping step by step
+(``sim.walk``): the same reads, fills, updates and access energy, and cycles that add what the
+closed form's averages hide (pipeline fill and drain, bursts when outer indices change, levels
+too small to double-buffer), never fewer than the closed form's; leakage is charged over them,
+and ``prologue_cycles`` / ``epilogue_cycles`` are the walk's fill and drain.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from .movement import Evaluation, evaluate
 from .nest import Nest, nest_from_workload
 from .report import KernelReport
 from .schedule import Schedule
+from .walk import WalkResult, walk
 from .workload import Workload
 
 _OPERAND = {"Inputs": "ifmap", "Weights": "weight", "Outputs": "output"}
@@ -59,6 +65,15 @@ def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStat
     nest = nest_from_workload(wl)
     m, stats = default_mapping(hier, nest, "delay")
     return m, stats, evaluate(hier, nest, m)
+
+
+@functools.lru_cache(maxsize=4096)  # pure, like the mapping it walks; a tuner measures a kernel many times
+def kernel_walk(wl: Workload, hw: HardwareConfig, mapping: Mapping | None = None) -> WalkResult:
+    """The tile-level walk of ``mapping`` (default: the kernel's default mapping, ``kernel_mapping``)
+    of the kernel's nest; epilogue-free as the nest is. A given mapping must already be checked."""
+    wl = wl.with_epilogue(()) if wl.epilogue else wl
+    m = mapping if mapping is not None else kernel_mapping(wl, hw)[0]
+    return walk(hierarchy_of(hw), nest_from_workload(wl), m, check=False)
 
 
 def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
@@ -104,6 +119,10 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
     else:
         m, stats, ev = kernel_mapping(wl, hw)
         searched = stats.evaluations
+    fill = drain = 0
+    if fidelity == "tile":
+        w = kernel_walk(wl, hw, m)
+        ev, fill, drain = w.evaluation, int(w.fill_cycles), int(w.drain_cycles)   # floors: parts add up
     g, mm, n, _ = wl.gemm_view()
     vec = _epilogue_cycles(wl, hw)
     total = ev.cycles + vec
@@ -129,8 +148,8 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
               "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
     return KernelReport(
         workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
-        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles),
-        prologue_cycles=0, epilogue_cycles=0, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
+        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles - fill - drain),
+        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
         dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
         bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
                           "sram": {k: int(round(v)) for k, v in sram.items()}},

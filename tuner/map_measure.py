@@ -1,5 +1,6 @@
-"""An external measurer of mappings: any program that costs a Timeloop mapping file (a team's
-RTL, timeloop-model behind a wrapper, or ``accel-tune simulate --json --timeloop ARCH PROB ERT``).
+"""Measurers of mappings: the in-process tile-level walk (``WalkMeasurer``, ``sim.walk``), or any
+program that costs a Timeloop mapping file (a team's RTL, timeloop-model behind a wrapper, or
+``accel-tune simulate --json --timeloop ARCH PROB ERT``).
 
 The command gets the path of a Timeloop mapping YAML as its last argument and must print one
 JSON object with ``cycles`` and ``energy_pj`` (positive numbers) on stdout and exit 0 (the
@@ -19,7 +20,28 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
+from sim.hierarchy import Hierarchy
+from sim.nest import Nest
+
 from .measure import MeasureError, _last_line, command_argv
+
+
+@dataclass(frozen=True)
+class WalkMeasurer:
+    """The tile-level walk of a mapping (``sim.walk.walk``) as the measurer: the same contract as
+    a command (a Timeloop mapping file's text in, cycles and energy out), in process. The text is
+    read back (``sim.timeloop.read_mapping``), so what is measured is what would be written."""
+    hier: Hierarchy
+    nest: Nest
+    max_steps: int | None = None
+
+    def measure(self, mapping_yaml: str) -> tuple[float, float]:
+        import yaml
+        from sim.timeloop.mapping import read_mapping
+        from sim.walk import DEFAULT_MAX_STEPS, walk
+        m = read_mapping(yaml.safe_load(mapping_yaml)["mapping"], self.hier, self.nest)
+        w = walk(self.hier, self.nest, m, max_steps=self.max_steps or DEFAULT_MAX_STEPS)
+        return float(w.cycles), float(w.energy_pj)
 
 
 @dataclass(frozen=True)

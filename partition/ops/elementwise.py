@@ -372,9 +372,38 @@ def _cast_infer(ins, attrs, ctx):
     return [TensorType(ins[0].shape, _cast_dtype(attrs).name)]
 
 
+E8M0_ROUND_MODES = ("up", "down", "nearest")
+
+
+def _to_e8m0(x: np.ndarray, saturate: bool, mode: str) -> np.ndarray:
+    """float8_e8m0fnu (2^(e - 127), e = 0xFF is NaN; no sign, no zero) from the float32 bits as the
+    ONNX Cast spec (opset 24) rounds: the exponent, plus one when ``mode`` rounds the fraction up
+    ("up": any fraction; "nearest": above half, or half with an odd result; "down": never);
+    NaN/inf give 0xFF, and with saturate the largest exponent 0xFE does not round up into it."""
+    import ml_dtypes
+    check(mode in E8M0_ROUND_MODES, f"cast: round_mode {mode!r} is not one of {', '.join(E8M0_ROUND_MODES)}")
+    bits = np.asarray(x, np.float32).view(np.uint32)  # float16/bfloat16 widen exactly
+    exp = ((bits >> 23) & 0xFF).astype(np.uint16)
+    if mode == "up":
+        inc = (bits & 0x7FFFFF) != 0
+    elif mode == "nearest":
+        inc = ((bits & 0x400000) != 0) & (((bits & 0x3FFFFF) != 0) | (exp > 0))
+    else:
+        inc = np.zeros(exp.shape, bool)
+    special = exp == 0xFF
+    if saturate:
+        inc &= exp != 0xFE
+    out = np.where(special, 0xFF, np.minimum(exp + inc, 0xFF)).astype(np.uint8)
+    return out.view(ml_dtypes.float8_e8m0fnu)
+
+
 def _cast_compute(args, attrs):
     x = np.asarray(args[0])
     dt = _cast_dtype(attrs)
+    if dt.name == "float8_e8m0fnu" and x.dtype != dt:
+        check(x.dtype.kind == "f" or x.dtype.name == "bfloat16",
+              f"cast: only float inputs convert to float8_e8m0fnu, got {x.dtype}")
+        return [_to_e8m0(x, bool(attrs.get("saturate", True)), attrs.get("round_mode", "up"))]
     if attrs.get("saturate") and (x.dtype.kind == "f" or x.dtype.name == "bfloat16"):
         # ONNX Cast saturate=1 to float8: clamp (inf included) to the largest finite value; NaN stays
         import ml_dtypes

@@ -21,6 +21,7 @@ element.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -171,18 +172,12 @@ def _cost_conv2d(ins, outs, attrs):
     return _conv_cost(macs, ins, outs)
 
 
-# ============================================================================ conv_transpose2d
-def _convt_params(attrs: dict):
-    name = "conv_transpose2d"
-    strides = int_tuple(attrs.get("strides", (1, 1)), name, "strides", 2)
-    pads = int_tuple(attrs.get("pads", (0, 0, 0, 0)), name, "pads", 4)
-    dil = int_tuple(attrs.get("dilations", (1, 1)), name, "dilations", 2)
-    opad = int_tuple(attrs.get("output_padding", (0, 0)), name, "output_padding", 2)
-    groups = int(attrs.get("groups", 1))
-    check(all(s >= 1 for s in strides), f"{name}: strides must be >= 1, got {list(strides)}")
-    check(all(d >= 1 for d in dil), f"{name}: dilations must be >= 1, got {list(dil)}")
-    check(all(p >= 0 for p in pads), f"{name}: pads must be >= 0, got {list(pads)}")
-    check(groups >= 1, f"{name}: groups must be >= 1, got {groups}")
+# ============================================================================ conv_transpose2d/3d
+def _convt_params(attrs: dict, name: str = "conv_transpose2d", dims: int = 2):
+    """(strides, pads, dilations, output_padding, groups), validated; pads in ONNX order (all begins,
+    then all ends: (top, left, bottom, right) in 2-D)."""
+    strides, pads, dil, groups = _conv_params(attrs, name, dims)
+    opad = int_tuple(attrs.get("output_padding", (0,) * dims), name, "output_padding", dims)
     # PyTorch's rule: output_padding only picks among the sizes a strided/dilated conv maps to one size.
     check(all(0 <= o < max(s, d) for o, s, d in zip(opad, strides, dil)),
           f"{name}: output_padding {list(opad)} must be >= 0 and smaller than stride or dilation "
@@ -195,51 +190,56 @@ def _convt_full(size: int, k: int, stride: int, dil: int, opad: int) -> int:
     return stride * (size - 1) + dil * (k - 1) + 1 + opad
 
 
-def _infer_convt(ins, attrs, ctx):
-    name = "conv_transpose2d"
-    x, w = _conv_operands(name, ins, 4, "NCHW", "(C, K/groups, R, S)")
-    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
-    n, c, h, wd = x.shape
-    check(w.shape[0] == c,
-          f"{name}: input has {c} channels but weight has {w.shape[0]} (weight is (C, K/groups, R, S))")
-    check(c % g == 0, f"{name}: {c} input channels are not divisible by groups={g}")
-    k = w.shape[1] * g
-    if len(ins) == 3:
-        check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
-    oh = _convt_full(h, w.shape[2], sh, dh, oph) - pt - pb
-    ow = _convt_full(wd, w.shape[3], sw, dw, opw) - pl - pr
-    check(oh >= 1 and ow >= 1, f"{name}: pads {[pt, pl, pb, pr]} crop away the whole {h}x{wd} -> "
-                               f"{oh + pt + pb}x{ow + pl + pr} output")
-    return [TensorType((n, k, oh, ow), x.dtype)]
+def _infer_convt_nd(name: str, dims: int):
+    layout = "NCHW" if dims == 2 else "NCDHW"
+    def infer(ins, attrs, ctx):
+        x, w = _conv_operands(name, ins, dims + 2, layout, "(C, K/groups, *kernel)")
+        strides, pads, dil, opad, g = _convt_params(attrs, name, dims)
+        n, c = x.shape[:2]
+        check(w.shape[0] == c,
+              f"{name}: input has {c} channels but weight has {w.shape[0]} (weight is (C, K/groups, *kernel))")
+        check(c % g == 0, f"{name}: {c} input channels are not divisible by groups={g}")
+        k = w.shape[1] * g
+        if len(ins) == 3:
+            check(ins[2].shape == (k,), f"{name}: bias must have shape [{k}], got {list(ins[2].shape)}")
+        full = [_convt_full(x.shape[2 + i], w.shape[2 + i], strides[i], dil[i], opad[i]) for i in range(dims)]
+        out = tuple(full[i] - pads[i] - pads[dims + i] for i in range(dims))
+        check(min(out) >= 1, f"{name}: pads {list(pads)} crop away the whole "
+                             f"{'x'.join(map(str, x.shape[2:]))} -> {'x'.join(map(str, full))} output")
+        return [TensorType((n, k) + out, x.dtype)]
+    return infer
 
 
-def _conv_transpose2d(args, attrs):
-    """col2im: one GEMM gives every input pixel's contribution to every kernel tap, then each tap's
-    plane is added into the (uncropped) output at its strided, dilated offset."""
-    x, w = np.asarray(args[0]), np.asarray(args[1])
-    (sh, sw), (pt, pl, pb, pr), (dh, dw), (oph, opw), g = _convt_params(attrs)
-    n, c, h, wd = x.shape
-    _, kg, r, s = w.shape
-    cg = c // g
-    acc = np.float64 if x.dtype == np.float64 else np.float32
-    fh, fw = _convt_full(h, r, sh, dh, oph), _convt_full(wd, s, sw, dw, opw)
-    wm = w.reshape(g, cg, kg * r * s).transpose(0, 2, 1).astype(acc, copy=False)  # g, kg*R*S, cg
-    cols = np.matmul(wm[None], x.reshape(n, g, cg, h * wd).astype(acc, copy=False))
-    cols = cols.reshape(n, g, kg, r, s, h, wd)
-    full = np.zeros((n, g, kg, fh, fw), acc)
-    for i in range(r):
-        for j in range(s):
-            full[..., i * dh:i * dh + sh * (h - 1) + 1:sh, j * dw:j * dw + sw * (wd - 1) + 1:sw] += cols[:, :, :, i, j]
-    out = full[..., pt:fh - pb, pl:fw - pr].reshape(n, g * kg, fh - pt - pb, fw - pl - pr)
-    if len(args) > 2:
-        out = out + np.asarray(args[2]).astype(acc).reshape(1, -1, 1, 1)
-    return [np.ascontiguousarray(out, dtype=x.dtype)]
+def _conv_transpose_nd(name: str, dims: int):
+    def compute(args, attrs):
+        """col2im: one GEMM gives every input pixel's contribution to every kernel tap, then each
+        tap's plane is added into the (uncropped) output at its strided, dilated offset."""
+        x, w = np.asarray(args[0]), np.asarray(args[1])
+        strides, pads, dil, opad, g = _convt_params(attrs, name, dims)
+        n, c = x.shape[:2]
+        sp, kern, kg = x.shape[2:], w.shape[2:], w.shape[1]
+        cg = c // g
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        full = [_convt_full(sp[i], kern[i], strides[i], dil[i], opad[i]) for i in range(dims)]
+        wm = w.reshape(g, cg, kg * math.prod(kern)).transpose(0, 2, 1).astype(acc, copy=False)  # g, kg*taps, cg
+        cols = np.matmul(wm[None], x.reshape(n, g, cg, math.prod(sp)).astype(acc, copy=False))
+        cols = cols.reshape((n, g, kg) + tuple(kern) + tuple(sp))
+        y = np.zeros((n, g, kg) + tuple(full), acc)
+        for tap in np.ndindex(*kern):
+            where = tuple(slice(t * d, t * d + s * (m - 1) + 1, s) for t, d, s, m in zip(tap, dil, strides, sp))
+            y[(Ellipsis,) + where] += cols[(slice(None),) * 3 + tap]
+        crop = tuple(slice(pads[i], full[i] - pads[dims + i]) for i in range(dims))
+        y = y[(Ellipsis,) + crop]
+        y = y.reshape((n, g * kg) + y.shape[3:])
+        if len(args) > 2:
+            y = y + np.asarray(args[2]).astype(acc).reshape((1, -1) + (1,) * dims)
+        return [np.ascontiguousarray(y, dtype=x.dtype)]
+    return compute
 
 
 def _cost_convt(ins, outs, attrs):
-    n, c, h, w = ins[0].shape
-    _, kg, r, s = ins[1].shape
-    macs = n * c * h * w * kg * r * s
+    x, w = ins[0], ins[1]
+    macs = x.size * math.prod(w.shape[1:])  # every input element times each of its K/g*taps weights
     return _conv_cost(macs, ins, outs)
 
 
@@ -771,7 +771,8 @@ def _cost_pool3d(extra: int):
 # ONNX Resize on the two spatial axes of NCHW. Coordinates are computed in float32 the way
 # onnxruntime does, so nearest-neighbour picks the same pixels at exact .5 ties.
 RESIZE_MODES = ("nearest", "linear", "cubic")
-RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric")
+RESIZE_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "half_pixel_symmetric",
+                      "tf_crop_and_resize")
 RESIZE_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
@@ -797,7 +798,11 @@ def _resize_params(attrs: dict):
 def _infer_resize(ins, attrs, ctx):
     x = ins[0]
     check(len(x.shape) == 4, f"resize: input must be 4-D NCHW, got shape {list(x.shape)}")
-    size, _, mode, _, _ = _resize_params(attrs)
+    size, _, mode, ctm, _ = _resize_params(attrs)
+    check(ctm != "tf_crop_and_resize" or "roi" in attrs or attrs.get("roi_input"),
+          "resize: tf_crop_and_resize needs a roi")
+    check(len(ins) == 1 + ("by" in attrs) + bool(attrs.get("roi_input")),
+          f"resize: {len(ins)} inputs do not match the run-time scales/sizes and roi the attributes name")
     if mode != "nearest":
         _float("resize", x, f"input ({mode} mode)")
     check(x.shape[2] >= 1 and x.shape[3] >= 1, f"resize: cannot resize an empty {list(x.shape[2:])} image")
@@ -834,10 +839,34 @@ def resize_targets(shape: Sequence[int], given: np.ndarray, by: str, axes: Seque
     return [float(v) for v in sc], out
 
 
-def _resize_coords(out_len: int, in_len: int, scale: float, ctm: str) -> np.ndarray:
+def resize_roi(roi, rank: int, axes: Sequence[int] | None) -> tuple[float, float, float, float]:
+    """Resize's roi input ([starts, ends] over all axes or over ``axes``) as (start_h, start_w,
+    end_h, end_w) of NCHW; the batch and channel axes must keep their whole extent [0, 1]."""
+    roi = np.asarray(roi, np.float32).reshape(-1)
+    axes = list(range(rank)) if axes is None else [int(a) + rank if int(a) < 0 else int(a) for a in axes]
+    check(roi.size == 2 * len(axes), f"resize: roi {roi.tolist()} needs {2 * len(axes)} values "
+                                     f"(starts and ends of axes {axes})")
+    start, end = [0.0] * rank, [1.0] * rank
+    for k, ax in enumerate(axes):
+        check(0 <= ax < rank, f"resize: axis {ax} is out of range for rank {rank}")
+        start[ax], end[ax] = float(roi[k]), float(roi[len(axes) + k])
+    check(start[:2] == [0.0, 0.0] and end[:2] == [1.0, 1.0],
+          f"resize: a roi cropping the batch or channel axis is not supported (starts {start[:2]}, ends {end[:2]})")
+    return (start[2], start[3], end[2], end[3])
+
+
+def _resize_coords(out_len: int, in_len: int, scale: float, ctm: str,
+                   roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """Source coordinate (float32) of every output position along one axis."""
     x = np.arange(out_len, dtype=np.float32)
     sc, half = np.float32(scale), np.float32(0.5)
+    if ctm == "tf_crop_and_resize":
+        # the roi's fraction of the input, sampled at out_len evenly spaced points (TF CropAndResize;
+        # onnxruntime's float32 formula)
+        r0, r1, last = np.float32(roi[0]), np.float32(roi[1]), np.float32(in_len - 1)
+        if out_len == 1:
+            return np.full(1, np.float32(0.5) * (r0 + r1) * last, np.float32)
+        return r0 * last + x * (r1 - r0) * last / np.float32(out_len - 1)
     if ctm == "asymmetric":
         return x / sc
     if ctm == "align_corners":
@@ -860,7 +889,8 @@ def _keys(t: np.ndarray, a: float) -> np.ndarray:
                     np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
 
 
-def _resize_matrix(out_len: int, in_len: int, scale: float, attrs: dict) -> np.ndarray:
+def _resize_matrix(out_len: int, in_len: int, scale: float, attrs: dict,
+                   roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
     """(out_len, in_len) interpolation weights along one axis for cubic, and for linear with
     antialias: taps around each source coordinate, clamped to the edge (or dropped and the rest
     renormalised with exclude_outside). With antialias and scale < 1 the kernel is stretched by
@@ -868,7 +898,7 @@ def _resize_matrix(out_len: int, in_len: int, scale: float, attrs: dict) -> np.n
     mode = attrs.get("mode", "nearest")
     a = float(attrs.get("cubic_coeff_a", -0.75))
     ctm = attrs.get("coordinate_transformation_mode", "half_pixel")
-    x = _resize_coords(out_len, in_len, scale, ctm).astype(np.float64)
+    x = _resize_coords(out_len, in_len, scale, ctm, roi).astype(np.float64)
     if ctm == "pytorch_half_pixel" and out_len == 1:
         x = np.full(1, -0.5)
     base = np.floor(x)
@@ -919,22 +949,35 @@ def _lerp_axis(x: np.ndarray, coord: np.ndarray, axis: int) -> np.ndarray:
 
 def _resize(args, attrs):
     x = np.asarray(args[0])
-    if len(args) == 2:
+    rest = list(args[1:])
+    if attrs.get("roi_input"):  # tf_crop_and_resize's roi computed at run time (the last input)
+        roi = resize_roi(rest.pop(), x.ndim, attrs.get("roi_axes"))
+        attrs = {k: v for k, v in attrs.items() if k != "roi_input"}
+        attrs["roi"] = roi
+    if rest:
         # scales or sizes computed at run time: the declared output size must come out exactly
-        sc, out = resize_targets(x.shape, args[1], attrs["by"], attrs.get("axes"), attrs.get("policy", "stretch"))
+        sc, out = resize_targets(x.shape, rest[0], attrs["by"], attrs.get("axes"), attrs.get("policy", "stretch"))
         check(tuple(out[2:]) == tuple(attrs["size"]), f"resize: the {attrs['by']} computed at run time give "
               f"size {out[2:]}, not the declared {list(attrs['size'])}")
         attrs = dict(attrs, scales=tuple(sc[2:]))
     size, scales, mode, ctm, nm = _resize_params(attrs)
-    coords = [_resize_coords(o, i, s, ctm) for o, i, s in zip(size, x.shape[2:], scales)]
+    roi = tuple(attrs.get("roi", (0.0, 0.0, 1.0, 1.0)))
+    rois = [(roi[0], roi[2]), (roi[1], roi[3])]
+    coords = [_resize_coords(o, i, s, ctm, r) for o, i, s, r in zip(size, x.shape[2:], scales, rois)]
     if mode == "nearest":
         ih, iw = (_nearest_index(cd, nm, i) for cd, i in zip(coords, x.shape[2:]))
-        return [np.ascontiguousarray(x[:, :, ih[:, None], iw[None, :]])]
-    if mode == "cubic" or attrs.get("antialias") or ctm == "half_pixel_symmetric":
-        mh, mw = (_resize_matrix(o, i, s, attrs) for o, i, s in zip(size, x.shape[2:], scales))
-        return [np.einsum("oh,nchw,pw->ncop", mh, x.astype(np.float64), mw, optimize=True).astype(x.dtype)]
-    y = _lerp_axis(_lerp_axis(x.astype(np.float64), coords[0], 2), coords[1], 3)
-    return [y.astype(x.dtype)]
+        y = np.ascontiguousarray(x[:, :, ih[:, None], iw[None, :]])
+    elif mode == "cubic" or attrs.get("antialias") or ctm == "half_pixel_symmetric":
+        mh, mw = (_resize_matrix(o, i, s, attrs, r) for o, i, s, r in zip(size, x.shape[2:], scales, rois))
+        y = np.einsum("oh,nchw,pw->ncop", mh, x.astype(np.float64), mw, optimize=True).astype(x.dtype)
+    else:
+        y = _lerp_axis(_lerp_axis(x.astype(np.float64), coords[0], 2), coords[1], 3).astype(x.dtype)
+    if ctm == "tf_crop_and_resize":
+        # a sample outside the input takes extrapolation_value (TF CropAndResize)
+        out_h, out_w = ((cd < 0) | (cd > np.float32(i - 1)) for cd, i in zip(coords, x.shape[2:]))
+        outside = out_h[:, None] | out_w[None, :]
+        y = np.where(outside, np.asarray(attrs.get("extrapolation_value", 0.0)).astype(x.dtype), y)
+    return [y]
 
 
 def _cost_resize(ins, outs, attrs):
@@ -952,11 +995,28 @@ def _infer_softmax(ins, attrs, ctx):
     return [TensorType(x.shape, x.dtype)]
 
 
+def _staged_softmax(x: np.ndarray, axis: int, log: bool) -> np.ndarray:
+    """(Log)Softmax of a float16/bfloat16 ``x`` as the spec's function body defines it (opset 13:
+    ReduceMax, Sub, Exp, ReduceSum, Div or Log and Sub): every intermediate is a tensor of the input
+    type, so each step rounds to it; each step itself is float32 math (numpy's own float16 arithmetic
+    and sums, and the only way for bfloat16). This is what onnx's reference gives, e.g. inside
+    float16 Attention; one rounding at the end is off by an ulp there."""
+    dt, f32 = x.dtype, np.float32
+    r = lambda a: np.asarray(a, f32).astype(dt).astype(f32)  # noqa: E731 - materialise in dt
+    xf = x.astype(f32)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a row of all -inf is NaN, as IEEE gives it
+        z = r(xf - xf.max(axis=axis, keepdims=True))
+        e = r(np.exp(z))
+        s = r(e.sum(axis=axis, keepdims=True))
+        y = z - r(np.log(s)) if log else e / s
+    return y.astype(dt)
+
+
 def _softmax(args, attrs):
     x = np.asarray(args[0])
-    if low_precision(x.dtype):  # float32 math, one rounding (numpy has no bfloat16 exp)
-        return [_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "softmax")
+    if low_precision(x.dtype):
+        return [_staged_softmax(x, axis, log=False)]
     with np.errstate(invalid="ignore"):  # a row of all -inf is NaN, as IEEE (and onnxruntime) give it
         e = np.exp(x - x.max(axis=axis, keepdims=True))
         return [(e / e.sum(axis=axis, keepdims=True)).astype(x.dtype, copy=False)]
@@ -964,9 +1024,9 @@ def _softmax(args, attrs):
 
 def _log_softmax(args, attrs):
     x = np.asarray(args[0])
-    if low_precision(x.dtype):
-        return [_log_softmax([x.astype(np.float32)], attrs)[0].astype(x.dtype)]
     axis = norm_axis(attrs.get("axis", -1), x.ndim, "log_softmax")
+    if low_precision(x.dtype):
+        return [_staged_softmax(x, axis, log=True)]
     # x - max - log(sum(exp(x - max))): finite wherever softmax would underflow to 0.
     z = x - x.max(axis=axis, keepdims=True)
     return [(z - np.log(np.exp(z).sum(axis=axis, keepdims=True))).astype(x.dtype, copy=False)]
@@ -1428,7 +1488,10 @@ def _hardmax(args, attrs):
 
 DEFS = [
     OpDef("conv2d", _infer_conv2d, _conv2d, _cost_conv2d, "conv", (2, 3)),
-    OpDef("conv_transpose2d", _infer_convt, _conv_transpose2d, _cost_convt, "conv", (2, 3)),
+    OpDef("conv_transpose2d", _infer_convt_nd("conv_transpose2d", 2), _conv_transpose_nd("conv_transpose2d", 2),
+          _cost_convt, "conv", (2, 3)),
+    OpDef("conv_transpose3d", _infer_convt_nd("conv_transpose3d", 3), _conv_transpose_nd("conv_transpose3d", 3),
+          _cost_convt, "conv", (2, 3)),
     OpDef("matmul", _infer_matmul, _matmul, _cost_matmul, "gemm", (2, 2)),
     OpDef("qlinear_matmul", _infer_qlinear_matmul, _qlinear_matmul, _cost_qlinear_matmul, "gemm", (8, 8)),
     OpDef("dense", _infer_dense, _dense, _cost_dense, "gemm", (2, 3)),
@@ -1444,7 +1507,7 @@ DEFS = [
     OpDef("conv3d", _infer_conv3d, _conv3d, _cost_conv3d, "conv", (2, 3)),
     OpDef("max_pool3d", _infer_pool3d("max_pool3d"), _max_pool3d, _cost_pool3d(0), "pool", (1, 1)),
     OpDef("avg_pool3d", _infer_pool3d("avg_pool3d"), _avg_pool3d, _cost_pool3d(1), "pool", (1, 1)),
-    OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 2)),
+    OpDef("resize", _infer_resize, _resize, _cost_resize, "other", (1, 3)),
     OpDef("softmax", _infer_softmax, _softmax, elementwise_cost(5), "softmax", (1, 1)),
     OpDef("layer_norm", _infer_layer_norm, _layer_norm, elementwise_cost(8), "norm", (2, 3)),
     OpDef("instance_norm", _infer_instance_norm, _instance_norm, elementwise_cost(8), "norm", (3, 3)),

@@ -123,7 +123,8 @@ def test_conv_transpose_float64_against_scatter_definition(rng, s, d, p, op):
 @pytest.mark.parametrize("attrs,match", [
     ({"strides": [2, 2], "output_padding": [2, 0]},
      r"conv_transpose2d: output_padding \[2, 0\] must be >= 0 and smaller than stride or dilation"),
-    ({"strides": [2, 2], "output_shape": [12, 9]}, r"output size \[12, 9\] is larger than the 11 .*only cropping pads"),
+    ({"strides": [2, 2], "output_shape": [13, 9]},
+     r"output size \[13, 9\] is larger than the 11 .*by a stride or more; not supported"),
     ({"strides": [2, 2], "pads": [6, 0, 5, 0]},
      r"conv_transpose2d: pads \[6, 0, 5, 0\] crop away the whole 5x4 -> 11x9 output"),
     ({"kernel_shape": [2, 2]}, r"kernel_shape \[2, 2\] differs from the weight's \[3, 3\]"),
@@ -134,11 +135,30 @@ def test_conv_transpose_errors(rng, attrs, match):
     assert re.search(match, msg), msg
 
 
-def test_conv_transpose_3d_fails_clearly(rng):
-    # (1-D imports as the 2-D op: tests/partition/test_onnx_opsets.py)
-    msg = import_error("ConvTranspose", [f32(rng, 1, 2, 5, 4, 4), Const(f32(rng, 2, 3, 3, 3, 3))])
-    assert "only 2-D transposed convolutions are supported (NCHW input, 4-D weight), input shape [1, 2, 5, 4, 4], " \
-           "weight shape [2, 3, 3, 3, 3]" in msg
+@pytest.mark.parametrize("attrs", [{}, {"strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1], "group": 2},
+                                   {"strides": [1, 2, 2], "dilations": [2, 1, 1], "output_padding": [0, 1, 1]},
+                                   {"strides": [2, 2, 1], "output_shape": [10, 9, 6]}])
+def test_conv_transpose_3d_vs_ort(rng, attrs):
+    x, w, b = f32(rng, 1, 4, 4, 4, 5), f32(rng, 4, 3, 3, 2, 2), f32(rng, 6 if attrs.get("group") else 3)
+    _, (ours,) = import_vs_ort("ConvTranspose", [x, Const(w), Const(b)], attrs)
+    model, _ = _model("ConvTranspose", [x, Const(w), Const(b)], attrs, OPSET)
+    (node,) = load_onnx(model.SerializeToString()).nodes
+    assert node.op == "conv_transpose3d" and op_cost(node).macs == x.size * 3 * 3 * 2 * 2
+
+
+def test_conv_transpose_output_shape_a_row_beyond_pads_the_end(rng):
+    # output_shape one row past the full output: a zero row at the end (output_padding), as onnxruntime
+    x, w = f32(rng, 1, 2, 5, 4), f32(rng, 2, 3, 3, 3)
+    _, (ours,) = import_vs_ort("ConvTranspose", [x, Const(w)], {"strides": [2, 3], "output_shape": [12, 14]})
+    assert ours.shape == (1, 3, 12, 14)
+    full = run_op("conv_transpose2d", [x, w], {"strides": (2, 3)})[0]
+    np.testing.assert_array_equal(ours[:, :, :11, :12], full)
+    assert not ours[:, :, 11:].any() and not ours[:, :, :, 12:].any()
+
+
+def test_conv_transpose_other_ranks_fail_clearly(rng):
+    msg = import_error("ConvTranspose", [f32(rng, 1, 2, 3, 3, 3, 3), Const(f32(rng, 2, 3, 2, 2, 2, 2))])
+    assert "only 1-D, 2-D and 3-D transposed convolutions are supported" in msg
     with pytest.raises(OpError, match=r"conv_transpose2d: input has 4 channels but weight has 2"):
         run_op("conv_transpose2d", [f32(rng, 1, 4, 3, 3), f32(rng, 2, 3, 3, 3)])
 
@@ -259,8 +279,10 @@ def test_resize_cost_and_direct_op(rng):
 RESIZE_ERRORS = [
     ({"mode": "area"}, None, r"mode 'area' is not supported \(only nearest, linear and cubic\)"),
     ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, None,
-     r"coordinate_transformation_mode 'tf_crop_and_resize' is not supported \(only half_pixel, "
-     r"pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric\)"),
+     r"tf_crop_and_resize needs the roi input"),
+    ({"coordinate_transformation_mode": "tf_half_pixel_for_nn"}, None,
+     r"coordinate_transformation_mode 'tf_half_pixel_for_nn' is not supported \(only half_pixel, "
+     r"pytorch_half_pixel, align_corners, asymmetric, half_pixel_symmetric, tf_crop_and_resize\)"),
     ({"keep_aspect_ratio_policy": "fit"}, "sizes", r"keep_aspect_ratio_policy 'fit' is not supported"),
     ({"nearest_mode": "round_half_even"}, None, r"resize: nearest_mode 'round_half_even' is not one of"),
     ({}, "channels", r"only the spatial axes of NCHW can be resized; input \[1, 2, 4, 4\] -> \[1, 4, 8, 8\]"),

@@ -49,15 +49,26 @@ def test_report_is_the_movement_model_of_a_legal_mapping(preset, wl):
     assert stats.evaluations >= 1
 
 
-def test_both_fidelities_and_the_batch_agree_and_the_schedule_does_not_matter():
+def test_tile_fidelity_walks_the_same_mapping_and_the_schedule_does_not_matter():
+    """``tile`` is the walk of the mapping the closed form costs (sim/walk.py): the same access
+    energy and DRAM bytes, at least as many cycles, leakage over its own cycles, and its parts
+    (fill, compute, stall, drain) add up to its total."""
+    from sim.multilevel import kernel_walk
     hw = sim.load_hw("eyeriss")
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     a = sim.simulate(wl, hw, fidelity="analytical")
     t = sim.simulate(wl, hw, fidelity="tile")
-    assert (a.total_cycles, a.energy_pj) == (t.total_cycles, t.energy_pj)
+    w = kernel_walk(wl, hw)
+    assert t.total_cycles == w.cycles >= a.total_cycles == w.analytical_cycles
+    assert t.total_cycles == t.prologue_cycles + t.compute_cycles + t.stall_cycles + t.epilogue_cycles
+    assert t.prologue_cycles > 0 and t.epilogue_cycles > 0       # the first tiles load, the last psums drain
+    assert (t.dram_read_bytes, t.dram_write_bytes) == (a.dram_read_bytes, a.dram_write_bytes)
+    for k in ("mac", "sram", "dram"):
+        assert t.energy_pj[k] == pytest.approx(a.energy_pj[k], rel=1e-12)
+    assert t.energy_pj["leakage"] == pytest.approx(a.energy_pj["leakage"] * t.total_cycles / a.total_cycles)
     other = sim.Schedule("os", ("m", "n"), 64, 64, 64, "kmn", True)   # would overflow nothing here
     assert sim.simulate(wl, hw, other).total_cycles == a.total_cycles
-    assert sim.tile_cycles(wl, hw, other) == a.total_cycles
+    assert sim.tile_cycles(wl, hw, other) == t.total_cycles
     b = sim.simulate_batch(wl, hw, [sim.Schedule.default(wl, hw), other])
     assert list(b["total_cycles"]) == [a.total_cycles] * 2 and b["valid"].all()
 
@@ -136,3 +147,22 @@ def test_one_point_schedule_space_for_mac_kernels_on_a_hierarchy():
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     assert ScheduleSpace.build(wl, hw).size == 1
     assert ScheduleSpace.build(wl, sim.load_hw("eyeriss-like")).size > 1
+
+
+def test_tile_fidelity_walks_a_given_mapping_not_the_default():
+    """A schedule that carries a mapping (a tuned plan's) is walked as given: its cycles are the
+    walk of that mapping, which differs from the default mapping's walk."""
+    import dataclasses
+    from sim.walk import walk
+    hw = sim.load_hw("eyeriss")
+    wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
+    hier, nest = hierarchy_of(hw), nest_from_workload(wl)
+    default, _, _ = kernel_mapping(wl, hw)
+    other, _ = default_mapping(hier, nest, "energy", PolicyConfig(samples=64, steps=2, seed=3))
+    assert other != default
+    s = dataclasses.replace(sim.Schedule.default(wl, hw), mapping=other)
+    t = sim.simulate(wl, hw, s, fidelity="tile")
+    w = walk(hier, nest, other)
+    assert t.total_cycles == w.cycles and t.prologue_cycles == int(w.fill_cycles)
+    assert t.total_cycles != walk(hier, nest, default).cycles
+    assert sim.simulate(wl, hw, s, fidelity="analytical").total_cycles == evaluate(hier, nest, other).cycles

@@ -84,3 +84,31 @@ def test_top_template_with_timeloop_var_equals_timeloop(tmp_path, capsys):
 def test_timeloop_var_needs_timeloop(capsys):
     assert main(["simulate", "--model", "resnet18", "--hw", "eyeriss-like", "--timeloop-var", "a=1"]) == 2
     assert "--timeloop-var goes with --timeloop" in capsys.readouterr().err
+
+
+def test_tile_fidelity_is_the_walk_in_the_same_contract(tmp_path, capsys):
+    """--fidelity tile: the same object, the same counts; on Timeloop's eyeriss (bandwidth-limited
+    GLB and spads, spads too small for two tiles) more cycles than the closed form, the energy
+    more by exactly the leakage of the extra cycles; on tl04 (no bandwidth limit) the same."""
+    from sim.timeloop.oracle import load_case, write_inputs
+    for case_id, slower in (("tl06_mapper_vgg02l5_eyeriss", True), ("tl04_conv1doc_3levelspatial_kp", False)):
+        path = CASE.parent / f"{case_id}.json"
+        if not path.exists():
+            pytest.skip("shared Timeloop oracle not present")
+        fs = [str(p) for p in write_inputs(load_case(path), "processed", tmp_path / case_id)]
+        out = {}
+        for fid in ("analytical", "tile"):
+            assert main(["simulate", "--timeloop", *fs, "--fidelity", fid, "--json"]) == 0
+            out[fid] = json.loads(capsys.readouterr().out)
+        a, t = out["analytical"], out["tile"]
+        assert set(t) == set(a) and t["computes"] == a["computes"]
+        assert [(lv["name"], lv["tensors"]) for lv in t["levels"]] == [(lv["name"], lv["tensors"]) for lv in a["levels"]]
+        assert (t["cycles"] > a["cycles"]) if slower else (t["cycles"] == a["cycles"])
+        from sim.timeloop import load
+        hier, _, mapping = load(fs)
+        leak = sum(lv.leak_pj_per_cycle * mapping.utilized_instances(i) for i, lv in enumerate(hier.levels)
+                   if not lv.spatial_only)
+        assert t["energy_pj"] - a["energy_pj"] == pytest.approx(leak * (t["cycles"] - a["cycles"]), rel=1e-6, abs=1e-6)
+        assert main(["simulate", "--timeloop", *fs, "--fidelity", "tile"]) == 0
+        text = capsys.readouterr().out
+        assert "tile-level walk:" in text and f"the closed form: {a['cycles']:,} cycles" in text

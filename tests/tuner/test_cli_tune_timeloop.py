@@ -145,3 +145,24 @@ def test_timeloop_options_need_timeloop(capsys):
     # --budget with a model is the mapping budget per MAC kernel: only where there are storage levels
     code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
     assert code == 2 and "apply to hardware with storage levels" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_walk_measures_the_best_predicted(tmp_path, capsys):
+    """--measure tile: the search's best K are measured by the tile-level walk in process; the
+    winner's numbers are the walk's, which simulate --timeloop --fidelity tile gives again for the
+    written mapping, and the walk never reports fewer cycles than the model."""
+    files = case_files(tmp_path, "tl06_mapper_vgg02l5_eyeriss")
+    mfile = tmp_path / "best.map.yaml"
+    code, out, err = run(capsys, "tune", "--timeloop", *files, "--budget", "300", "--measure", "tile",
+                         "--measure-top", "4", "-o", str(mfile), "--json")
+    assert code == 0, err
+    js = json.loads(out)
+    assert js["measured"] == 4 and js["cycles"] >= js["model_cycles"]
+    code, out, err = run(capsys, "simulate", "--timeloop", *files, str(mfile), "--fidelity", "tile", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["cycles"] == js["cycles"] and again["energy_pj"] == pytest.approx(js["energy_pj"], rel=1e-9)
+    code, _, err = run(capsys, "tune", "--timeloop", *files, "--measure", "tile", "--measure-command", "true")
+    assert code == 2 and "one measurer" in err
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--measure", "tile")
+    assert code == 2 and "apply to --timeloop" in err

@@ -45,9 +45,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "measurer of every kernel measurement, given one JSON object on stdin (workload, "
                         "hardware, schedule; on storage levels the schedule's 'mapping'), printing "
                         "{\"cycles\": N} (docs/TUNING.md)")
+    p.add_argument("--measure", choices=("tile",), default=None,
+                   help="with --timeloop: measure the search's best --measure-top mappings in process with the "
+                        "tile-level walk (sim.walk: pipeline fill, drain, bursts, single buffering) and keep the "
+                        "best measured (instead of --measure-command)")
     p.add_argument("--measure-top", type=int, default=None, metavar="K",
-                   help="with --measure-command: how many of the best predicted mappings to measure (default 8 "
-                        "with --timeloop, 4 per MAC kernel with --model/--onnx on storage levels)")
+                   help="with --measure or --measure-command: how many of the best predicted mappings to measure "
+                        "(default 8 with --timeloop, 4 per MAC kernel with --model/--onnx on storage levels)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --timeloop: stop the search after S seconds even if the budget is not spent")
     p.add_argument("--trials", type=int, default=None, metavar="N",
@@ -90,8 +94,9 @@ def run(args) -> int:
         raise CLIError("tune: one of the arguments --model --onnx --timeloop is required")
     if not args.hw:
         raise CLIError("tune: the following arguments are required: --hw")
-    if any(v is not None for v in (args.metric, args.time_limit)):
-        raise CLIError("tune: --metric and --time-limit apply to --timeloop (use --objective with --model/--onnx)")
+    if any(v is not None for v in (args.metric, args.time_limit, args.measure)):
+        raise CLIError("tune: --metric, --time-limit and --measure apply to --timeloop (use --objective with "
+                       "--model/--onnx)")
     import sim
     from tuner.tune import tune
 

@@ -3,7 +3,8 @@
 per storage level (innermost first) and data space the reads, fills and updates (totals over the
 utilized instances), cycles and energy. Jinja2 templates among the files (timeloopfe's
 ``top.yaml.jinja2``) are rendered with ``--timeloop-var KEY=VALUE`` values. ``--json`` prints
-the object of issue 12's contract."""
+the object of issue 12's contract. ``--fidelity tile`` walks the mapping (``sim.walk``): the same
+counts, the walk's cycles and the leakage over them, in the same object."""
 from __future__ import annotations
 
 from tuner.cli import CLIError, print_json
@@ -27,8 +28,15 @@ def template_variables(pairs: list[str]) -> dict[str, str]:
 
 
 def run_timeloop(args) -> int:
-    from sim.timeloop import evaluate
-    ev = evaluate(args.timeloop, template_variables(args.timeloop_var))
+    from sim.timeloop import evaluate, load
+    variables = template_variables(args.timeloop_var)
+    walked = None
+    if getattr(args, "fidelity", "analytical") == "tile":
+        from sim.walk import walk
+        walked = walk(*load(args.timeloop, variables), check=False)   # load checked the mapping
+        ev = walked.evaluation
+    else:
+        ev = evaluate(args.timeloop, variables)
     js = ev.to_json()
     if args.json:
         print_json(js)
@@ -36,6 +44,11 @@ def run_timeloop(args) -> int:
     print(f"Timeloop model: {js['computes']:,} computes, {js['cycles']:,} cycles "
           f"({ev.utilized_macs} of the MACs used), energy {js['energy_pj']:,.2f} pJ "
           f"({js['energy_pj'] / max(1, js['computes']):.3f} pJ/compute)")
+    if walked is not None:
+        loops = " ".join(f"{lv}.{d}{f}" for lv, d, f in walked.walked_loops) or "none"
+        print(f"tile-level walk: {walked.steps:,} steps over loops {loops} (blocks of {walked.block_cycles:,} "
+              f"cycles); fill {walked.fill_cycles:,.0f} cycles, drain {walked.drain_cycles:,.0f}; the closed "
+              f"form: {walked.analytical_cycles:,} cycles")
     print(f"  {'level':<24} {'inst':>9} {'tensor':<12} {'reads':>14} {'fills':>14} {'updates':>14} {'energy pJ':>16}")
     for lv in js["levels"]:
         inst = f"{lv['utilized_instances']}/{lv['instances']}"

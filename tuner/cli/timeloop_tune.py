@@ -61,8 +61,10 @@ def run_timeloop_tune(args) -> int:
     from tuner.mapper import search_mapping
     from sim.mapspace_sim import to_mapping
 
-    if args.measure_top is not None and not args.measure_command:
-        raise CLIError("--measure-top applies with --measure-command")
+    if args.measure and args.measure_command:
+        raise CLIError("tune: give one measurer, --measure tile or --measure-command")
+    if args.measure_top is not None and not (args.measure_command or args.measure):
+        raise CLIError("--measure-top applies with --measure or --measure-command")
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
     top = DEFAULT_MEASURE_TOP if args.measure_top is None else args.measure_top
     if budget < 1:
@@ -70,10 +72,11 @@ def run_timeloop_tune(args) -> int:
     if args.time_limit is not None and not args.time_limit > 0:
         raise CLIError(f"--time-limit must be > 0 seconds, got {args.time_limit}")
     measurer = None
-    if args.measure_command:
-        from tuner.map_measure import MapCommandMeasurer
+    if args.measure_command or args.measure:
         if top < 1:
             raise CLIError(f"--measure-top must be >= 1, got {top}")
+    if args.measure_command:
+        from tuner.map_measure import MapCommandMeasurer
         measurer = MapCommandMeasurer(args.measure_command)
     out = None
     if args.output:
@@ -82,6 +85,9 @@ def run_timeloop_tune(args) -> int:
         out = args.output
     t0 = time.perf_counter()
     prob = load_problem(args.timeloop)
+    if args.measure == "tile":
+        from tuner.map_measure import WalkMeasurer
+        measurer = WalkMeasurer(prob.hier, prob.nest)
     metric = args.metric or prob.metric
     bar = _bar(args, budget)
     try:
@@ -127,7 +133,8 @@ def run_timeloop_tune(args) -> int:
                     "utilized_macs": int(ev.utilized_macs), **extra, **({"mapping_file": out} if out else {})})
         return 0
     if measured:
-        print(f"measured by the command: {len(measured.measured)} of the best predicted mappings in "
+        by = "the tile-level walk" if args.measure == "tile" else "the command"
+        print(f"measured by {by}: {len(measured.measured)} of the best predicted mappings in "
               f"{measured.measure_s:.2f} s ({measured.fits} XGBoost fits, {measured.train_s:.2f} s: "
               f"{measured.last_decision}); "
               f"best measured: {cycles:,.0f} cycles, {energy:,.2f} pJ (the model: {ev.cycles:,} cycles, "
