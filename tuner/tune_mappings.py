@@ -8,12 +8,13 @@ for the metric of the plan's objective (latency -> delay, energy -> energy, edp 
 with the default mapping (``sim.mapping_policy``; for energy and EDP the policy's pick for that
 metric when it ranks better), so the result is never worse than the default for that metric. The chosen mapping travels in the kernel's ``Schedule.mapping``.
 
-The measurer then measures the best ``measure_top`` distinct mappings the search found (one for
-the built-in ``tile`` and ``analytical`` measurers, which compute the model the search already
-ranked by), each as a ``Schedule`` with its mapping (a ``--measurer cmd:...`` command gets it in
-the ``"schedule"`` object of its JSON request, ``tuner.measure.request_json``); for the latency
-objective the fewest measured cycles win, for energy and EDP (a measurer reports cycles only) the
-search's best stays. Every measurement is appended to the tuning log when one is given.
+The measurer (default the tile-level walk, ``sim.walk``, which adds to the model's cycles what
+its averages hide) then measures the best ``measure_top`` distinct mappings the search found, each
+as a ``Schedule`` with its mapping (a command measurer gets it in the ``"schedule"`` object of its
+JSON request, ``tuner.measure.request_json``); for the latency objective the default mapping is
+measured too and the fewest measured cycles win (so a tuned kernel never measures slower than an
+untuned one); for energy and EDP (a measurer reports cycles only) the search's best stays. Every
+measurement is appended to the tuning log when one is given.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from sim.multilevel import kernel_mapping
 from sim.nest import nest_from_workload
 
 from .mapper import search_mapping
-from .measure import AnalyticalMeasurer, Measurer, TileMeasurer
+from .measure import Measurer, TileMeasurer
 from .tasks import Task
 
 OBJECTIVE_METRIC = {"latency": "delay", "energy": "energy", "edp": "edp"}
@@ -69,8 +70,7 @@ def tune_mapping(task: Task, hw: HardwareConfig, objective: str = "latency",
     t0 = time.perf_counter()
     wl = task.workload
     measurer = measurer if measurer is not None else TileMeasurer()
-    builtin = isinstance(measurer, (TileMeasurer, AnalyticalMeasurer))
-    top = 1 if builtin else max(1, measure_top)
+    top = max(1, measure_top)
     hier, nest = hierarchy_of(hw), nest_from_workload(wl)
     # the seed: the default mapping (what an untuned plan runs), or for energy and EDP the default
     # policy's pick for that metric when it ranks better there
@@ -87,8 +87,12 @@ def tune_mapping(task: Task, hw: HardwareConfig, objective: str = "latency",
     base = Schedule.default(wl, hw)
     rows = res.top if len(res.top) else res.genes[None, :]
     cands = [base.replace(mapping=to_mapping(space, r)) for r in rows[:top]]
+    if objective == "latency" and all(c.mapping != start for c in cands):
+        # the measurer (the tile-level walk by default) adds what the model's averages hide: the
+        # default mapping is measured too, so a tuned kernel never measures slower than untuned
+        cands.append(base.replace(mapping=start))
     measured = tuple(float(measurer.measure(wl, hw, s)) for s in cands)
-    pick = min(range(len(cands)), key=lambda i: measured[i]) if objective == "latency" else 0
+    pick = min(range(len(cands)), key=lambda i: (measured[i], i)) if objective == "latency" else 0
     energy = float(evaluate(hier, nest, cands[pick].mapping).energy_pj)
     return MappingTuneResult(cands[pick], measured[pick], energy, res.evaluations, measured,
                              time.perf_counter() - t0)

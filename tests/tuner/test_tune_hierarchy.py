@@ -37,11 +37,11 @@ def plan(request):
 
 
 def test_offloaded_mac_kernels_cost_their_tuned_mapping(plan):
-    """Every offloaded conv/dense kernel carries its tuned mapping in its schedule (no slower in
-    the movement model than the default policy's) and costs the tile-level walk's cycles of it
-    (the tuner costs plans at ``tile`` fidelity; the walk never beats the movement model) plus its
-    epilogue on the vector unit, recomputed here from the nest (an intermediate kept on chip may
-    take off DRAM stall, never compute)."""
+    """Every offloaded conv/dense kernel carries its tuned mapping in its schedule and costs the
+    tile-level walk's cycles of it (the tuner costs plans at ``tile`` fidelity; the walk never
+    beats the movement model) plus its epilogue on the vector unit, recomputed here from the nest
+    (an intermediate kept on chip may take off DRAM stall, never compute); the tuned mapping is
+    no slower in the model than the default policy's."""
     from sim.walk import walk
     from sim.analytical import vector_cycles
     from sim.subgraph import kernel_workload

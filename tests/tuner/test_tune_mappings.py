@@ -34,7 +34,10 @@ def test_the_objective_reaches_the_mapping(preset):
     frugal = tune_mapping(Task(WL), hw, "energy", budget=1500)
     ev_fast = evaluate(hier, nest, fast.schedule.mapping)           # checks legality too
     ev_frugal = evaluate(hier, nest, frugal.schedule.mapping)
-    assert ev_fast.cycles <= dflt.cycles and fast.cycles == ev_fast.cycles
+    # latency: the measurer's (the tile-level walk's) fewest cycles, never more than the default's
+    walked = sim.simulate(WL, hw, fast.schedule, fidelity="tile").total_cycles
+    assert fast.cycles == walked <= sim.simulate(WL, hw, fidelity="tile").total_cycles
+    assert ev_fast.cycles <= walked
     assert ev_frugal.energy_pj <= dflt.energy_pj * (1 + 1e-12)
     assert ev_frugal.energy_pj <= ev_fast.energy_pj * (1 + 1e-12)
     assert frugal.energy_pj == pytest.approx(ev_frugal.energy_pj)
@@ -86,7 +89,9 @@ def test_a_command_measurer_receives_the_mappings_and_the_best_measured_wins(tmp
     hw = sim.load_hw("simba-like")
     r = tune_mapping(Task(WL), hw, "latency", budget=800, measurer=meas, measure_top=3)
     got = [mapping_from_dict(json.loads(line)) for line in seen.read_text().splitlines()]
-    assert len(got) == len(r.measured) == 3 and len(set(got)) == 3
+    # the search's best 3, and the default mapping unless it is one of them (for latency)
+    assert len(got) == len(r.measured) in (3, 4) and len(set(got)) == len(got)
+    assert kernel_mapping(WL, hw)[0] in got
     for m in got:
         m.check(hierarchy_of(hw), nest_from_workload(WL))
     expect = [sum((i + 1) * f for i, lm in enumerate(m.levels) for _, f in lm.temporal) for m in got]

@@ -50,8 +50,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "tile-level walk (sim.walk: pipeline fill, drain, bursts, single buffering) and keep the "
                         "best measured (instead of --measure-command)")
     p.add_argument("--measure-top", type=int, default=None, metavar="K",
-                   help="with --measure or --measure-command: how many of the best predicted mappings to measure (default 8 "
-                        "with --timeloop, 4 per MAC kernel with --model/--onnx on storage levels)")
+                   help="with --measure or --measure-command: how many of the best predicted mappings to measure "
+                        "(default 8 with --timeloop, 4 per MAC kernel with --model/--onnx on storage levels)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --timeloop: stop the search after S seconds even if the budget is not spent")
     p.add_argument("--trials", type=int, default=None, metavar="N",
