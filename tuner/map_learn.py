@@ -84,7 +84,9 @@ def measure_guided(measurer: MappingMeasurer, yamls: Sequence[str], X: np.ndarra
                    total: int, per_round: int, policy: ModelPolicy = ModelPolicy()) -> GuidedResult:
     """Measure ``total`` of the candidates (``yamls``, features ``X``, analytical log metric
     ``prior``) ``per_round`` at a time, each round the best ranked not yet measured: by the prior,
-    or by the model once the policy has it trained and ranking."""
+    or by the model once the policy has it trained and ranking. ``yamls`` are what ``measurer``
+    takes: Timeloop mapping files' text for the CLI's measurers (any value for another measurer,
+    e.g. ``sim.mapping.Mapping`` values in experiments/bench/mapping_regimes.py)."""
     n = len(yamls)
     total = min(total, n)
     prior = np.asarray(prior, dtype=float)

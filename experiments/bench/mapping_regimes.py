@@ -104,16 +104,40 @@ class InProcess:
 
 
 class External:
-    """The adapter in a fresh process per mapping, through ``MapCommandMeasurer``."""
+    """The adapter in a fresh process per mapping, through ``MapCommandMeasurer``. ``inexpressible``
+    counts mappings whose Timeloop mapping file does not read back to the same mapping (a dim
+    split over both X and Y at one level has no Timeloop spelling): the command measures what the
+    file says, which is then not the mapping the search chose."""
 
     def __init__(self, prob: Problem):
         from sim.timeloop import mapping_yaml
         from tuner.map_measure import MapCommandMeasurer
         self.prob, self.yaml = prob, mapping_yaml
         self.cmd = MapCommandMeasurer((sys.executable, str(ADAPTER), str(prob.spec_path)), timeout_s=120)
+        self.inexpressible = 0
 
     def measure(self, mapping) -> tuple[float, float]:
-        return self.cmd.measure(self.yaml(self.prob.hier, self.prob.nest, mapping))
+        import yaml
+        from sim.timeloop.mapping import read_mapping
+        text = self.yaml(self.prob.hier, self.prob.nest, mapping)
+        self.inexpressible += not same_mapping(self.prob, mapping,
+                                               read_mapping(yaml.safe_load(text)["mapping"], self.prob.hier, self.prob.nest))
+        return self.cmd.measure(text)
+
+
+def same_mapping(prob: Problem, a, b) -> bool:
+    """Whether two mappings are one point of the mapspace (its keys: factors, the order of the
+    non-unit loops, keep bits); a mapping outside the space (illegal) is not the same."""
+    from sim.mapspace import MapspaceError
+    from sim.mapping import MappingError
+    from sim.mapspace_sim import build_space, from_mapping
+    space = build_space(prob.hier, prob.nest)
+    try:
+        rows = np.stack([from_mapping(space, prob.hier, a), from_mapping(space, prob.hier, b)])
+    except (MapspaceError, MappingError):
+        return False
+    k = space.keys(rows)
+    return bool(space.valid(rows[1:])[0]) and k[0].tobytes() == k[1].tobytes()
 
 
 @dataclass
@@ -229,7 +253,8 @@ def per_problem(runs: list[dict], best: dict[str, float]) -> str:
                 fits = sum(r.get("fits", 0) for r in mine)
                 cell = f"{statistics.median(got):g} ({len(got)}/{len(ks)})" if got else f"- (0/{len(ks)})"
                 cells.append(cell + (f", {fits} fits" if fits else ""))
-            out.append(f"| {reg} | {p} | " + " | ".join(cells) + " |")
+            if any(cells):      # a problem this regime did not run (--external-problems) has no row
+                out.append(f"| {reg} | {p} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -247,6 +272,13 @@ def before_after(before: list[dict], after: list[dict], best: dict[str, float]) 
             out.append(f"| {r['regime']} | {r['strategy']} | {name} | {r['reached']}/{r['runs']} | "
                        f"{r['median_measurements_to_1pct']:g} | {r['median_s_to_1pct']:.2f} | {r['median_final_ratio']:.4f} | "
                        f"{100 * r['train_share']:.1f} % | {r['fits']} |")
+    # the medians hide single runs: every run whose final result changed
+    old, new = {key(r): r for r in before}, {key(r): r for r in after}
+    changed = [k for k in sorted(common) if min(old[k]["trace"]) != min(new[k]["trace"])]
+    out += ["", "Runs whose final / best changed:", "", "| regime | problem | seed | strategy | before | after |",
+            "|---|---|---|---|---|---|"]
+    out += [f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {min(old[k]['trace']) / best[k[1]]:.4f} | "
+            f"{min(new[k]['trace']) / best[k[1]]:.4f} |" for k in changed]
     return "\n".join(out)
 
 
@@ -321,7 +353,8 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                         wall = rec.offset_s + time.perf_counter() - rec.t0
                         r = {"problem": p.name, "regime": regime, "strategy": s, "seed": seed, "budget": budget,
                              "metric": p.metric, "trace": rec.trace, "trace_s": rec.trace_s, "wall_s": wall,
-                             "cpu_s": time.process_time() - cpu0, "measure_s": rec.measure_s, **extra}
+                             "cpu_s": time.process_time() - cpu0, "measure_s": rec.measure_s,
+                             "inexpressible": getattr(inner, "inexpressible", 0), **extra}
                         runs.append(r)
                         print(f"  {regime:8s} {p.name:34s} seed {seed} {s:8s} best x{min(rec.trace) / best[p.name]:.4f} "
                               f"in {wall:.2f} s ({len(rec.trace)} measured, {extra.get('fits', 0)} fits)",
@@ -366,6 +399,9 @@ def main(argv=None) -> int:
                     help="a results folder of an earlier run: also compare its runs with this one's (before_after.md)")
     ap.add_argument("--from-runs", action="store_true",
                     help="do not run: summarise the runs.json and config.json already in --out")
+    ap.add_argument("--exclude", nargs="*", default=[], metavar="REGIME:PROBLEM",
+                    help="leave these runs out of the summary (they stay in runs.json), e.g. runs whose "
+                         "measurer measured other mappings than the search chose")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
     known = {L["name"] for L in DEFAULT_LAYERS}
@@ -390,15 +426,17 @@ def main(argv=None) -> int:
         runs, best = json.loads((a.out / "runs.json").read_text())["runs"], dict(config["best"])
     else:
         runs, best, config = run_all(a)
-    runs = [with_summary_keys(r) for r in runs]
+    dropped = [r for r in runs if f"{r['regime']}:{r['problem']}" in a.exclude]
+    runs = [with_summary_keys(r) for r in runs if r not in dropped]
     before = [with_summary_keys(r) for r in json.loads((a.before / "runs.json").read_text())["runs"]] if a.before else []
     for r in [r for r in before if r["problem"] in best]:
         best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
     rows = summarize(runs, best)
     config["best"], config["before"] = best, str(a.before) if a.before else None
+    config["excluded_from_summary"] = a.exclude
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "config.json").write_text(json.dumps(config, indent=1) + "\n")
-    (a.out / "runs.json").write_text(json.dumps({"runs": runs, "summary": rows}) + "\n")
+    (a.out / "runs.json").write_text(json.dumps({"runs": runs + dropped, "summary": rows}) + "\n")
     md = table(rows) + "\n\nMeasurements to 1 % per problem (median over the seeds that got there; runs that got there):\n\n" + per_problem(runs, best)
     (a.out / "table.md").write_text(md + "\n")
     if a.before:
