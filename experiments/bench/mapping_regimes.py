@@ -131,7 +131,7 @@ def same_mapping(prob: Problem, a, b) -> bool:
     from sim.mapspace import MapspaceError
     from sim.mapping import MappingError
     from sim.mapspace_sim import build_space, from_mapping
-    space = build_space(prob.hier, prob.nest)
+    space = build_space(prob.hier, prob.nest, spatial_one_axis=True)
     try:
         rows = np.stack([from_mapping(space, prob.hier, a), from_mapping(space, prob.hier, b)])
     except (MapspaceError, MappingError):
@@ -211,7 +211,8 @@ def analytical_pool(prob: Problem, search_budget: int, size: int, seed: int) -> 
     from tuner.mapper import movement_evaluator, search_mapping
     t0 = time.perf_counter()
     space, res = search_mapping(prob.hier, prob.nest, prob.metric, budget=search_budget,
-                                constraints=prob.constraints, seed=seed, keep_top=size)
+                                constraints=prob.constraints, seed=seed, keep_top=size,
+                                spatial_one_axis=True)
     a = space.arrays(res.top)
     c = movement_evaluator(prob.hier, prob.nest, space)(a)
     maps = [a.mapping(prob.hier, prob.nest, b) for b in range(len(a))]
@@ -348,7 +349,7 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                             rec = Recorder(inner, p.metric)
                             # the space is the one the analytical search uses (same constraints)
                             from sim.mapspace_sim import build_space
-                            space = build_space(p.hier, p.nest, tuple(p.constraints))
+                            space = build_space(p.hier, p.nest, tuple(p.constraints), spatial_one_axis=True)
                             extra = (run_random if s == "random" else run_no_model)(p, space, rec, budget, seed)
                         wall = rec.offset_s + time.perf_counter() - rec.t0
                         r = {"problem": p.name, "regime": regime, "strategy": s, "seed": seed, "budget": budget,

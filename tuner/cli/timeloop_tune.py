@@ -95,7 +95,7 @@ def run_timeloop_tune(args) -> int:
         space, res = search_mapping(prob.hier, prob.nest, metric, budget=budget, constraints=prob.constraints,
                                     seed=args.seed, time_limit_s=args.time_limit, start=prob.given,
                                     progress=bar.update if bar else None,
-                                    keep_top=4 * top if measurer else 0)
+                                    keep_top=4 * top if measurer else 0, spatial_one_axis=True)
     finally:
         if bar:
             bar.close()
