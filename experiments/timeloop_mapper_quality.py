@@ -47,9 +47,14 @@ def _search(files: list[Path], time_limit: float, budget: int, seed: int) -> dic
     t0 = time.perf_counter()
     prob = load_problem(files)
     space, res = search_mapping(prob.hier, prob.nest, prob.metric, budget=budget, constraints=prob.constraints,
-                                seed=seed, time_limit_s=time_limit)
+                                seed=seed, time_limit_s=time_limit, spatial_one_axis=True)
     seconds = time.perf_counter() - t0
-    ev = evaluate(prob.hier, prob.nest, to_mapping(space, res.genes))
+    # costed as written: the Timeloop mapping file of the best mapping, read back
+    import yaml
+    from sim.timeloop import mapping_yaml
+    from sim.timeloop.mapping import read_mapping
+    text = mapping_yaml(prob.hier, prob.nest, to_mapping(space, res.genes))
+    ev = evaluate(prob.hier, prob.nest, read_mapping(yaml.safe_load(text)["mapping"], prob.hier, prob.nest))
     return {"metric": prob.metric, "cycles": int(ev.cycles), "energy_pj": float(ev.energy_pj),
             "edp": float(ev.cycles) * float(ev.energy_pj), "seconds": seconds, "evaluations": res.evaluations,
             "utilized_macs": int(ev.utilized_macs), "macs": prob.hier.arithmetic.instances}

@@ -7,16 +7,17 @@ Whole-network costing asks for one mapping per MAC layer (``sim.multilevel``), s
 milliseconds, not the seconds a real mapper spends (``tuner.mapsearch`` searches the same space
 with evolution when the user tunes):
 
-1. **Samples**: ``samples`` legal rows, half drawn by ``Mapspace.sample`` (perfect
-   factorisations, fan-outs and capacities respected, constraints built in) and half *packed*
+1. **Samples**: ``samples`` legal rows, a quarter drawn by ``Mapspace.sample`` (perfect
+   factorisations, fan-outs and capacities respected, constraints built in) and the rest *packed*
    (``packed_rows``: primes taken in a random order per row fill every fan-out, outermost level
    first, while the row stays legal, then every level's temporal loops, innermost first, as a
    hand mapper fills an array and then its buffers; every level keeps what it may), evaluated at
    once by the batched data-movement model (``sim.movement_batch``). Random samples alone rarely
    fill a 14 x 12 array: a full array needs several primes in the right spatial slots at once.
-2. **Descent**: from the best row, every single change (``sim.mapspace.neighbours``: one prime to
-   another slot, two loops of a level swapped, one keep bit flipped) is evaluated at once; the
-   best neighbour is taken while it improves, up to ``steps`` times.
+2. **Descent**: from each of the ``starts`` best rows, every single change
+   (``sim.mapspace.neighbours``: one prime to another slot, two loops of a level swapped, one keep
+   bit flipped) is evaluated at once; the best neighbour is taken while it improves, up to
+   ``steps`` times; the best end wins.
 
 For ``delay`` a row whose temporal iterations (the cycles of its MACs alone, a lower bound of the
 model's cycles) exceed the best cycles so far cannot win and is not evaluated. Metrics rank
@@ -54,14 +55,17 @@ class PolicyStats:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """``samples`` legal rows drawn first; then at most ``steps`` descent steps."""
-    samples: int = 256
-    steps: int = 10
+    """``samples`` legal rows drawn first (the ``packed`` share of them packed); then at most
+    ``steps`` descent steps."""
+    samples: int = 192
+    steps: int = 8
     seed: int = 0
+    packed: float = 0.75
+    starts: int = 3
 
     def __post_init__(self):
-        if self.samples < 1 or self.steps < 0:
-            raise MappingPolicyError("mapping policy needs samples >= 1 and steps >= 0")
+        if self.samples < 1 or self.steps < 0 or not 0 <= self.packed <= 1 or self.starts < 1:
+            raise MappingPolicyError("mapping policy needs samples >= 1, steps >= 0, 0 <= packed <= 1, starts >= 1")
 
 
 def rank_keys(metric: str, cycles, energy_pj) -> tuple[np.ndarray, np.ndarray]:
@@ -159,6 +163,7 @@ class _Best:
         self.n = 0
         self.row: np.ndarray | None = None
         self.cost = (np.inf, np.inf)
+        self.last: list[tuple[np.ndarray, float, float]] = []   # the last offer's rows, best first
 
     def offer(self, rows: np.ndarray) -> bool:
         """Evaluate the rows not seen before; True when one of them is the new best."""
@@ -179,12 +184,18 @@ class _Best:
         cyc, en = evaluate_rows(self.hier, self.nest, self.space, rows)
         self.n += len(rows)
         p, s = rank_keys(self.metric, cyc, en)
-        i = int(np.lexsort((s, p))[0])
-        if not (np.isfinite(cyc[i]) and np.isfinite(en[i])):
+        order = [int(i) for i in np.lexsort((s, p)) if np.isfinite(cyc[i]) and np.isfinite(en[i])]
+        self.last = [(rows[i], float(cyc[i]), float(en[i])) for i in order]
+        return bool(order) and self.consider(rows[order[0]], (float(cyc[order[0]]), float(en[order[0]])))
+
+    def consider(self, row: np.ndarray | None, cost: tuple[float, float]) -> bool:
+        """Take ``row`` when it ranks before the best so far; True when taken."""
+        if row is None:
             return False
-        bp, bs = rank_keys(self.metric, np.array([self.cost[0]]), np.array([self.cost[1]]))
-        if self.row is None or (p[i], s[i]) < (bp[0], bs[0]):
-            self.row, self.cost = rows[i].copy(), (float(cyc[i]), float(en[i]))
+        new = tuple(float(k[0]) for k in rank_keys(self.metric, [cost[0]], [cost[1]]))
+        old = tuple(float(k[0]) for k in rank_keys(self.metric, [self.cost[0]], [self.cost[1]]))
+        if self.row is None or new < old:
+            self.row, self.cost = row.copy(), cost
             return True
         return False
 
@@ -198,15 +209,22 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
     try:
         space = build_space(hier, nest)
         rng = np.random.default_rng([config.seed, len(nest.dim_names), int(nest.macs % (2**31))])
-        rows = space.sample(config.samples - config.samples // 2, rng)
-        rows = np.concatenate([packed_rows(space, config.samples // 2, rng), rows])
+        n_packed = int(round(config.samples * config.packed))
+        rows = space.sample(config.samples - n_packed, rng) if n_packed < config.samples else None
+        packed = packed_rows(space, n_packed, rng)
+        rows = packed if rows is None else np.concatenate([packed, rows])
     except MapspaceError as e:
         raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: {e}") from None
     best = _Best(hier, nest, space, metric)
     best.offer(rows)
-    for _ in range(config.steps):
-        if best.row is None or not best.offer(neighbours(space, best.row)):
-            break
+    for start, c, e in best.last[:config.starts]:
+        here = _Best(hier, nest, space, metric)           # a descent of its own from each start ...
+        here.seen, here.row, here.cost = best.seen, start, (c, e)
+        for _ in range(config.steps):
+            if not here.offer(neighbours(space, here.row)):
+                break
+        best.n += here.n
+        best.consider(here.row, here.cost)              # ... the best end wins
     if best.row is None:
         raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: the model refused "
                                  f"every sampled mapping")

@@ -98,6 +98,10 @@ class MapspaceSpec:
     tensors: tuple[TensorSpec, ...]
     levels: tuple[LevelSpec, ...]          # innermost first; the last is the backing store
     constraints: tuple[LevelConstraint, ...] = ()
+    # Each dim's spatial factor at a level along X or along Y, never both: Timeloop's spatial
+    # directive lists a dim once (before or after ``split``), so mappings bound for a Timeloop
+    # file, or compared with Timeloop's mapper, must stay inside that space.
+    spatial_one_axis: bool = False
 
     def __post_init__(self):
         if len(self.dims) != len(self.sizes) or not self.dims:
@@ -299,13 +303,16 @@ class Mapspace:
         return np.array(rows).reshape(len(rows), self.n_dims), np.array(starts, dtype=np.int64)
 
     def violations(self, genes: np.ndarray):
-        """(capacity overflow [n, L] bool, X/Y fan-out overflow [n, L, 2] bool)."""
+        """(capacity overflow [n, L] bool, X/Y fan-out overflow [n, L, 2] bool; with
+        ``spatial_one_axis`` a dim split over both X and Y at a level is a Y overflow there)."""
         F = self.factors(genes)
         _, _, keep = self.split(genes)
         used = (self.tile_words(F) * keep).sum(axis=2)
         cap = used > self.capacity[None, :]
         spatial = np.stack([F[:, 0::3, :].prod(axis=2), F[:, 1::3, :].prod(axis=2)], axis=2)
         fan = spatial > self.fanout[None, :, :]
+        if self.spec.spatial_one_axis:   # a dim on both axes counts as a Y violation: repair moves it out of Y
+            fan[:, :, 1] |= ((F[:, 0::3, :] > 1) & (F[:, 1::3, :] > 1)).any(axis=2)
         return cap, fan
 
     def valid(self, genes: np.ndarray) -> np.ndarray:

@@ -19,7 +19,8 @@ from .movement_batch import MappingArrays
 from .mapspace import LevelConstraint, LevelSpec, Mapspace, MapspaceError, MapspaceSpec, TensorSpec, T, X, Y
 
 
-def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = ()) -> MapspaceSpec:
+def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = (),
+             spatial_one_axis: bool = False) -> MapspaceSpec:
     dims = nest.dim_names
     ix = {d: i for i, d in enumerate(dims)}
     tensors = tuple(TensorSpec(ds.name, tuple(tuple((ix[d], c) for d, c in rank) for rank in ds.projection),
@@ -31,11 +32,15 @@ def spec_for(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint]
         fx, fy = hier.fanout(i)
         keep = tuple(None if (lv.may_keep(ds.name) and not lv.spatial_only) else False for ds in nest.data_spaces)
         levels.append(LevelSpec(lv.name, lv.capacity_words, fx, fy, keep, temporal_loops=not lv.spatial_only))
-    return MapspaceSpec(dims, tuple(nest.bounds[d] for d in dims), tensors, tuple(levels), tuple(constraints))
+    return MapspaceSpec(dims, tuple(nest.bounds[d] for d in dims), tensors, tuple(levels), tuple(constraints),
+                        spatial_one_axis)
 
 
-def build_space(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = ()) -> Mapspace:
-    return Mapspace.build(spec_for(hier, nest, constraints))
+def build_space(hier: Hierarchy, nest: Nest, constraints: Iterable[LevelConstraint] = (),
+                spatial_one_axis: bool = False) -> Mapspace:
+    """The mapspace of ``nest`` on ``hier``; ``spatial_one_axis``: Timeloop's space, where each
+    dim's spatial factor at a level lies along X or along Y (what a Timeloop mapping file says)."""
+    return Mapspace.build(spec_for(hier, nest, constraints, spatial_one_axis))
 
 
 def to_mapping(space: Mapspace, row: np.ndarray) -> Mapping:

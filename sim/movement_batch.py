@@ -274,11 +274,14 @@ def check_batch(hier: Hierarchy, nest: Nest, m: MappingArrays) -> np.ndarray:
     return code
 
 
-def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = "auto") -> BatchEvaluation:
+def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = "auto",
+                   specialise: bool | None = None) -> BatchEvaluation:
     """Counts, cycles and energy of every mapping (assumed legal: filter with ``check_batch``).
     ``engine``: ``numpy`` (this module's array form), ``jit`` (``sim.movement_jit``, the same
     closed form compiled per mapping with numba, the ``fast`` extra) or ``auto`` (jit when numba
-    is installed). Both give the same numbers (tested)."""
+    is installed). Both give the same numbers (tested). ``specialise`` (jit only): the kernel
+    generated for this (hierarchy, nest) shape (True), the generic one (False), or None: the
+    generated one when it is compiled already or the batch is large (``movement_jit.run``)."""
     from . import movement_jit
     if engine not in ("auto", "numpy", "jit"):
         raise ValueError(f"engine must be auto, numpy or jit, got {engine!r}")
@@ -286,7 +289,7 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
         raise ValueError("engine='jit' needs numba (pip install 'accel-tune[fast]')")
     st = _structure(hier, nest)
     if engine == "jit" or (engine == "auto" and movement_jit.available()):
-        reads, fills, updates, util, tcyc, cycles, energy, flagged = movement_jit.run(st, m)
+        reads, fills, updates, util, tcyc, cycles, energy, flagged = movement_jit.run(st, m, specialise=specialise)
         return _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged)
     return _evaluate_numpy(hier, nest, m, st)
 

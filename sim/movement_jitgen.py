@@ -54,7 +54,7 @@ def source(sh: Shape) -> str:
     o: list[str] = []
     w = o.append
     w("import numpy as np")
-    w("from sim.movement_jit import _distinct_rank, _distinct_many")
+    w("from sim.movement_jitloop import _distinct_rank")
     w("")
     w("")
     w("def kernel(T, SX, SY, PERM, KEEP, Pm, pack, inst_c, block, bshift, e_rd, e_fl, e_up, leak, rbw, wbw,")
@@ -71,6 +71,9 @@ def source(sh: Shape) -> str:
     w(f"    tfx = np.empty({2 * D}, np.int64)")
     w(f"    tax = np.empty({2 * D}, np.int64)")
     w("    vals = np.empty(nvals, np.int64)")
+    w(f"    dist = np.ones(({L}, {S}), np.int64)     # levels without a fan-out keep 1")
+    w(f"    tomac = np.zeros({S}, np.int64)")
+    w(f"    rw = {tuple(bool(x) for x in sh.rw)}")
     w("    for b in range(B):")
     ind = "        "
     # factors; a spatial factor > 1 where the level cannot fan out is not a legal mapping: flagged
@@ -82,7 +85,8 @@ def source(sh: Shape) -> str:
             for d in range(D):
                 w(ind + f"s_{l}_{d} = SX[b, {l}, {d}] * SY[b, {l}, {d}]")
         else:
-            w(ind + "bad |= (" + " | ".join(f"(SX[b, {l}, {d}] - 1) | (SY[b, {l}, {d}] - 1)" for d in range(D)) + ") != 0")
+            w(ind + f"for d in range({D}):")
+            w(ind + f"    bad |= ((SX[b, {l}, d] - 1) | (SY[b, {l}, d] - 1)) != 0")
     for l in range(L - 1, -1, -1):
         for d in range(D):
             w(ind + f"in_{l}_{d} = " + _prod([inn(l + 1, d), f"t_{l}_{d}", sp(l, d)]))
@@ -132,34 +136,40 @@ def source(sh: Shape) -> str:
         w(ind + f"    K[j, {s}] = st - suf_{s}")
         w(ind + f"    suf_{s} += st")
 
-    def arrivals(l_expr: str, box: dict[int, str], s: int, out: str, ind2: str) -> None:
+    def arrivals(nab: str, tag: str, box: dict[int, str], s: int, out: str, ind2: str) -> None:
         """Emit ``out`` = weighted fetches of a box (extents ``box[r]``) of data space s over
-        the first ``l_expr`` non-unit loops."""
+        the first ``nab`` non-unit loops (``dl{tag}``, ``sl{tag}``: the innermost of them).
+        Every temporary gets its own name: numba's SSA pass is slow on reassigned names."""
+        t = f"{tag}_{s}"
         full = _prod([box[r] for r in ranks_of[s]])
-        w(ind2 + f"nab = {l_expr}")
-        w(ind2 + "if nab == 0:")
+        w(ind2 + f"if {nab} == 0:")
         w(ind2 + f"    {out} = {full}")
         w(ind2 + "else:")
-        w(ind2 + "    dl = nu_dim[nab - 1]")
-        w(ind2 + "    sl = nu_str[nab - 1]")
-        w(ind2 + "    kept = 1")
+        kept = []
         for r in ranks_of[s]:
-            w(ind2 + f"    tr = Pm[{r}, dl] * sl")
-            w(ind2 + f"    rem = {box[r]} - (tr if tr >= 0 else -tr)")
-            w(ind2 + "    kept *= rem if rem > 0 else 0")
-        w(ind2 + f"    key = K[nab - 1, {s}]")
-        w(ind2 + "    weq = 0")
-        w(ind2 + "    for j in range(nab):")
-        w(ind2 + f"        weq += w[j] * (K[j, {s}] == key)")
-        w(ind2 + f"    full = {full}")
-        w(ind2 + f"    {out} = full + full * (pre[nab] - 1 - weq) + (full - kept) * weq")
+            w(ind2 + f"    tr{t}_{r} = Pm[{r}, dl{tag}] * sl{tag}")
+            w(ind2 + f"    rem{t}_{r} = {box[r]} - abs(tr{t}_{r})")
+            kept.append(f"max(rem{t}_{r}, 0)")
+        w(ind2 + f"    key{t} = K[{nab} - 1, {s}]")
+        w(ind2 + f"    weq{t} = 0")
+        w(ind2 + f"    for j in range({nab}):")
+        w(ind2 + f"        weq{t} += w[j] * (K[j, {s}] == key{t})")
+        w(ind2 + f"    full{t} = {full}")
+        w(ind2 + f"    {out} = full{t} + full{t} * (pre[{nab}] - 1 - weq{t}) + (full{t} - {_prod(kept)}) * weq{t}")
+
+    def last_loop(nab: str, tag: str) -> None:
+        w(ind + f"dl{tag} = nu_dim[max({nab} - 1, 0)]")
+        w(ind + f"sl{tag} = nu_str[max({nab} - 1, 0)]")
 
     for l in range(L):
+        if not any(sh.may[l]):
+            continue
+        last_loop(f"nb_{l}", f"_{l}")
         for s in range(S):
             if not sh.may[l][s]:
                 continue
             w(ind + f"if KEEP[b, {l}, {s}]:")
-            arrivals(f"nb_{l}", {r: f"e_{l}_{r}" for r in ranks_of[s]}, s, f"arr[{l}, {s}]", ind + "    ")
+            arrivals(f"nb_{l}", f"_{l}", {r: f"e_{l}_{r}" for r in ranks_of[s]}, s, f"arr[{l}, {s}]", ind + "    ")
     # distinct child tiles under the levels that fan out
     for l in fan:
         for s in range(S):
@@ -179,122 +189,99 @@ def source(sh: Shape) -> str:
                 w(ind + f"dr_{l}_{r} = _distinct_rank(tfx, tax, {nt}, vals)")
                 w(ind + f"bad |= dr_{l}_{r} < 0")
                 factors.append(f"dr_{l}_{r}")
-            w(ind + f"dist_{l}_{s} = " + _prod(factors))
+            w(ind + f"dist[{l}, {s}] = " + _prod(factors))
             for d in sh.shared[s]:
                 w(ind + f"bad |= {sp(l, d)} > 1")
     # operands and partial sums at the MAC side when the innermost level fans out to them
-    last_fans = sh.fans[L - 1]
-    if last_fans:
+    if sh.fans[L - 1]:
         w(ind + "last_sp = (" + " * ".join(sp(L - 1, d) for d in range(D)) + ") > 1")
         w(ind + "if last_sp:")
+        w(ind + "    dl_m = nu_dim[max(n - 1, 0)]")
+        w(ind + "    sl_m = nu_str[max(n - 1, 0)]")
         for s in range(S):
             box = {r: "(1" + "".join(f" + {c} * ({sp(L - 1, d)} - 1)" for d, c in sh.ranks[r]) + ")"
                    for r in ranks_of[s]}
-            arrivals("n", box, s, f"tomac_{s}", ind + "    ")
-        w(ind + "else:")
-        for s in range(S):
-            w(ind + f"    tomac_{s} = 0")
-    # per data space: the keeper chain, innermost first; run = the distinct child tiles between
-    # a keeper and the next inner one
-    for l in range(L):
-        w(ind + f"rd_{l} = 0")
-        w(ind + f"wr_{l} = 0")
-    for s in range(S):
-        w(ind + "first = 0")
-        w(ind + f"while first < {L - 1} and not KEEP[b, first, {s}]:")
-        w(ind + "    first += 1")
-        w(ind + "child = -1")
-        w(ind + "run = 1")
-        for l in range(L - 1, -1, -1):
-            dist = f"dist_{l}_{s}" if sh.fans[l] else "1"
-            own = dist != "1"
-            if not sh.may[l][s]:
-                for out in ("reads", "fills", "updates"):
-                    w(ind + f"{out}[b, {l}, {s}] = 0")
-                if own:
-                    if l == L - 1:
-                        w(ind + f"if not last_sp:")
-                        w(ind + f"    run *= {dist}")
-                    else:
-                        w(ind + f"run *= {dist}")
-                continue
-            w(ind + f"if not KEEP[b, {l}, {s}]:")
-            for out in ("reads", "fills", "updates"):
-                w(ind + f"    {out}[b, {l}, {s}] = 0")
-            if own:
-                if l == L - 1:
-                    w(ind + f"    if not last_sp:")
-                    w(ind + f"        run *= {dist}")
-                else:
-                    w(ind + f"    run *= {dist}")
-            w(ind + "else:")
-            i2 = ind + "    "
-            # with a spatial box at the MACs the innermost level's own fan-out is in the box
-            if own and l == L - 1:
-                w(i2 + f"k = run if last_sp else {dist} * run")
-            else:
-                w(i2 + f"k = {_prod([dist, 'run'])}")
-            w(i2 + "if child < 0:")
-            base = f"(tomac_{s} if last_sp else t_all)" if last_fans else "t_all"
-            w(i2 + f"    up = {base} * k")
-            w(i2 + (f"    rx = up - part[{l}, {s}]" if sh.rw[s] else "    rx = up"))
-            w(i2 + "else:")
-            if sh.rw[s]:
-                w(i2 + f"    up = arr[child, {s}] * k")
-                w(i2 + f"    rx = (arr[child, {s}] - part[child, {s}]) * k")
-                w(i2 + f"fl = 0 if first == {l} else arr[{l}, {s}] - part[{l}, {s}]")
-            else:
-                w(i2 + f"    rx = arr[child, {s}] * k")
-                w(i2 + f"up = 0")
-                w(i2 + f"fl = 0 if first == {l} else arr[{l}, {s}]")
-            w(i2 + f"reads[b, {l}, {s}] = rx")
-            w(i2 + f"fills[b, {l}, {s}] = fl")
-            w(i2 + f"updates[b, {l}, {s}] = up")
-            w(i2 + f"rd_{l} += rx")
-            w(i2 + f"wr_{l} += fl + up")
-            w(i2 + f"child = {l}")
-            w(i2 + "run = 1")
+            arrivals("n", "_m", box, s, f"tomac[{s}]", ind + "    ")
+    else:
+        w(ind + "last_sp = False")
+    # per data space: the keeper chain, innermost first (loops: cheap here, and short to compile)
+    w(ind + f"for s in range({S}):")
+    w(ind + "    first = 0")
+    w(ind + f"    while first < {L - 1} and not KEEP[b, first, s]:")
+    w(ind + "        first += 1")
+    w(ind + "    child = -1")
+    w(ind + "    run = 1      # distinct child tiles between a keeper and the next inner one")
+    w(ind + f"    for l in range({L - 1}, -1, -1):")
+    w(ind + f"        own = 1 if last_sp and l == {L - 1} else dist[l, s]")
+    w(ind + "        if not KEEP[b, l, s]:")
+    w(ind + "            reads[b, l, s] = 0")
+    w(ind + "            fills[b, l, s] = 0")
+    w(ind + "            updates[b, l, s] = 0")
+    w(ind + "            run *= own")
+    w(ind + "            continue")
+    w(ind + "        k = own * run     # (with a spatial box at the MACs the last fan-out is in the box)")
+    w(ind + "        if child < 0:")
+    w(ind + "            up = (tomac[s] if last_sp else t_all) * k")
+    w(ind + "            rx = up - part[l, s] if rw[s] else up")
+    w(ind + "        else:")
+    w(ind + "            up = arr[child, s] * k")
+    w(ind + "            rx = (arr[child, s] - part[child, s]) * k if rw[s] else up")
+    w(ind + "        if rw[s]:")
+    w(ind + "            fl = 0 if first == l else arr[l, s] - part[l, s]")
+    w(ind + "        else:")
+    w(ind + "            fl = 0 if first == l else arr[l, s]")
+    w(ind + "            up = 0")
+    w(ind + "        reads[b, l, s] = rx")
+    w(ind + "        fills[b, l, s] = fl")
+    w(ind + "        updates[b, l, s] = up")
+    w(ind + "        child = l")
+    w(ind + "        run = 1")
     # utilized instances, cycles with Timeloop's bandwidth slowdown, energy
     w(ind + "u_0 = 1")
     for l in range(L):
         w(ind + f"util[b, {l}] = u_{l}")
         w(ind + f"u_{l + 1} = " + _prod([f"u_{l}"] + [sp(l, d) for d in range(D)]))
     w(ind + "cycles = t_all")
-    for l in range(L):
-        w(ind + "slow = 1.0")
-        for bw, cnt in ((f"rbw[{l}]", f"rd_{l}"), (f"wbw[{l}]", f"wr_{l}")):
-            w(ind + f"if {bw} < np.inf:     # (a division costs ~15 cycles: none for an unlimited level)")
-            w(ind + f"    x = {cnt} / t_all")
-            w(ind + f"    if x > {bw}:")
-            w(ind + f"        slow = min(slow, {bw} / x)")
-        w(ind + "if slow < 1.0:")
-        w(ind + "    lc = int(np.ceil(t_all / slow))")
-        w(ind + "    if lc > cycles:")
-        w(ind + "        cycles = lc")
+    w(ind + f"for l in range({L}):")
+    w(ind + "    rd = 0")
+    w(ind + "    wr = 0")
+    w(ind + f"    for s in range({S}):")
+    w(ind + "        rd += reads[b, l, s]")
+    w(ind + "        wr += fills[b, l, s] + updates[b, l, s]")
+    w(ind + "    slow = 1.0")
+    w(ind + "    if rbw[l] < np.inf:     # (a division costs ~15 cycles: none for an unlimited level)")
+    w(ind + "        x = rd / t_all")
+    w(ind + "        if x > rbw[l]:")
+    w(ind + "            slow = min(slow, rbw[l] / x)")
+    w(ind + "    if wbw[l] < np.inf:")
+    w(ind + "        x = wr / t_all")
+    w(ind + "        if x > wbw[l]:")
+    w(ind + "            slow = min(slow, wbw[l] / x)")
+    w(ind + "    if slow < 1.0:")
+    w(ind + "        lc = int(np.ceil(t_all / slow))")
+    w(ind + "        if lc > cycles:")
+    w(ind + "            cycles = lc")
     w(ind + "tcyc[b] = t_all")
     w(ind + "cyc[b] = cycles")
     w(ind + "e = macs * mac_pj")
-    for l in range(L):
-        keeps = [s for s in range(S) if sh.may[l][s]]
-        if not keeps:
-            w(ind + f"e += leak[{l}] * u_{l} * cycles")
-            continue
-        w(ind + f"bl = block[{l}]")
-        w(ind + f"sh = bshift[{l}]")
-        w(ind + "acc = 0.0")
-        for s in keeps:
-            r_, f_, u_ = f"reads[b, {l}, {s}]", f"fills[b, {l}, {s}]", f"updates[b, {l}, {s}]"
-            w(ind + "if bl == 1:     # an integer division costs tens of cycles: none for block 1")
-            w(ind + f"    acc += {r_} * e_rd[{l}] + {f_} * e_fl[{l}] + {u_} * e_up[{l}]")
-            w(ind + "elif sh > 0:    # a power-of-two block: the ceiling division is a shift (counts >= 0)")
-            w(ind + f"    acc += ((({r_} + bl - 1) >> sh) * e_rd[{l}] + (({f_} + bl - 1) >> sh) * e_fl[{l}]"
-                    f" + (({u_} + bl - 1) >> sh) * e_up[{l}])")
-            w(ind + "else:")
-            w(ind + f"    acc += ((({r_} + bl - 1) // bl) * e_rd[{l}] + (({f_} + bl - 1) // bl) * e_fl[{l}]"
-                    f" + (({u_} + bl - 1) // bl) * e_up[{l}])")
-        # the instances sharing one cluster access pay it once: acc / (u / clusters) * u
-        w(ind + f"cl = inst_c[{l}] if inst_c[{l}] < u_{l} else u_{l}")
-        w(ind + f"e += acc * cl + leak[{l}] * u_{l} * cycles")
+    w(ind + f"for l in range({L}):")
+    w(ind + "    ul = util[b, l]")
+    w(ind + "    bl = block[l]")
+    w(ind + "    sh = bshift[l]")
+    w(ind + "    acc = 0.0")
+    w(ind + f"    for s in range({S}):")
+    w(ind + "        r_ = reads[b, l, s]")
+    w(ind + "        f_ = fills[b, l, s]")
+    w(ind + "        u_ = updates[b, l, s]")
+    w(ind + "        if bl == 1:     # an integer division costs tens of cycles: none for block 1")
+    w(ind + "            acc += r_ * e_rd[l] + f_ * e_fl[l] + u_ * e_up[l]")
+    w(ind + "        elif sh > 0:    # a power-of-two block: the ceiling division is a shift (counts >= 0)")
+    w(ind + "            acc += ((r_ + bl - 1) >> sh) * e_rd[l] + ((f_ + bl - 1) >> sh) * e_fl[l] + ((u_ + bl - 1) >> sh) * e_up[l]")
+    w(ind + "        else:")
+    w(ind + "            acc += ((r_ + bl - 1) // bl) * e_rd[l] + ((f_ + bl - 1) // bl) * e_fl[l] + ((u_ + bl - 1) // bl) * e_up[l]")
+    w(ind + "    # the instances sharing one cluster access pay it once: acc / (u / clusters) * u")
+    w(ind + "    cl = inst_c[l] if inst_c[l] < ul else ul")
+    w(ind + "    e += acc * cl + leak[l] * ul * cycles")
     w(ind + "energy[b] = e")
     w(ind + "flag[b] = bad")
     return "\n".join(o) + "\n"

@@ -26,7 +26,7 @@ innermost keeper's operand reads and partial-sum updates inside each block.
 (one instance stands for all, as every instance moves the same words) and the MACs:
 
     start[x] = max(C[x-1], max over engines j with a job at x of D_j[x])
-    D_j[x]   = max(E_j, W_j[x], D_outer[x]) + step_j[x]
+    D_j[x]   = max(E_j, W_j[x], D_f[x] for the feeders f of j with a job at x) + step_j[x]
     C[x]     = start[x] + block[x]
     E_j      = the end of engine j's last job (start[x] + block_j[x] while block x runs)
 
@@ -36,9 +36,10 @@ block, which shares the ports with the next step's prefetch. ``W_j[x]``: the buf
 fills must be free. Double-buffered (the level's capacity holds two of each tile it keeps, and
 so does every level it fills), the tile it replaces is the one before the previous load: W =
 C[p-1] with p the engine's previous job step, so the load overlaps the compute on the current
-tile. Single-buffered: W = C[x-1], it waits until that compute is done. ``D_outer[x]`` is the
-finish of the nearest outer engine with a job at step x: a scratchpad fills from the buffer
-above only once that buffer has the data, which is the serial pipeline fill. A block lasts
+tile. Single-buffered: W = C[x-1], it waits until that compute is done. The feeders of level j
+are the levels its tensors come from (each one's next outer keeper): a scratchpad fills from the
+buffer above only once that buffer has the data, which is the serial pipeline fill; sibling
+scratchpads fed by the same buffer fill side by side. A block lasts
 ``t_block`` or longer where a level's ports need longer (the closed form's throttling), and
 single-buffered levels refill inside it before the compute, as between steps (``walk``). After
 the last block the partial sums still resident drain from the inside out.
@@ -366,31 +367,39 @@ def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Co
 
 def _engines(hier: Hierarchy, c: _Counted) -> tuple[list, np.ndarray]:
     """The pipeline's transfer engines (outermost first: step jobs, block jobs, final drain,
-    slots) and every block's duration."""
+    slots, the engines of the levels feeding it) and every block's duration.
+
+    Inside a block a level's port time overlaps the MACs (the closed form's steady state), except
+    the refills of single-buffered levels and the parent reads that feed them: they wait for the
+    compute using the tile and hold it up in turn, as between walked steps, where a level's
+    transfer follows its feeders'. A block is then a refill phase (per single-buffered level, its
+    feeders' reads then its fills) plus a compute phase; every port's words still fit in it (each
+    port's time is split between the two phases)."""
     steps, ports, bufs = c.steps, c.ports, c.bufs
-    engines = []
-    refill = np.zeros(steps)      # inside a block: the phase single-buffered levels refill in
-    serve = np.full(steps, float(c.t_block))   # and the phase the MACs compute in
+    n = len(hier.levels)
+    parents = [[i for i in range(n) if j in c.fills_to[i]] for j in range(n)]
+    engines, index = [], {}
+    feed_t = [np.zeros(steps)] * n
+    serve = np.full(steps, float(c.t_block))   # the compute phase
+    refill = np.zeros(steps)                    # the refill phase
     for j, lv in enumerate(hier.levels):
         if lv.spatial_only:
             continue
         p = ports[j]
-        step = _job(p.step_rd, p.step_wr, lv.read_bandwidth, lv.write_bandwidth)
-        block = _job(p.block_rd, p.block_wr, lv.read_bandwidth, lv.write_bandwidth)
-        final = p.final_wr / lv.write_bandwidth if lv.write_bandwidth is not None else 0.0
+        rbw, wbw = lv.read_bandwidth, lv.write_bandwidth
+        step = _job(p.step_rd, p.step_wr, rbw, wbw)
+        block = _job(p.block_rd, p.block_wr, rbw, wbw)
+        fill = p.block_fill if bufs[j] == 1 else np.zeros(steps, dtype=np.int64)
+        feed_t[j] = _job(p.block_feed, np.zeros(steps), rbw, None)
+        fed = np.max([feed_t[i] for i in parents[j]], axis=0) if parents[j] else np.zeros(steps)
+        refill = np.maximum(refill, fed + _job(np.zeros(steps), fill, None, wbw))
+        serve = np.maximum(serve, _job(p.block_rd - p.block_feed, p.block_wr - fill, rbw, wbw))
+        final = p.final_wr / wbw if wbw is not None else 0.0
         if not (step.any() or block.any() or final):
             continue
         slots = min([bufs[j]] + [bufs[k] for k in c.fills_to[j]])
-        engines.append((step, block, final, slots))
-        # Inside a block a level's port time overlaps the MACs (the closed form's steady state),
-        # except the refills of single-buffered levels and the parent reads that feed them:
-        # they wait for the compute using the tile and hold it up in turn, as between walked
-        # steps. A block is then the refill phase plus the compute phase; every port's words
-        # still fit in it (each port's time is split between the two phases).
-        fill = p.block_fill if bufs[j] == 1 else np.zeros(steps, dtype=np.int64)
-        refill = np.maximum(refill, _job(p.block_feed, fill, lv.read_bandwidth, lv.write_bandwidth))
-        serve = np.maximum(serve, _job(p.block_rd - p.block_feed, p.block_wr - fill, lv.read_bandwidth,
-                                       lv.write_bandwidth))
+        index[j] = len(engines)
+        engines.append((step, block, final, slots, tuple(index[i] for i in parents[j] if i in index)))
     return engines, refill + serve
 
 

@@ -21,19 +21,21 @@ class _State:
         self.first = None
 
 
-def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st: _State, a: int, b: int) -> None:
-    """Advance the pipeline over steps a..b-1, one at a time (the recurrence in the module
-    docstring; ``cols`` = per engine its step jobs, block jobs and slots). Plain Python floats
-    over lists: several times faster per step than numpy scalars."""
+def _scan(cols: list[tuple[np.ndarray, np.ndarray, int, tuple[int, ...]]], block: np.ndarray, st: _State,
+          a: int, b: int) -> None:
+    """Advance the pipeline over steps a..b-1, one at a time (the recurrence in ``sim.walk``'s
+    docstring; ``cols`` = per engine, outermost first, its step jobs, block jobs, slots and the
+    engines feeding it). Plain Python floats over lists: several times faster per step than
+    numpy scalars."""
     E, W = st.E, st.W
     c1 = st.c1
     first = a == 0
-    cols = [(step[a:b].tolist(), blk[a:b].tolist(), slots) for step, blk, slots in cols]
+    cols = [(step[a:b].tolist(), blk[a:b].tolist(), slots, feeders) for step, blk, slots, feeders in cols]
     block = block[a:b].tolist()
+    now = [0.0] * len(cols)       # this step's job ends (0: no job)
     for x in range(b - a):
         ready = 0.0
-        outer = 0.0
-        for j, (step, _, slots) in enumerate(cols):
+        for j, (step, _, slots, feeders) in enumerate(cols):
             job = step[x]
             if job > 0.0:
                 avail = E[j]
@@ -44,17 +46,20 @@ def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st:
                     W[j] = c1
                 if cs > avail:
                     avail = cs
-                if outer > avail:
-                    avail = outer
+                for f in feeders:                 # the data comes down from the feeding levels
+                    if now[f] > avail:
+                        avail = now[f]
                 d = avail + job
                 E[j] = d
-                outer = d
+                now[j] = d
                 if d > ready:
                     ready = d
+            else:
+                now[j] = 0.0
         start = c1 if c1 > ready else ready
         if first and x == 0:
             st.first = start
-        for j, (_, blk, _) in enumerate(cols):
+        for j, (_, blk, _, _) in enumerate(cols):
             bj = blk[x]
             if bj > 0.0:
                 E[j] = start + bj
@@ -62,12 +67,13 @@ def _scan(cols: list[tuple[np.ndarray, np.ndarray, int]], block: np.ndarray, st:
     st.c1 = c1
 
 
-def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np.ndarray,
+def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int, tuple[int, ...]]], block: np.ndarray,
              shape: tuple[int, ...] = ()) -> tuple[float, float, float]:
-    """(end, start of the first block, end of the last block) of the max-plus pipeline in the
-    module docstring; ``engines`` outermost first as (step jobs, block jobs, final drain, slots
-    1 or 2), ``block`` the blocks' durations (each at least every engine's block job), ``shape``
-    the walked loops' factors (the steps are their iterations in row-major order).
+    """(end, start of the first block, end of the last block) of the max-plus pipeline in
+    ``sim.walk``'s docstring; ``engines`` outermost first as (step jobs, block jobs, final drain,
+    slots 1 or 2, the indices of the engines feeding it, all outer), ``block`` the blocks'
+    durations (each at least every engine's block job), ``shape`` the walked loops' factors (the
+    steps are their iterations in row-major order).
 
     Exact and fast on a loop nest: the system is max-plus, so shifting its state by a constant
     shifts everything after by the same constant. Where a loop's iteration i took the same jobs
@@ -80,7 +86,7 @@ def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np
     factors."""
     n = len(block)
     ne = len(engines)
-    cols = [(step, blk, slots) for step, blk, _, slots in engines]
+    cols = [(step, blk, slots, feeders) for step, blk, _, slots, feeders in engines]
     M = np.vstack([e[0] for e in engines] + [e[1] for e in engines] + [block]) if n else None
     slots = [e[3] for e in engines]
     st = _State(ne)
@@ -119,7 +125,7 @@ def pipeline(engines: list[tuple[np.ndarray, np.ndarray, float, int]], block: np
 
     run(0, n, 0)
     end = st.c1
-    for (_, _, final, _), e in zip(engines[::-1], st.E[::-1]):
+    for (_, _, final, _, _), e in zip(engines[::-1], st.E[::-1]):
         if final > 0.0:
             end = max(end, e) + final
     return end, st.first if st.first is not None else 0.0, st.c1

@@ -160,12 +160,15 @@ class KernelCoster:
 
     def __call__(self, wl: sim.Workload) -> KernelResult:
         """The kernel under the better (fewer cycles) of its given schedule and the default one,
-        so tuning never makes a kernel slower than not tuning. Raises ``sim.ScheduleError`` when
+        so tuning never makes a kernel slower than not tuning; a given schedule with a mapping
+        (a storage hierarchy's MAC kernel) is used as it is. Raises ``sim.ScheduleError`` when
         no schedule of the workload fits the hardware."""
         r = self._memo.get(wl.key)
         if r is None:
-            cands = [sim.Schedule.default(wl, self.hw)]
             given = self.schedules.get(wl.key)
+            # a tuned mapping was chosen for the plan's objective, seeded with the default one
+            # (tuner.tune_mappings): it is used as given, not second-guessed on cycles alone
+            cands = [given] if given is not None and given.mapping is not None else [sim.Schedule.default(wl, self.hw)]
             if given is not None and given != cands[0]:
                 cands.append(given)
             for s in cands:

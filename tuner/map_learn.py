@@ -5,8 +5,12 @@ with the analytical log metric as its prior) is trained on what was measured and
 candidates not yet measured.
 
 Features of a mapping (``mapping_features``): the log of every level's and data space's reads,
-fills and updates (totals over the utilized instances) from ``sim.movement_batch``, and the
-analytical log cycles, energy and compute cycles. The target is the log of the measured metric
+fills and updates (totals over the utilized instances) from ``sim.movement_batch``; the log words
+of every kept tile and, per level, whether it holds two of its tiles (double-buffers): what a
+tile-level walk sees and the closed form averages away (the pipeline fill, single buffering);
+without them the model cannot tell apart mappings the walk ranks differently and trained for
+nothing (experiments/bench/mapping_regimes.py); and the analytical log cycles, energy and compute
+cycles. The target is the log of the measured metric
 (``delay``: cycles, ``energy``: energy, ``edp``: their product); the prior is the analytical log
 metric, so an untrained model ranks exactly as the analytical model does.
 """
@@ -32,13 +36,31 @@ class MappingMeasurer(Protocol):
     def measure(self, mapping_yaml: str) -> tuple[float, float]: ...
 
 
+def tile_words(nest: Nest, a: MappingArrays) -> np.ndarray:
+    """[n, levels, data spaces] words of each data space's tile at each level (the box one
+    instance of the level covers: its own and every inner level's factors), kept or not."""
+    span = np.cumprod((a.temporal * a.spatial_x * a.spatial_y)[:, ::-1], axis=1)[:, ::-1]
+    col = {d: j for j, d in enumerate(nest.dim_names)}
+    out = np.ones(span.shape[:2] + (len(nest.data_spaces),), dtype=float)
+    for s, ds in enumerate(nest.data_spaces):
+        for rank in ds.projection:
+            out[:, :, s] *= 1 + sum(c * (span[:, :, col[d]] - 1) for d, c in rank)
+    return out
+
+
 def mapping_features(hier: Hierarchy, nest: Nest, a: MappingArrays) -> np.ndarray:
-    """[n, 3 x levels x data spaces + 3] float32 features (see the module docstring)."""
+    """[n, 4 x levels x data spaces + levels + 3] float32 features (see the module docstring)."""
     ev = evaluate_batch(hier, nest, a)
     u = ev.utilized[:, :, None].astype(float)
     counts = np.concatenate([ev.reads * u, ev.fills * u, ev.updates * u], axis=2).reshape(len(a), -1)
-    return np.column_stack([np.log1p(counts), np.log(ev.cycles), np.log(ev.energy_pj),
-                            np.log(ev.compute_cycles)]).astype(np.float32)
+    # what the closed form averages away and a measurer sees: the size of every kept tile (a
+    # pipeline fills it before compute starts) and whether a level holds two of its tiles (else
+    # it cannot double-buffer, and its transfers stop compute)
+    kept = tile_words(nest, a) * a.keep
+    cap = np.array([np.inf if lv.capacity_words is None else lv.capacity_words for lv in hier.levels])
+    double = (2 * kept.sum(axis=2) <= cap[None, :]).astype(float)
+    return np.column_stack([np.log1p(counts), np.log1p(kept.reshape(len(a), -1)), double, np.log(ev.cycles),
+                            np.log(ev.energy_pj), np.log(ev.compute_cycles)]).astype(np.float32)
 
 
 def log_metric(metric: str, cycles, energy) -> np.ndarray:
@@ -62,7 +84,9 @@ def measure_guided(measurer: MappingMeasurer, yamls: Sequence[str], X: np.ndarra
                    total: int, per_round: int, policy: ModelPolicy = ModelPolicy()) -> GuidedResult:
     """Measure ``total`` of the candidates (``yamls``, features ``X``, analytical log metric
     ``prior``) ``per_round`` at a time, each round the best ranked not yet measured: by the prior,
-    or by the model once the policy has it trained and ranking."""
+    or by the model once the policy has it trained and ranking. ``yamls`` are what ``measurer``
+    takes: Timeloop mapping files' text for the CLI's measurers (any value for another measurer,
+    e.g. ``sim.mapping.Mapping`` values in experiments/bench/mapping_regimes.py)."""
     n = len(yamls)
     total = min(total, n)
     prior = np.asarray(prior, dtype=float)

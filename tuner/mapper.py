@@ -47,10 +47,12 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
                    constraints: Iterable[LevelConstraint] = (), seed: int = 0, time_limit_s: float | None = None,
                    start: Mapping | None = None, evaluator: Callable[[MappingArrays], Costs] | None = None,
                    progress: Callable[[int, float | None], None] | None = None,
-                   keep_top: int = 0) -> tuple[Mapspace, MapSearchResult]:
+                   keep_top: int = 0, spatial_one_axis: bool = False) -> tuple[Mapspace, MapSearchResult]:
     """The space and the search result (``tuner.mapsearch``); ``start``: a mapping put in the first
-    population (ignored when it lies outside the constraints)."""
-    space = build_space(hier, nest, tuple(constraints))
+    population (ignored when it lies outside the constraints); ``spatial_one_axis``: Timeloop's
+    space (each dim's spatial factor at a level along X or Y, not both), for mappings written as
+    Timeloop files."""
+    space = build_space(hier, nest, tuple(constraints), spatial_one_axis)
     evaluate = evaluator or movement_evaluator(hier, nest, space)
     seeds = None
     if start is not None:
@@ -66,12 +68,13 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
 
 def best_mapping(hierarchy: Hierarchy, nest: Nest, metric: str = "edp", budget: int = 20000,
                  constraints: Iterable[LevelConstraint] = (), seed: int = 0,
-                 time_limit_s: float | None = None) -> tuple[Mapping, dict[str, Any]]:
+                 time_limit_s: float | None = None, spatial_one_axis: bool = False) -> tuple[Mapping, dict[str, Any]]:
     """The best mapping found for ``metric`` (edp, energy or delay) within ``budget`` evaluations
     (and ``time_limit_s`` seconds when given), and its statistics: cycles, energy_pj, edp,
     evaluations, seconds, generations."""
     t0 = time.perf_counter()
-    space, res = search_mapping(hierarchy, nest, metric, budget, constraints, seed, time_limit_s)
+    space, res = search_mapping(hierarchy, nest, metric, budget, constraints, seed, time_limit_s,
+                                spatial_one_axis=spatial_one_axis)
     return to_mapping(space, res.genes), {
         "cycles": int(round(res.cycles)), "energy_pj": res.energy_pj, "edp": res.cycles * res.energy_pj,
         "evaluations": res.evaluations, "seconds": time.perf_counter() - t0, "generations": res.generations,

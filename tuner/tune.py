@@ -50,12 +50,15 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
          log: str | Path | None = None, objective: str = "latency", seed: int = 0,
          progress: bool = True, cost_model: Any = None, measurer: Any = None,
          model_name: str | None = None, options: CostOptions = CostOptions(),
-         model_use: str = "auto") -> Plan:
+         model_use: str = "auto", map_budget: int | None = None, measure_top: int | None = None) -> Plan:
     """Tune ``graph`` for ``hw`` (a config, preset name or file). ``trials``: kernel measurements
     in all (default: ``tune_kernels``'s, 16 per task); ``log``: tuning records (JSON lines) read
     and appended, so a rerun resumes; ``cost_model``: a shared ``tuner.CostModel`` to start from
     (sweeps pass one across hardware points); ``objective``: latency, energy or edp;
     ``model_use``: when the learned model trains (``auto``, ``always``, ``never``: ``tuner.model_policy``).
+    On a machine with a storage hierarchy each MAC kernel's mapping is searched for the objective
+    (``tuner.tune_mappings``; ``map_budget`` mapping evaluations per kernel, ``measure_top``
+    mappings measured by an external measurer) and the plan's schedules carry the mappings.
     ``Plan.timing`` says where the wall time went."""
     from .tune_kernels import tune_kernels
 
@@ -80,8 +83,10 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     model = cost_model
     kernels_timing: dict = {}
     if tasks and (trials is None or trials > 0):
+        extra = {k: v for k, v in (("map_budget", map_budget), ("measure_top", measure_top)) if v is not None}
         res = tune_kernels(tasks, hw, trials=trials, log=log, seed=seed, measurer=measurer,
-                           cost_model=cost_model, progress=progress, model_use=model_use)
+                           cost_model=cost_model, progress=progress, model_use=model_use, objective=objective,
+                           **extra)
         tuned = res.schedules()
         measured = {t.task.key: t.measurements + t.reused for t in res.tasks}
         model = res.cost_model

@@ -11,6 +11,11 @@ already in the log for these tasks, hardware and measurer, so rerunning with the
 scoring, training, measurement) is accounted per task (``tuner.timing``). Same seed, same tasks,
 same log: same result, as long as the policy takes the same decisions (always so with
 ``model_use="always"`` or ``"never"``; under ``"auto"`` they depend on measured time).
+
+On a machine with a storage hierarchy a MAC kernel's space is the mapspace: such tasks are tuned by
+``tuner.tune_mappings.tune_mapping`` (the evolutionary mapper, for the ``objective``'s metric,
+``map_budget`` mapping evaluations each, its measurements counted in ``trials``; the log is
+appended, not reused) and the rest by the loop above; the results come back in the tasks' order.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from .search import Trial, make_strategy
 from .space import ScheduleSpace
 from .tasks import SchedulerConfig, Task, TaskError, TaskScheduler
 from .timing import Stopwatch, TimeAccount
+from .tune_mappings import DEFAULT_MAPPING_BUDGET, DEFAULT_MEASURE_TOP, mapping_task, tune_mapping
 
 DEFAULT_TRIALS_PER_TASK = 16
 DEFAULT_PER_ROUND = 8
@@ -123,13 +129,15 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
                  log: str | Path | None = None, seed: int = 0, measurer: Measurer | None = None,
                  cost_model: CostModel | None = None, progress: bool = True, per_round: int = DEFAULT_PER_ROUND,
                  strategy: str = "evolution", scheduler: SchedulerConfig = SchedulerConfig(),
-                 model_use: ModelPolicy | str = "auto") -> TuneResult:
+                 model_use: ModelPolicy | str = "auto", objective: str = "latency",
+                 map_budget: int = DEFAULT_MAPPING_BUDGET, measure_top: int = DEFAULT_MEASURE_TOP) -> TuneResult:
     """Tune every task's schedule on ``hw``. ``trials``: measurements in all (default
     ``16 x tasks``), counting records reused from ``log``; ``measurer``: default ``TileMeasurer``;
     ``cost_model``: a (possibly pre-trained) model to start from, default an untrained
     ``CostModel`` (the analytical prior); ``strategy``: evolution, random or measured-evolution;
     ``model_use``: when the learned model trains and ranks (``auto``, ``always``, ``never`` or a
-    ``ModelPolicy``; see ``tuner.model_policy``)."""
+    ``ModelPolicy``; see ``tuner.model_policy``); ``objective``, ``map_budget``, ``measure_top``:
+    for the mapping tasks of a storage hierarchy (see the module docstring)."""
     hw = load_hw(hw)
     tasks = _as_tasks(tasks)
     if trials is None:
@@ -140,6 +148,9 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
         raise TaskError(f"per_round must be an integer >= 1, got {per_round!r}")
     policy = model_use if isinstance(model_use, ModelPolicy) else ModelPolicy(use=model_use)
     measurer = measurer if measurer is not None else TileMeasurer()
+    if any(mapping_task(t, hw) for t in tasks):
+        return _with_mappings(tasks, hw, trials, log, seed, measurer, cost_model, progress, per_round, strategy,
+                              scheduler, policy, objective, map_budget, measure_top)
     fp = hw.fingerprint()
     uses_model = strategy == "evolution"
     start = time.perf_counter()
@@ -221,6 +232,41 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
         for i, t in enumerate(tasks))
     return TuneResult(results, hw.name, fp, measurer.name, seed, model, watch.total(),
                       time.perf_counter() - start, learner.summary(uses_model))
+
+
+def _with_mappings(tasks, hw, trials, log, seed, measurer, cost_model, progress, per_round, strategy, scheduler,
+                   policy, objective, map_budget, measure_top) -> TuneResult:
+    """The mapping tasks by the mapper, the others by ``tune_kernels``; results in task order."""
+    start = time.perf_counter()
+    fp = hw.fingerprint()
+    out: dict[int, TaskResult] = {}
+    mapped = [i for i, t in enumerate(tasks) if mapping_task(t, hw)]
+    bar = _progress(len(mapped), progress)
+    try:
+        for k, i in enumerate(mapped):
+            r = tune_mapping(tasks[i], hw, objective, map_budget, seed + k, measurer, measure_top)
+            if log is not None:
+                for c in r.measured:
+                    append_record(log, Record(tasks[i].key, fp, r.schedule, c, measurer.name))
+            acc = TimeAccount(generate_s=r.seconds, measurements=len(r.measured))
+            out[i] = TaskResult(tasks[i], r.schedule, r.cycles, len(r.measured), 0, r.measured, 0,
+                                (time.perf_counter() - start,) * len(r.measured), acc)
+            bar.update(1)
+    finally:
+        bar.close()
+    rest = [i for i in range(len(tasks)) if i not in out]
+    used = sum(t.measurements for t in out.values())
+    model, account, learned = cost_model, TimeAccount(), {}
+    if rest:
+        sub = tune_kernels([tasks[i] for i in rest], hw, None if trials is None else max(0, trials - used), log,
+                           seed, measurer, cost_model, progress, per_round, strategy, scheduler, policy)
+        out.update(zip(rest, sub.tasks))
+        model, account, learned = sub.cost_model, sub.timing, sub.learned_model
+    for i in mapped:
+        account = account + out[i].timing
+    return TuneResult(tuple(out[i] for i in range(len(tasks))), hw.name, fp, measurer.name, seed,
+                      model if model is not None else CostModel(CostModelConfig()), account,
+                      time.perf_counter() - start, learned)
 
 
 class _NoProgress:

@@ -31,7 +31,7 @@ def run_case(files, with_map, budgets, seeds):
     from sim.mapspace_sim import build_space
 
     prob = load_problem(files)
-    space = build_space(prob.hier, prob.nest, prob.constraints)
+    space = build_space(prob.hier, prob.nest, prob.constraints, spatial_one_axis=True)
     ev = movement_evaluator(prob.hier, prob.nest, space)
     def key(cyc, en):
         p, s = metric_keys(prob.metric, Costs(np.asarray(cyc, dtype=float), np.asarray(en, dtype=float)))

@@ -3,7 +3,7 @@
 process, as a user would run them.
 
     python experiments/bench/multilevel_models.py [--models M ...] [--presets P ...] [--trials N]
-                                                  [--only simulate] [--baseline RESULTS.json]
+                                                  [--only simulate] [--objective O] [--baseline RESULTS.json]
                                                   [--out DIR] [--json]
 
 Per case: the exit status of each command, CPU seconds of each (``RUSAGE_CHILDREN``, which other
@@ -13,10 +13,11 @@ and energy and how many units it offloads, and whether ``run`` reproduced the pl
 latency. Results go to ``results.json`` and ``table.md`` in DIR (default
 experiments/results/multilevel_models/). Exit status 1 when any command failed.
 
-``--only simulate`` runs ``simulate`` alone (the default mapping policy's figures);
-``--baseline`` adds, per case, the ratio of this run's simulate latency, energy and CPU seconds to
-those of an earlier ``results.json`` (e.g. one made by a checkout before a change), and
-``compare.md`` with the table.
+``--only simulate`` runs ``simulate`` alone (the default mapping policy's figures); ``--objective``
+is passed to ``tune`` (latency, energy or edp). ``--baseline`` adds, per case, the ratio of this
+run's simulate latency, energy and CPU seconds (and the tuned plan's, when both runs tuned) to
+those of an earlier ``results.json`` (e.g. one made by an export of the commit before a change,
+run from that export), and ``compare.md`` with the table.
 """
 from __future__ import annotations
 
@@ -52,12 +53,14 @@ def _cli(args: list[str]) -> tuple[int, dict | None, float, float, str]:
     return p.returncode, out, cpu, wall, err
 
 
-def run_case(model: str, preset: str, trials: int, tmp: Path, only_simulate: bool = False) -> dict:
+def run_case(model: str, preset: str, trials: int, tmp: Path, only_simulate: bool = False,
+             objective: str = "latency") -> dict:
     plan = tmp / f"{model}.{preset}.zip"
     rc_s, sim_out, cpu_s, wall_s, err_s = _cli(["simulate", "--model", model, "--hw", preset, "--json"])
     skipped = (0, None, 0.0, 0.0, "")
     rc_t, tune_out, cpu_t, wall_t, err_t = skipped if only_simulate else _cli(
-        ["tune", "--model", model, "--hw", preset, "--trials", str(trials), "-o", str(plan), "--json"])
+        ["tune", "--model", model, "--hw", preset, "--trials", str(trials), "--objective", objective, "-o", str(plan),
+         "--json"])
     rc_r, run_out, cpu_r, wall_r, err_r = (skipped if only_simulate else _cli(["run", str(plan), "--json"])
                                           if rc_t == 0 else (None, None, 0.0, 0.0, "not run: tune failed"))
     row = {"model": model, "preset": preset,
@@ -109,7 +112,20 @@ def compare(rows: list[dict], base: list[dict]) -> tuple[str, dict]:
                      f"{lr:.4f} | {b['energy_j'] * 1e3:.3f} / {a['energy_j'] * 1e3:.3f} | {er:.4f} | "
                      f"{b['cpu_s']:.1f} / {a['cpu_s']:.1f} |")
     lines.append(f"| total | | | | | | {tot['cpu_before']:.1f} / {tot['cpu_after']:.1f} |")
-    return head + "\n".join(lines) + "\n", tot
+    text = head + "\n".join(lines) + "\n"
+    old_t = {(r["model"], r["preset"]): r["tune"] for r in base}
+    tuned = [(r, old_t.get((r["model"], r["preset"]))) for r in rows]
+    tuned = [(r, b) for r, b in tuned if b and "latency_s" in b and "latency_s" in r["tune"]]
+    if tuned:
+        text += ("\n| model | preset | tuned latency ms before / after | ratio | tuned energy mJ before / after | "
+                 "ratio | tune CPU s before / after | run / plan |\n|---|---|---|---|---|---|---|---|\n")
+        for r, b in tuned:
+            a = r["tune"]
+            text += (f"| {r['model']} | {r['preset']} | {b['latency_s'] * 1e3:.3f} / {a['latency_s'] * 1e3:.3f} | "
+                     f"{a['latency_s'] / b['latency_s']:.4f} | {b['energy_j'] * 1e3:.3f} / {a['energy_j'] * 1e3:.3f} | "
+                     f"{a['energy_j'] / b['energy_j']:.4f} | {b['cpu_s']:.1f} / {a['cpu_s']:.1f} | "
+                     f"{r['run'].get('over_plan', float('nan')):.4f} |\n")
+    return text, tot
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--only", choices=["simulate"])
+    ap.add_argument("--objective", choices=["latency", "energy", "edp"], default="latency")
     ap.add_argument("--baseline", help="an earlier results.json to compare simulate's figures with")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
@@ -129,14 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for preset in a.presets:
             for m in models:
-                rows.append(run_case(m, preset, a.trials, Path(tmp), a.only == "simulate"))
+                rows.append(run_case(m, preset, a.trials, Path(tmp), a.only == "simulate", a.objective))
                 r = rows[-1]
                 print(f"  {m} on {preset}: simulate rc={r['simulate']['rc']} {r['simulate']['cpu_s']:.1f} s CPU, "
                       f"tune rc={r['tune']['rc']} {r['tune']['cpu_s']:.1f} s CPU, run rc={r['run']['rc']}",
                       file=sys.stderr)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps({"trials": a.trials, "rows": rows}, indent=1) + "\n")
+    (out / "results.json").write_text(json.dumps({"trials": a.trials, "objective": a.objective, "rows": rows},
+                                                 indent=1) + "\n")
     (out / "table.md").write_text(table(rows))
     print(json.dumps(rows) if a.json else table(rows), end="")
     if a.baseline:

@@ -14,10 +14,12 @@ compute cycles, cycles and energy (``BatchEvaluation``), as ``movement.evaluate`
 Rates are per CPU second of this process (``time.process_time``), ``--repeat`` passes over all
 legal mappings (the median is the figure; every pass is kept); wall time is reported too, with
 the machine's load average and whether the best engine's median meets issue 12's target
-(TARGET). For the jit engine the bench also reports the time to get the compiled kernel (numba
-compiles a (hierarchy, nest) shape once per machine and caches it on disk; not in the rates) and
-the kernel's share of ``evaluate_batch`` (the rest: allocating the outputs and the result object).
-Results and the configuration go to experiments/results/multilevel_speed/.
+(TARGET). For the jit engine the bench also reports the time to get the compiled kernel (the
+warm-up on the first chunk: numba compiles a (hierarchy, nest) shape's kernel once per machine and
+caches it on disk; not in the rates) and the kernel's share of ``evaluate_batch`` (the kernel
+timed alone on the same chunks; the rest: allocating the outputs and the result object).
+Results and the configuration go to experiments/results/multilevel_speed/ (latest.json; every run
+appended to history.jsonl).
 """
 from __future__ import annotations
 
@@ -90,6 +92,12 @@ def _kernel_cpu(hier, nest, part) -> float:
     return time.process_time() - c0
 
 
+def _which_kernel(hier, nest) -> str:
+    """Which compiled kernel the timed chunks used (movement_jit.run's rule)."""
+    ready = movement_jit.kernel_for(movement_jit.shape_of(_structure(hier, nest)))[1]
+    return "generated for this shape" if ready else "generic"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=400_000, help="random mappings drawn")
@@ -112,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     compile_s = None
     for engine in (["jit"] if movement_jit.available() else []) + ["numpy"]:
         w0 = time.perf_counter()
-        evaluate_batch(hier, nest, legal.take(slice(0, min(nl, 1000))), engine=engine)   # warm-up (compiles)
+        # warm-up on one chunk: compiles what the timed chunks use (for jit, the kernel generated
+        # for this shape when a chunk has movement_jit.SPECIALISE_ROWS rows or more)
+        evaluate_batch(hier, nest, legal.take(slice(0, min(nl, a.chunk))), engine=engine)
         if engine == "jit":
             compile_s = time.perf_counter() - w0
         passes = []
@@ -144,13 +154,17 @@ def main(argv: list[str] | None = None) -> int:
            "outputs": "reads, fills, updates [level, data space], utilized instances, compute cycles, "
                       "cycles, energy",
            "jit_kernel_ready_s": compile_s,
+           "jit_kernel": _which_kernel(hier, nest) if "jit" in rates else None,
            "legal": nl, "check_per_cpu_s": a.n / check_cpu if check_cpu else None,
            "evaluate": rates, "one_by_one_per_cpu_s": 1 / one_cpu if one_cpu else None,
            "load_average_1min": os.getloadavg()[0], "target_per_cpu_s": TARGET,
            "target_met": max(r["per_cpu_s"] or 0 for r in rates.values()) >= TARGET,
            "target_rule": "median of the passes of the best engine, mappings per CPU second"}
     OUT.mkdir(parents=True, exist_ok=True)
+    out["when_utc"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     (OUT / "latest.json").write_text(json.dumps(out, indent=2) + "\n")
+    with open(OUT / "history.jsonl", "a") as f:     # every run, so repeats are kept side by side
+        f.write(json.dumps(out) + "\n")
     if a.json:
         print(json.dumps(out, indent=2))
         return 0
@@ -164,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['fallback_rows']} rows one by one{every})")
         if r["kernel_share"] is not None:
             print(f"    compiled kernel {r['kernel_share']:.0%} of it (the rest: allocating outputs); "
-                  f"kernel ready in {out['jit_kernel_ready_s']:.2f} s (compiled once per machine, cached; not in the rate)")
+                  f"{out['jit_kernel']} kernel ready in {out['jit_kernel_ready_s']:.2f} s "
+                  f"(compiled once per machine and cached; not in the rate)")
     print(f"  outputs: {out['outputs']}")
     print(f"  movement.evaluate            {out['one_by_one_per_cpu_s']:>14,.0f} mappings / CPU-s (one by one)")
     print(f"  target {TARGET:,.0f} mappings / CPU-s: {'met' if out['target_met'] else 'NOT met'}")

@@ -6,7 +6,7 @@ closed form's.
 
     python experiments/bench/walk_speed.py [--json] [--random 40] [--repeat 5] [--seed 0]
 
-The preset layers use the mapping ``accel-tune`` searches for them (``sim.multilevel.kernel_mapping``);
+The preset layers use their default mapping (``sim.multilevel.kernel_mapping``: ``sim.mapping_policy``);
 times are per walk (``time.process_time``, best of ``--repeat``), the closed form's one-by-one
 ``sim.movement.evaluate`` beside them. Results go to experiments/results/walk_speed/latest.json.
 """

@@ -182,6 +182,10 @@ def mapping_directives(hier: Hierarchy, nest: Nest, mapping: Mapping) -> list[di
                     "permutation": perm_text(inner_first)})
         xs = [x for x, f in reversed(lm.spatial_x) if f > 1]
         ys = [x for x, f in reversed(lm.spatial_y) if f > 1]
+        both = [x for x in xs if x in ys]
+        if both:   # a spatial directive lists each dim once, before or after `split`
+            raise TimeloopError(f"mapping splits dim {both[0]} over both X and Y at level {lv.name}, which a "
+                                f"Timeloop mapping file cannot express (one spatial factor per dim and level)")
         if xs or ys:
             rest = [x for x in dims if x not in xs and x not in ys]
             out.append({"target": lv.name, "type": "spatial",

@@ -71,7 +71,14 @@ def _legal_arrays(rng, hier, nest, n):
     return maps, MappingArrays.from_mappings(hier, nest, maps)
 
 
-ENGINES = ["numpy"] + (["jit"] if available() else [])
+ENGINES = ["numpy"] + (["jit-generic", "jit-specialised"] if available() else [])
+
+
+def _evaluate(hier, nest, arrays, engine):
+    """evaluate_batch with the numpy engine or one of the two compiled kernels."""
+    if engine == "numpy":
+        return evaluate_batch(hier, nest, arrays, engine="numpy")
+    return evaluate_batch(hier, nest, arrays, engine="jit", specialise=engine == "jit-specialised")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -81,7 +88,7 @@ def test_batch_equals_one_by_one(nest, spatial_last, engine):
     hier = eyeriss_like(spatial_last)
     maps, arrays = _legal_arrays(np.random.default_rng(7), hier, nest, 60)
     assert (check_batch(hier, nest, arrays) == OK).all()
-    got = evaluate_batch(hier, nest, arrays, engine=engine)
+    got = _evaluate(hier, nest, arrays, engine)
     for b, m in enumerate(maps):
         ev = evaluate(hier, nest, m)
         assert got.cycles[b] == ev.cycles and got.compute_cycles[b] == ev.compute_cycles
@@ -127,7 +134,7 @@ def test_block_sizes_power_of_two_or_not(engine, block):
     hier = Hierarchy(levels, base.arithmetic)
     nest = NESTS[0]
     maps, arrays = _legal_arrays(np.random.default_rng(11), hier, nest, 30)
-    got = evaluate_batch(hier, nest, arrays, engine=engine)
+    got = _evaluate(hier, nest, arrays, engine)
     for b, m in enumerate(maps):
         ev = evaluate(hier, nest, m)
         assert got.energy_pj[b] == pytest.approx(ev.energy_pj, rel=1e-9)
@@ -135,7 +142,8 @@ def test_block_sizes_power_of_two_or_not(engine, block):
 
 
 @pytest.mark.skipif(not available(), reason="numba not installed")
-def test_jit_unpackable_keys_fall_back_one_by_one():
+@pytest.mark.parametrize("engine", ["jit-generic", "jit-specialised"])
+def test_jit_unpackable_keys_fall_back_one_by_one(engine):
     """When a data space's rank vector does not pack into one int64 the jit's one-comparison keys
     would be wrong: every row must then be flagged and evaluated by movement.evaluate."""
     from sim.movement_batch import _structure
@@ -145,9 +153,77 @@ def test_jit_unpackable_keys_fall_back_one_by_one():
     st = _structure(hier, nest)
     st.packable = False
     try:
-        got = evaluate_batch(hier, nest, arrays, engine="jit")
+        got = _evaluate(hier, nest, arrays, engine)
     finally:
         st.packable = True
     assert got.fallback == len(maps)
     want = evaluate_batch(hier, nest, arrays, engine="numpy")
     assert np.array_equal(got.reads, want.reads) and np.array_equal(got.cycles, want.cycles)
+
+
+@pytest.mark.skipif(not available(), reason="numba not installed")
+@pytest.mark.parametrize("engine", ["jit-generic", "jit-specialised"])
+def test_jit_flags_spatial_factors_where_a_level_does_not_fan_out(engine):
+    """Both kernels count distinct tiles only where a level fans out; a row with a spatial factor
+    elsewhere (not legal, but evaluate_batch must not answer it silently wrong) is flagged and
+    evaluated one by one, like movement.evaluate(check=False)."""
+    hier = eyeriss_like()
+    nest = NESTS[0]
+    maps, arrays = _legal_arrays(np.random.default_rng(13), hier, nest, 20)
+    rows = []
+    for b in range(len(maps)):
+        d = int(np.argmax(arrays.temporal[b, 0] % 2 == 0))    # a dim with an even DRAM factor
+        if arrays.temporal[b, 0, d] % 2 == 0:
+            arrays.temporal[b, 0, d] //= 2
+            arrays.spatial_x[b, 0, d] *= 2                       # DRAM has no fan-out
+            rows.append(b)
+    assert rows
+    got = _evaluate(hier, nest, arrays, engine)
+    assert got.fallback == len(rows)
+    for b in rows:
+        ev = evaluate(hier, nest, arrays.mapping(hier, nest, b), check=False)
+        assert got.cycles[b] == ev.cycles and got.energy_pj[b] == pytest.approx(ev.energy_pj, rel=1e-12)
+    keep = [b for b in range(len(maps)) if b not in rows]
+    want = evaluate_batch(hier, nest, arrays.take(keep), engine="numpy")
+    assert np.array_equal(got.reads[keep], want.reads) and np.array_equal(got.cycles[keep], want.cycles)
+
+
+@pytest.mark.skipif(not available(), reason="numba not installed")
+def test_jit_kernel_per_shape_cached_on_disk(tmp_path, monkeypatch):
+    """One kernel per (hierarchy, nest) shape, whatever the bounds; its source is written to the
+    cache directory (numba caches the compiled code next to it); without a writable directory
+    it is compiled in memory, with the same results."""
+    from sim import movement_jit
+    from sim.movement_batch import _structure
+    from sim.movement_jitgen import source
+    hier = Hierarchy((StorageLevel("DRAM", block_size=2, read_pj=100, fill_pj=100, update_pj=100),
+                      StorageLevel("buf", capacity_words=1 << 12, instances=4, mesh_x=2, read_pj=2, fill_pj=2,
+                                   update_pj=3, read_bandwidth=1, write_bandwidth=1)),
+                     Arithmetic(instances=8, mesh_x=4, mac_pj=1))
+    small, other = gemm(12, 8, 6), gemm(16, 4, 10)
+    shape = movement_jit.shape_of(_structure(hier, small))
+    assert movement_jit.shape_of(_structure(hier, other)) == shape          # bounds are arguments
+    monkeypatch.setattr(movement_jit, "_KERNELS", {})
+    monkeypatch.setenv("ACCEL_TUNE_JIT_CACHE", str(tmp_path / "jit"))
+    assert movement_jit.kernel_for(shape)[1] is False       # not compiled: small batches go generic
+    for nest in (small, other):
+        maps, arrays = _legal_arrays(np.random.default_rng(17), hier, nest, 25)
+        got = evaluate_batch(hier, nest, arrays, engine="jit", specialise=True)
+        want = evaluate_batch(hier, nest, arrays, engine="numpy")
+        assert np.array_equal(got.reads, want.reads) and np.array_equal(got.updates, want.updates)
+        assert np.array_equal(got.cycles, want.cycles) and np.allclose(got.energy_pj, want.energy_pj, rtol=1e-12)
+    files = list((tmp_path / "jit").glob("mvk_*.py"))
+    assert len(files) == 1 and files[0].read_text() == source(shape)
+    assert list((tmp_path / "jit" / "__pycache__").glob("mvk_*.nbc"))
+    assert movement_jit.kernel_for(shape)[1] is True
+    monkeypatch.setattr(movement_jit, "_KERNELS", {})        # a new process: compiled on disk
+    assert movement_jit.kernel_for(shape)[1] is True
+    # no writable directory: compiled in memory
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setattr(movement_jit, "_KERNELS", {})
+    monkeypatch.setenv("ACCEL_TUNE_JIT_CACHE", str(blocker / "jit"))
+    maps, arrays = _legal_arrays(np.random.default_rng(19), hier, small, 25)
+    got = evaluate_batch(hier, small, arrays, engine="jit", specialise=True)
+    want = evaluate_batch(hier, small, arrays, engine="numpy")
+    assert np.array_equal(got.fills, want.fills) and np.array_equal(got.cycles, want.cycles)

@@ -86,6 +86,7 @@ def test_table_output(tmp_path, capsys):
     code, out, _ = run(capsys, "tune", "--timeloop", *files, "--budget", "500")
     assert code == 0
     assert "best mapping for delay" in out and "mapping:" in out and "MainMemory" in out
+    assert "time: " in out and "search " in out
 
 
 @pytest.mark.parametrize("extra, msg", [
@@ -140,8 +141,33 @@ def test_external_command_measures_the_best_predicted(tmp_path, capsys):
 
 
 def test_timeloop_options_need_timeloop(capsys):
-    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--metric", "delay")
     assert code == 2 and "apply to --timeloop" in err
+    # --budget with a model is the mapping budget per MAC kernel: only where there are storage levels
+    code, _, err = run(capsys, "tune", "--model", "byoc_demo", "--hw", "edge-npu", "--budget", "5")
+    assert code == 2 and "apply to hardware with storage levels" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_accounts_the_wall_time(tmp_path, capsys):
+    """timing: the phases are measured, not derived from one another: a measurer that sleeps 0.1 s
+    a call shows at least 0.1 s per measurement in measure_s, and the phases add up to the total."""
+    import sys
+    files = case_files(tmp_path, "tl05_mapper_conv1doc_3level_null")
+    js = json.loads(run(capsys, "tune", "--timeloop", *files, "--budget", "300", "--json")[1])
+    t = js["timing"]
+    assert t["measurements"] == 0 and t["measure_s"] == 0 and t["train_s"] == 0 and t["fits"] == 0
+    assert t["search_s"] > 0 and t["evaluations"] == js["evaluations"]
+    slow = tmp_path / "slow.py"
+    slow.write_text("import json, sys, time\ntime.sleep(0.1)\nassert open(sys.argv[1]).read().startswith('mapping:')\n"
+                    "print(json.dumps({'cycles': 2000, 'energy_pj': 5e4}))\n")
+    code, out, err = run(capsys, "tune", "--timeloop", *files, "--budget", "300", "--measure-command",
+                         f"{sys.executable} {slow}", "--measure-top", "4", "--json")
+    assert code == 0, err
+    t = json.loads(out)["timing"]
+    assert t["measurements"] == 4 and t["measure_s"] >= 0.4
+    parts = [t[k] for k in ("read_s", "search_s", "pool_s", "measure_s", "train_s", "rank_s", "other_s")]
+    assert min(parts) >= 0 and sum(parts) == pytest.approx(t["total_s"], rel=1e-9, abs=1e-9)
+    assert json.loads(out)["measure_seconds"] == t["measure_s"]
 
 
 def test_the_walk_measures_the_best_predicted(tmp_path, capsys):

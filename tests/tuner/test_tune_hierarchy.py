@@ -36,11 +36,12 @@ def plan(request):
     return tune(small_net(), fast_link(request.param), trials=16, progress=False, model_name="small_net")
 
 
-def test_offloaded_mac_kernels_cost_their_searched_mapping(plan):
-    """Every offloaded conv/dense kernel costs the tile-level walk's cycles of its searched mapping
-    (the tuner costs plans at ``tile`` fidelity; the walk never beats the movement model) plus its
-    epilogue on the vector unit, recomputed here from the nest (an intermediate kept on chip may
-    take off DRAM stall, never compute)."""
+def test_offloaded_mac_kernels_cost_their_tuned_mapping(plan):
+    """Every offloaded conv/dense kernel carries its tuned mapping in its schedule and costs the
+    tile-level walk's cycles of it (the tuner costs plans at ``tile`` fidelity; the walk never
+    beats the movement model) plus its epilogue on the vector unit, recomputed here from the nest
+    (an intermediate kept on chip may take off DRAM stall, never compute); the tuned mapping is
+    no slower in the model than the default policy's."""
     from sim.walk import walk
     from sim.analytical import vector_cycles
     from sim.subgraph import kernel_workload
@@ -53,8 +54,10 @@ def test_offloaded_mac_kernels_cost_their_searched_mapping(plan):
             wl = kernel_workload(node, fn.graph.functions)
             if not wl.is_mac:
                 continue
-            m, _, _ = kernel_mapping(wl, hw)
-            ev = evaluate(hierarchy_of(hw), nest_from_workload(wl), m)
+            m = sim.Schedule.from_dict(by_name[node.name].schedule).mapping
+            assert m is not None
+            ev = evaluate(hierarchy_of(hw), nest_from_workload(wl), m)      # checks it, too
+            assert ev.cycles <= kernel_mapping(wl, hw)[2].cycles
             w = walk(hierarchy_of(hw), nest_from_workload(wl), m)
             assert w.cycles >= ev.cycles
             g, mm, n, _ = wl.gemm_view()

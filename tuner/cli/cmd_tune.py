@@ -35,19 +35,23 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "optimization_metrics, else edp)")
     p.add_argument("--budget", type=int, default=None, metavar="N",
                    help="with --timeloop: mappings to evaluate (default 30000; the search is deterministic "
-                        "for a seed and a budget)")
+                        "for a seed and a budget); with --model/--onnx on a hardware with storage levels: "
+                        "mappings to evaluate per MAC kernel (default 6000)")
     p.add_argument("--measure-command", metavar="CMD",
                    help="with --timeloop: an external measurer of mappings, run with a Timeloop mapping file "
                         "as its last argument, printing JSON with cycles and energy_pj (e.g. 'accel-tune "
                         "simulate --json --timeloop ARCH PROB ERT'); the search's best --measure-top "
-                        "mappings are measured and the best measured wins")
+                        "mappings are measured and the best measured wins; with --model/--onnx: the "
+                        "measurer of every kernel measurement, given one JSON object on stdin (workload, "
+                        "hardware, schedule; on storage levels the schedule's 'mapping'), printing "
+                        "{\"cycles\": N} (docs/TUNING.md)")
     p.add_argument("--measure", choices=("tile",), default=None,
                    help="with --timeloop: measure the search's best --measure-top mappings in process with the "
                         "tile-level walk (sim.walk: pipeline fill, drain, bursts, single buffering) and keep the "
                         "best measured (instead of --measure-command)")
     p.add_argument("--measure-top", type=int, default=None, metavar="K",
                    help="with --measure or --measure-command: how many of the best predicted mappings to measure "
-                        "(default 8)")
+                        "(default 8 with --timeloop, 4 per MAC kernel with --model/--onnx on storage levels)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="with --timeloop: stop the search after S seconds even if the budget is not spent")
     p.add_argument("--trials", type=int, default=None, metavar="N",
@@ -90,10 +94,9 @@ def run(args) -> int:
         raise CLIError("tune: one of the arguments --model --onnx --timeloop is required")
     if not args.hw:
         raise CLIError("tune: the following arguments are required: --hw")
-    if any(v is not None for v in (args.metric, args.time_limit, args.measure_command, args.budget,
-                                   args.measure_top, args.measure)):
-        raise CLIError("tune: --metric, --budget, --time-limit, --measure, --measure-command and --measure-top "
-                       "apply to --timeloop (use --objective/--trials with --model/--onnx)")
+    if any(v is not None for v in (args.metric, args.time_limit, args.measure)):
+        raise CLIError("tune: --metric, --time-limit and --measure apply to --timeloop (use --objective with "
+                       "--model/--onnx)")
     import sim
     from tuner.tune import tune
 
@@ -102,6 +105,20 @@ def run(args) -> int:
     if args.output:
         check_writable(args.output, "the plan")
     hw = sim.load_hw(args.hw)
+    if not hw.multilevel and (args.budget is not None or args.measure_top is not None):
+        raise CLIError(f"tune: --budget and --measure-top with --model/--onnx apply to hardware with storage "
+                       f"levels (mapping search); {hw.name} has none")
+    if args.budget is not None and args.budget < 1:
+        raise CLIError(f"--budget must be >= 1, got {args.budget}")
+    if args.measure_top is not None and (args.measure_top < 1 or args.measure_command is None):
+        raise CLIError("--measure-top needs --measure-command and must be >= 1")
+    measurer = None
+    if args.measure_command is not None:
+        from tuner.measure import CommandMeasurer, MeasureError
+        try:
+            measurer = CommandMeasurer(args.measure_command)
+        except MeasureError as e:
+            raise CLIError(str(e)) from None
     graph, name = _load_graph(args)
     if args.log:
         # Say so before any tuning time is spent, not after the first measurement.
@@ -109,7 +126,8 @@ def run(args) -> int:
         if not os.path.isdir(log_dir):
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
-                progress=progress_enabled(args), model_name=name, model_use=args.learned_model)
+                progress=progress_enabled(args), model_name=name, model_use=args.learned_model,
+                measurer=measurer, map_budget=args.budget, measure_top=args.measure_top)
     if args.output:
         plan.save(args.output)
     if args.json:

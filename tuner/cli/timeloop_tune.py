@@ -88,18 +88,21 @@ def run_timeloop_tune(args) -> int:
     if args.measure == "tile":
         from tuner.map_measure import WalkMeasurer
         measurer = WalkMeasurer(prob.hier, prob.nest)
+    t_read = time.perf_counter()
     metric = args.metric or prob.metric
     bar = _bar(args, budget)
     try:
         space, res = search_mapping(prob.hier, prob.nest, metric, budget=budget, constraints=prob.constraints,
                                     seed=args.seed, time_limit_s=args.time_limit, start=prob.given,
                                     progress=bar.update if bar else None,
-                                    keep_top=4 * top if measurer else 0)
+                                    keep_top=4 * top if measurer else 0, spatial_one_axis=True)
     finally:
         if bar:
             bar.close()
+    t_search = time.perf_counter()
     mapping = to_mapping(space, res.genes)
     measured = None
+    t_pool = t_guided = t_search
     if measurer is not None:
         # the search's best 4K mappings are the pool; K of them are measured in rounds, ranked by
         # the analytical model or, when the --learned-model policy says so, by XGBoost
@@ -109,10 +112,12 @@ def run_timeloop_tune(args) -> int:
         cands = [to_mapping(space, row) for row in res.top]
         arrays = space.arrays(res.top)
         pc = movement_evaluator(prob.hier, prob.nest, space)(arrays)
-        measured = measure_guided(measurer, [mapping_yaml(prob.hier, prob.nest, m) for m in cands],
-                                  mapping_features(prob.hier, prob.nest, arrays),
-                                  log_metric(metric, pc.cycles, pc.energy_pj), metric, top,
-                                  max(1, -(-top // 4)), ModelPolicy(use=args.learned_model))
+        yamls = [mapping_yaml(prob.hier, prob.nest, m) for m in cands]
+        feats, prior = mapping_features(prob.hier, prob.nest, arrays), log_metric(metric, pc.cycles, pc.energy_pj)
+        t_pool = time.perf_counter()
+        measured = measure_guided(measurer, yamls, feats, prior, metric, top, max(1, -(-top // 4)),
+                                  ModelPolicy(use=args.learned_model))
+        t_guided = time.perf_counter()
         mapping = cands[measured.index]
     ev = evaluate(prob.hier, prob.nest, mapping)          # checked, and the counts for the table
     text = mapping_yaml(prob.hier, prob.nest, mapping)
@@ -123,13 +128,14 @@ def run_timeloop_tune(args) -> int:
     cycles, energy = (measured.cycles, measured.energy_pj) if measured else (ev.cycles, ev.energy_pj)
     result = {"cycles": int(round(cycles)), "energy_pj": float(energy), "edp": float(cycles * energy),
               "mapping_yaml": text, "evaluations": int(res.evaluations), "seconds": seconds}
+    timing = _timing(t0, t_read, t_search, t_pool, t_guided, seconds, res.evaluations, measured)
     if args.json:
         extra = {"measured": len(measured.measured), "measure_seconds": measured.measure_s,
                  "learned_model": {"policy": args.learned_model, "fits": measured.fits, "train_seconds": measured.train_s,
                                    "rounds_ranked_by_model": measured.rounds_ranked_by_model,
                                    "last_decision": measured.last_decision},
                  "model_cycles": int(ev.cycles), "model_energy_pj": float(ev.energy_pj)} if measured else {}
-        print_json({**result, "metric": metric, "budget": budget, "seed": args.seed,
+        print_json({**result, "metric": metric, "budget": budget, "seed": args.seed, "timing": timing,
                     "utilized_macs": int(ev.utilized_macs), **extra, **({"mapping_file": out} if out else {})})
         return 0
     if measured:
@@ -144,12 +150,38 @@ def run_timeloop_tune(args) -> int:
           f"{ev.cycles:,} cycles ({ev.utilized_macs} of {macs} MACs), energy {ev.energy_pj:,.2f} pJ "
           f"({ev.energy_pj / max(1, ev.computes):.3f} pJ/compute), EDP {ev.cycles * ev.energy_pj:.4g} pJ*cycles")
     print(_loop_nest(prob.hier, prob.nest, mapping))
+    print(_timing_line(timing))
     if out:
         print(f"mapping written to {out} (accel-tune simulate --timeloop <arch/problem/ERT files> {out})")
     else:
         print("Timeloop mapping:")
         print(text.rstrip())
     return 0
+
+
+def _timing(t0, t_read, t_search, t_pool, t_guided, total, evaluations, measured) -> dict:
+    """Where the run's wall time went (issue 13: the learned model must pay for its time): reading
+    the files, the analytical search (generating and evaluating mappings with the closed form),
+    and with a measurer: the pool's features and prior, the measurer, XGBoost training (its import
+    included), the model's ranking and the policy (``rank_s``); ``other_s``: the final check and
+    output."""
+    measure_s = measured.measure_s if measured else 0.0
+    train_s = measured.train_s if measured else 0.0
+    parts = {"read_s": t_read - t0, "search_s": t_search - t_read, "pool_s": t_pool - t_search,
+             "measure_s": measure_s, "train_s": train_s,
+             "rank_s": max(0.0, (t_guided - t_pool) - measure_s - train_s)}
+    return {"total_s": total, **parts, "other_s": max(0.0, total - sum(parts.values())),
+            "evaluations": int(evaluations), "measurements": len(measured.measured) if measured else 0,
+            "fits": measured.fits if measured else 0}
+
+
+def _timing_line(t: dict) -> str:
+    line = f"time: {t['total_s']:.2f} s (read {t['read_s']:.2f} s, search {t['search_s']:.2f} s"
+    if t["measurements"]:
+        line += (f", measure {t['measure_s']:.2f} s ({t['measurements']}), train {t['train_s']:.2f} s "
+                 f"({t['fits']} fit{'' if t['fits'] == 1 else 's'}), pool features {t['pool_s']:.2f} s, "
+                 f"ranking {t['rank_s']:.2f} s")
+    return line + f", other {t['other_s']:.2f} s)"
 
 
 def _loop_nest(hier, nest, mapping) -> str:
