@@ -26,6 +26,7 @@ rows with a spatial dim that indexes two ranks of one tensor are evaluated by
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -279,7 +280,8 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
     """Counts, cycles and energy of every mapping (assumed legal: filter with ``check_batch``).
     ``engine``: ``numpy`` (this module's array form), ``jit`` (``sim.movement_jit``, the same
     closed form compiled per mapping with numba, the ``fast`` extra) or ``auto`` (jit when numba
-    is installed). Both give the same numbers (tested). ``specialise`` (jit only): the kernel
+    is installed and its kernel is compiled already, or once the numpy form has cost as much as
+    a compile: ``_jit_pays``). Both give the same numbers (tested). ``specialise`` (jit only): the kernel
     generated for this (hierarchy, nest) shape (True), the generic one (False), or None: the
     generated one when it is compiled already or the batch is large (``movement_jit.run``)."""
     from . import movement_jit
@@ -288,10 +290,29 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
     if engine == "jit" and not movement_jit.available():
         raise ValueError("engine='jit' needs numba (pip install 'accel-tune[fast]')")
     st = _structure(hier, nest)
-    if engine == "jit" or (engine == "auto" and movement_jit.available()):
+    if engine == "jit" or (engine == "auto" and _jit_pays(movement_jit)):
         reads, fills, updates, util, tcyc, cycles, energy, flagged = movement_jit.run(st, m, specialise=specialise)
         return _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged)
-    return _evaluate_numpy(hier, nest, m, st)
+    t0 = time.process_time()
+    try:
+        return _evaluate_numpy(hier, nest, m, st)
+    finally:
+        if engine == "auto":
+            _NUMPY_SPENT[0] += time.process_time() - t0
+
+
+# CPU seconds this process has spent in the numpy form under engine="auto" while the jit kernel
+# was cold: rent or buy. A cold compile costs ``movement_jit.COLD_COMPILE_S`` (~15 s), more than
+# a whole mapper search spends evaluating in numpy (its own work dominates: same result in the
+# same time either way), so ``auto`` rents the numpy form until it has spent that much and only
+# then pays the compile, never more than twice the better of the two choices. A kernel already
+# compiled, in this process or in numba's cache on disk, is used at once.
+_NUMPY_SPENT = [0.0]
+
+
+def _jit_pays(movement_jit) -> bool:
+    return movement_jit.available() and (movement_jit.generic_ready()
+                                         or _NUMPY_SPENT[0] >= movement_jit.COLD_COMPILE_S)
 
 
 def _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged) -> BatchEvaluation:

@@ -42,6 +42,25 @@ def available() -> bool:
     return numba is not None
 
 
+def generic_ready() -> bool:
+    """Whether the generic kernel runs without a compile: compiled in this process already, or a
+    compilation valid for its current source in numba's cache on disk (numba's own index, which
+    drops stale entries; an unreadable cache counts as not ready). A cold compile costs
+    ``COLD_COMPILE_S``; loading a cached one about half a second."""
+    if numba is None:
+        return False
+    k = movement_jitloop._kernel
+    if k.signatures:
+        return True
+    try:
+        return bool(k._cache._cache_file._load_index())      # numba internals: guarded
+    except Exception:
+        return False
+
+
+COLD_COMPILE_S = 15.0   # CPU-s of the generic kernel's cold compile (14.7 measured on the 2-core CI machine)
+
+
 def shape_of(st) -> Shape:
     """The (hierarchy, nest) shape of a ``movement_batch._Structure``: what the kernel's source
     depends on."""

@@ -227,3 +227,43 @@ def test_jit_kernel_per_shape_cached_on_disk(tmp_path, monkeypatch):
     got = evaluate_batch(hier, small, arrays, engine="jit", specialise=True)
     want = evaluate_batch(hier, small, arrays, engine="numpy")
     assert np.array_equal(got.fills, want.fills) and np.array_equal(got.cycles, want.cycles)
+
+
+def test_auto_rents_numpy_until_a_cold_compile_would_pay(monkeypatch):
+    """engine='auto' with a cold jit kernel evaluates in numpy (same numbers) and counts the CPU
+    time it spends; once that reaches the cold compile's cost, or as soon as the kernel is ready
+    (compiled in process or cached on disk), it runs the jit kernel."""
+    from sim import movement_batch, movement_jit
+    if not available():
+        pytest.skip("numba not installed")
+    hier, nest = eyeriss_like(), conv2d(c=8, m=8, r=3, s=3, p=6, q=6)
+    _, a = _legal_arrays(np.random.default_rng(3), hier, nest, 32)
+    calls = []
+    real_run = movement_jit.run
+    monkeypatch.setattr(movement_jit, "run", lambda *x, **k: calls.append(1) or real_run(*x, **k))
+    monkeypatch.setattr(movement_batch, "_NUMPY_SPENT", [0.0])
+    monkeypatch.setattr(movement_jit, "generic_ready", lambda: False)
+    cold = evaluate_batch(hier, nest, a)
+    assert calls == [] and movement_batch._NUMPY_SPENT[0] > 0
+    want = evaluate_batch(hier, nest, a, engine="numpy")
+    assert (cold.cycles == want.cycles).all() and (cold.reads == want.reads).all()
+    spent = movement_batch._NUMPY_SPENT[0]
+    evaluate_batch(hier, nest, a, engine="numpy")              # only auto's numpy time counts
+    assert movement_batch._NUMPY_SPENT[0] == spent
+    movement_batch._NUMPY_SPENT[0] = movement_jit.COLD_COMPILE_S
+    bought = evaluate_batch(hier, nest, a)
+    assert calls == [1] and (bought.cycles == want.cycles).all()
+    movement_batch._NUMPY_SPENT[0] = 0.0
+    monkeypatch.setattr(movement_jit, "generic_ready", lambda: True)
+    evaluate_batch(hier, nest, a)
+    assert calls == [1, 1]
+
+
+def test_generic_ready_reads_numbas_cache():
+    """In a process whose generic kernel has run, it is ready; the answer is a plain bool."""
+    from sim import movement_jit
+    if not available():
+        pytest.skip("numba not installed")
+    hier, nest = eyeriss_like(), conv2d(c=8, m=8, r=3, s=3, p=6, q=6)
+    evaluate_batch(hier, nest, _legal_arrays(np.random.default_rng(4), hier, nest, 4)[1], engine="jit", specialise=False)
+    assert movement_jit.generic_ready() is True
