@@ -57,7 +57,7 @@ class PolicyStats:
 class PolicyConfig:
     """``samples`` legal rows drawn first (the ``packed`` share of them packed); then at most
     ``steps`` descent steps."""
-    samples: int = 256
+    samples: int = 192
     steps: int = 8
     seed: int = 0
     packed: float = 0.75
