@@ -81,17 +81,21 @@ def rank_keys(metric: str, cycles, energy_pj) -> tuple[np.ndarray, np.ndarray]:
     raise MappingPolicyError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
 
 
-def evaluate_rows(hier: Hierarchy, nest: Nest, space: Mapspace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cycles, energy_pj) of gene rows by the batched movement model; a row ``sim``'s own check
-    refuses costs ``inf`` (it never wins)."""
-    a = space.arrays(rows)
-    cyc = np.full(len(rows), np.inf)
-    en = np.full(len(rows), np.inf)
+def evaluate_arrays(hier: Hierarchy, nest: Nest, a: mb.MappingArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, energy_pj) of a batch of mappings by the batched movement model; a row ``sim``'s
+    own check refuses costs ``inf`` (it never wins). ``tuner.mapper`` ranks with it too."""
+    cyc = np.full(len(a), np.inf)
+    en = np.full(len(a), np.inf)
     ok = np.flatnonzero(mb.check_batch(hier, nest, a) == mb.OK)
     if len(ok):
         ev = mb.evaluate_batch(hier, nest, a.take(ok))
         cyc[ok], en[ok] = ev.cycles, ev.energy_pj
     return cyc, en
+
+
+def evaluate_rows(hier: Hierarchy, nest: Nest, space: Mapspace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``evaluate_arrays`` of gene rows of ``space``."""
+    return evaluate_arrays(hier, nest, space.arrays(rows))
 
 
 def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> list[int]:
@@ -231,5 +235,5 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
     return to_mapping(space, best.row), PolicyStats(best.n, time.perf_counter() - start, metric, *best.cost)
 
 
-__all__ = ["METRICS", "MappingPolicyError", "PolicyConfig", "PolicyStats", "default_mapping", "evaluate_rows", "packed_rows",
-           "rank_keys"]
+__all__ = ["METRICS", "MappingPolicyError", "PolicyConfig", "PolicyStats", "default_mapping", "evaluate_arrays",
+           "evaluate_rows", "packed_rows", "rank_keys"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable
 
-import numpy as np
 
 from sim.hierarchy import Hierarchy
 from sim.mapping import Mapping
@@ -29,17 +28,10 @@ from sim.mapspace_sim import build_space, from_mapping, to_mapping
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:
     """Cycles and energy of many mappings at once from ``sim``'s batched data-movement model;
     a row ``sim``'s own check refuses costs ``inf`` (it never wins)."""
-    from sim import movement_batch as mb
+    from sim.mapping_policy import evaluate_arrays
 
     def run(a: MappingArrays) -> Costs:
-        m = a
-        cyc = np.full(len(a), np.inf)
-        en = np.full(len(a), np.inf)
-        ok = np.flatnonzero(mb.check_batch(hier, nest, m) == mb.OK)
-        if len(ok):
-            ev = mb.evaluate_batch(hier, nest, m.take(ok))
-            cyc[ok], en[ok] = ev.cycles, ev.energy_pj
-        return Costs(cyc, en)
+        return Costs(*evaluate_arrays(hier, nest, a))
     return run
 
 

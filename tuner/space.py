@@ -130,9 +130,10 @@ class ScheduleSpace:
 
     @classmethod
     def _one_point(cls, wl: Workload, hw: HardwareConfig, epi: tuple[str, ...]) -> "ScheduleSpace":
-        """On a machine with a storage hierarchy a MAC kernel's cost is its searched mapping's
-        (``sim.multilevel``), whatever the one-buffer schedule: the space is the default schedule
-        alone, so tuning measures it once and spends nothing on schedules that cost the same."""
+        """On a machine with a storage hierarchy a MAC kernel's cost is its mapping's
+        (``sim.multilevel``), whatever the one-buffer schedule: the one-buffer space is the
+        default schedule alone. Its tuning space is the mapspace, searched by
+        ``tuner.tune_mappings`` (``tune_kernels`` sends such tasks there)."""
         s = Schedule.default(wl, hw)
         return cls(wl, hw, (s.dataflow,), (s.transposed,), (s.tile_m,), (s.tile_n,), (s.tile_k,), (s.loop_order,),
                    (s.double_buffer,), epi, np.ones((1, 1, 1, 1), dtype=bool))
