@@ -79,7 +79,7 @@ def test_tuned_plans_never_beat_the_roofline(preset):
     hw = load_hw(preset)
     for model in MODELS:
         try:
-            plan = tune(get(model), hw, trials=4, progress=False)
+            plan = tune(get(model), hw, trials=4, progress=False, map_budget=300)  # any budget: a bound
         except ValueError:
             continue  # the accelerator runs none of the model's ops
         for sym, fc in plan.functions.items():
