@@ -14,18 +14,28 @@ from sim.mapspace_sim import build_space
 from tuner.model_policy import ModelPolicy
 
 
-@pytest.fixture(scope="module")
-def pool():
-    hier = Hierarchy((StorageLevel("DRAM", read_pj=100.0, fill_pj=100.0, update_pj=100.0),
-                      StorageLevel("GLB", capacity_words=512, read_pj=5.0, fill_pj=5.0, update_pj=5.0),
-                      StorageLevel("RF", capacity_words=16, instances=4, mesh_x=4, read_pj=0.5, fill_pj=0.5,
+def _three_levels(glb_words: int, rf_words: int) -> Hierarchy:
+    """DRAM -> GLB -> 4 RFs on a 4-wide mesh -> 4 MACs."""
+    return Hierarchy((StorageLevel("DRAM", read_pj=100.0, fill_pj=100.0, update_pj=100.0),
+                      StorageLevel("GLB", capacity_words=glb_words, read_pj=5.0, fill_pj=5.0, update_pj=5.0),
+                      StorageLevel("RF", capacity_words=rf_words, instances=4, mesh_x=4, read_pj=0.5, fill_pj=0.5,
                                    update_pj=0.5)),
                      Arithmetic("MAC", instances=4, mesh_x=4, mac_pj=1.0))
+
+
+def _distinct_rows(space, n: int, seed: int) -> np.ndarray:
+    """``n`` sampled rows of ``space``, duplicates dropped, in sampling order."""
+    rows = space.sample(n, np.random.default_rng(seed))
+    _, first = np.unique(space.keys(rows), return_index=True)
+    return rows[np.sort(first)]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    hier = _three_levels(512, 16)
     nest = conv1d(8, 8, 3, 16)
     space = build_space(hier, nest)
-    rows = space.sample(300, np.random.default_rng(0))
-    _, first = np.unique(space.keys(rows), return_index=True)
-    rows = rows[np.sort(first)][:120]
+    rows = _distinct_rows(space, 300, 0)[:120]
     a = space.arrays(rows)
     c = movement_evaluator(hier, nest, space)(a)
     X = mapping_features(hier, nest, a)
@@ -114,16 +124,10 @@ def test_model_learns_what_the_closed_form_averages_away():
     rest better than the prior out of sample, and picks a faster next round."""
     from tuner.cost_model import CostModel, CostModelConfig
     from tuner.model_policy import count_pairs
-    hier = Hierarchy((StorageLevel("DRAM", read_pj=100.0, fill_pj=100.0, update_pj=100.0),
-                      StorageLevel("GLB", capacity_words=256, read_pj=5.0, fill_pj=5.0, update_pj=5.0),
-                      StorageLevel("RF", capacity_words=24, instances=4, mesh_x=4, read_pj=0.5, fill_pj=0.5,
-                                   update_pj=0.5)),
-                     Arithmetic("MAC", instances=4, mesh_x=4, mac_pj=1.0))
+    hier = _three_levels(256, 24)
     nest = conv1d(8, 16, 3, 32)
     space = build_space(hier, nest)
-    rows = space.sample(1500, np.random.default_rng(1))
-    _, first = np.unique(space.keys(rows), return_index=True)
-    a = space.arrays(rows[np.sort(first)])
+    a = space.arrays(_distinct_rows(space, 1500, 1))
     c = movement_evaluator(hier, nest, space)(a)
     ok = np.flatnonzero(np.isfinite(c.cycles))
     a = a.take(ok)
