@@ -5,22 +5,14 @@ team's RTL simulation of a mapping would be plugged in.
     python experiments/adapters/map_measurer.py PROBLEM.json MAPPING.yaml
 
 ``PROBLEM.json`` names the problem and the measurer (experiments/bench/mapping_regimes.py writes
-it): ``{"measurer": "walk"|"standin", "pickle": FILE}`` (the hierarchy and nest the bench
+it): ``{"measurer": "walk", "pickle": FILE}`` (the hierarchy and nest the bench
 parsed, pickled, so a call does not re-read a Timeloop input), ``{"measurer": ..., "timeloop": [files...]}`` (a Timeloop architecture +
 problem + constraints + ERT/ART) or ``{"measurer": ..., "hw": PRESET, "layer": {...}}`` (a layer
 as experiments/bench/search_quality.py describes it, on a hierarchical preset). It prints
 ``{"cycles": N, "energy_pj": E}``, the JSON ``MapCommandMeasurer`` reads.
 
-Measurers:
-
-- ``walk``: ``sim.walk.walk`` (the tile-level walk of the nest: pipeline fill and drain, bursts,
-  single buffering where a level cannot hold two tiles);
-- ``standin``: a STAND-IN used only while the walk was not available, labelled as such wherever
-  it is used. It differs from the closed form (which assumes every level's transfers overlap
-  compute perfectly) in the two physical ways the walk models: a level that cannot hold two of
-  its tiles is single-buffered, so its transfers add to compute instead of overlapping it, and
-  the first tile of every level is loaded before compute starts (the pipeline fill). Leakage
-  scales with the cycles; access energy is the closed form's (same counts).
+Measurer ``walk``: ``sim.walk.walk`` (the tile-level walk of the nest: pipeline fill and drain,
+bursts, single buffering where a level cannot hold two tiles).
 """
 from __future__ import annotations
 
@@ -28,32 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-MEASURERS = ("walk", "standin")
-
-
-def standin(hier, nest, mapping) -> tuple[float, float]:
-    """(cycles, energy_pj) of the stand-in described in the module docstring."""
-    from sim.movement import evaluate
-    ev = evaluate(hier, nest, mapping, check=False)
-    comp = float(ev.compute_cycles)
-    serial, overlapped, fill = 0.0, comp, 0.0
-    for lh, lv in zip(hier.levels, ev.levels):
-        if lv.spatial_only or not lv.tensors:
-            continue
-        reads = sum(c.reads for _, c in lv.tensors)
-        writes = sum(c.fills + c.updates for _, c in lv.tensors)
-        rbw, wbw = lh.read_bandwidth, lh.write_bandwidth
-        t = max(reads / rbw if rbw else 0.0, writes / wbw if wbw else 0.0)
-        tile = sum(c.tile_words for _, c in lv.tensors)
-        if lh.capacity_words is not None and 2 * tile > lh.capacity_words:
-            serial += t          # single-buffered: transfers wait for compute and compute for them
-        else:
-            overlapped = max(overlapped, t)
-        if wbw:
-            fill += tile / wbw   # the first tile arrives before the first compute
-    cycles = max(comp + serial, overlapped) + fill
-    leak = sum(lv.leak_energy_pj for lv in ev.levels) * cycles / max(ev.cycles, 1)
-    return cycles, ev.mac_energy_pj + sum(lv.access_energy_pj for lv in ev.levels) + leak
+MEASURERS = ("walk",)
 
 
 def _walk(hier, nest, mapping) -> tuple[float, float]:
@@ -66,15 +33,7 @@ def measure_fn(name: str):
     """The in-process measurer ``name``: (hier, nest, mapping) -> (cycles, energy_pj)."""
     if name not in MEASURERS:
         raise ValueError(f"measurer must be one of {', '.join(MEASURERS)}, got {name!r}")
-    return _walk if name == "walk" else standin
-
-
-def walk_available() -> bool:
-    try:
-        import sim.walk  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return _walk
 
 
 def load_problem(spec: dict):

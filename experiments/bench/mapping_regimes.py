@@ -5,8 +5,7 @@ Problems: the oracle's ``timeloop-mapper`` cases (their processed inputs, constr
 without Timeloop's mapping) and layers of built-in models on hierarchical presets (``--presets``,
 metric ``--layer-metric``).
 
-Regimes (the measured numbers are the same in both: ``--measurer``, the tile-level walk
-``sim.walk`` by default, ``standin`` = the labelled stand-in of experiments/adapters/map_measurer.py):
+Regimes (the measured numbers are the same in both: the tile-level walk, ``sim.walk``):
 
 - ``builtin``: the measurer called in process;
 - ``external``: experiments/adapters/map_measurer.py through ``tuner.map_measure.MapCommandMeasurer``,
@@ -37,7 +36,7 @@ shared.
 
     python experiments/bench/mapping_regimes.py [--oracle ../shared/oracle/timeloop] [--cases ID ...]
         [--presets eyeriss simba-like] [--layers NAME ...] [--regimes builtin external] [--seeds 0 1 2]
-        [--budget-builtin 64] [--budget-external 24] [--search-budget 20000] [--measurer walk|standin]
+        [--budget-builtin 64] [--budget-external 24] [--search-budget 20000]
         [--json] [--out DIR]
 
 Writes config.json, runs.json (every run with its trace) and table.md to DIR (default
@@ -64,7 +63,9 @@ ADAPTER = ROOT / "experiments" / "adapters" / "map_measurer.py"
 sys.path.insert(0, str(ADAPTER.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from map_measurer import load_problem, measure_fn, walk_available  # noqa: E402
+from map_measurer import load_problem, measure_fn  # noqa: E402
+
+MEASURER = "walk"   # the tile-level walk, sim.walk
 from model_regimes import summarize, table, time_to  # noqa: E402  (the schedule benchmark's summary)
 from search_quality import DEFAULT_LAYERS  # noqa: E402
 
@@ -292,25 +293,25 @@ def problems(a, tmp: Path) -> list[Problem]:
             if case.get("tool") != "timeloop-mapper" or (a.cases and case["case_id"] not in a.cases):
                 continue
             files = write_inputs(case, "processed", tmp / case["case_id"])
-            spec = {"measurer": a.measurer, "timeloop": [str(f) for f in files if not f.name.endswith(".map.yaml")]}
+            spec = {"measurer": MEASURER, "timeloop": [str(f) for f in files if not f.name.endswith(".map.yaml")]}
             out.append(Problem(case["case_id"], spec, tmp / f"{case['case_id']}.json"))
     by_name = {L["name"]: L for L in DEFAULT_LAYERS}
     for hw in a.presets:
         for name in a.layers:
-            spec = {"measurer": a.measurer, "hw": hw, "layer": by_name[name], "metric": a.layer_metric}
+            spec = {"measurer": MEASURER, "hw": hw, "layer": by_name[name], "metric": a.layer_metric}
             out.append(Problem(f"{hw}:{name}", spec, tmp / f"{hw}_{name}.json"))
     for p in out:
         p.load()
         # the adapter reads the parsed problem back (a Timeloop input's YAML would cost it seconds)
         pk = p.spec_path.with_suffix(".pickle")
         pk.write_bytes(pickle.dumps((p.hier, p.nest)))
-        p.spec_path.write_text(json.dumps({"measurer": a.measurer, "pickle": str(pk), "metric": p.metric}))
+        p.spec_path.write_text(json.dumps({"measurer": MEASURER, "pickle": str(pk), "metric": p.metric}))
     return out
 
 
 def reference_best(prob: Problem, a) -> float:
     pool = analytical_pool(prob, a.ref_budget, a.ref_pool, seed=1000)
-    m = InProcess(prob, a.measurer)
+    m = InProcess(prob, MEASURER)
     return min(primary(prob.metric, *m.measure(x)) for x in pool.mappings)
 
 
@@ -338,7 +339,7 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                 for seed in a.seeds:
                     pool = None
                     for s in a.strategies:
-                        inner = InProcess(p, a.measurer) if regime == "builtin" else External(p)
+                        inner = InProcess(p, MEASURER) if regime == "builtin" else External(p)
                         cpu0 = time.process_time()
                         if s in GUIDED:
                             if pool is None:
@@ -362,8 +363,7 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                               file=sys.stderr, flush=True)
     for r in runs:
         best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
-    config = {"measurer": a.measurer, "measurer_note": ("the tile-level walk, sim.walk" if a.measurer == "walk" else
-                                                        "STAND-IN (experiments/adapters/map_measurer.py standin), not the walk"),
+    config = {"measurer": MEASURER, "measurer_note": "the tile-level walk, sim.walk",
               "problems": [{"name": p.name, "metric": p.metric, "spec": {k: v for k, v in p.spec.items() if k != "timeloop"}}
                            for p in probs],
               "seeds": a.seeds, "budget_builtin": a.budget_builtin, "budget_external": a.budget_external,
@@ -394,7 +394,6 @@ def main(argv=None) -> int:
     ap.add_argument("--ref-budget", type=int, default=30000)
     ap.add_argument("--ref-pool", type=int, default=256)
     ap.add_argument("--strategies", nargs="+", default=list(STRATEGIES), choices=list(STRATEGIES))
-    ap.add_argument("--measurer", default="walk" if walk_available() else "standin", choices=["walk", "standin"])
     ap.add_argument("--out", type=Path, default=ROOT / "experiments" / "results" / "mapping_regimes")
     ap.add_argument("--before", type=Path, default=None,
                     help="a results folder of an earlier run: also compare its runs with this one's (before_after.md)")
@@ -409,9 +408,6 @@ def main(argv=None) -> int:
     bad = [n for n in a.layers if n not in known]
     if bad:
         print(f"mapping_regimes: error: unknown layer(s) {', '.join(bad)}", file=sys.stderr)
-        return 2
-    if a.measurer == "walk" and not walk_available():
-        print("mapping_regimes: error: sim.walk is not available; use --measurer standin", file=sys.stderr)
         return 2
     if min(a.budget_builtin, a.budget_external, a.search_budget) < 1:
         print("mapping_regimes: error: budgets must be >= 1", file=sys.stderr)
