@@ -26,7 +26,7 @@ from sim.movement_batch import MappingArrays
 
 from sim.mapping_policy import METRICS, rank_keys
 from sim.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
-from .search import _tournament
+from .search import _tournament, breed
 
 class MapSearchError(ValueError):
     pass
@@ -176,12 +176,7 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
         gens += 1
         rank = _rank(metric, cost)
         n_child = min(cfg.population, max(budget() - int(ls_share * cfg.evaluations), 1))
-        pa = pop[_tournament(rank, n_child, rng)]
-        pb = pop[_tournament(rank, n_child, rng)]
-        kids = cfg.mutation(space, pa, rng)
-        cross = rng.random(n_child) < cfg.crossover_prob
-        if cross.any():
-            kids[cross] = cfg.crossover(space, pa[cross], pb[cross], rng)
+        kids = breed(space, pop, rank, n_child, cfg.mutation, cfg.crossover, cfg.crossover_prob, rng)
         if stale >= cfg.restart_after:
             kids[: n_child // 2] = space.sample(n_child // 2, rng)
             stale = 0

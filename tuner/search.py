@@ -134,6 +134,20 @@ def _tournament(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndar
     return np.where(scores[a] <= scores[b], a, b)
 
 
+def breed(space, pop: np.ndarray, scores: np.ndarray, n: int, mutation, crossover, crossover_prob: float,
+          rng: np.random.Generator) -> np.ndarray:
+    """``n`` children of ``pop`` (gene rows; lower ``scores`` are fitter): two binary tournaments
+    pick each child's parents, every child is the first parent mutated, and a ``crossover_prob``
+    share is instead the crossover of both. Shared by the schedule and the mapping searches."""
+    pa = pop[_tournament(scores, n, rng)]
+    pb = pop[_tournament(scores, n, rng)]
+    kids = mutation(space, pa, rng)
+    cross = rng.random(n) < crossover_prob
+    if cross.any():
+        kids[cross] = crossover(space, pa[cross], pb[cross], rng)
+    return kids
+
+
 class EvolutionarySearch(_Strategy):
     """Evolution with a scorer as the fitness. While the scorer stays the same from one ``ask`` to
     the next (the analytical prior, or a model not retrained since), scores cannot change, so the
@@ -235,13 +249,7 @@ class MeasuredEvolution(_Strategy):
             want = n - len(chosen)
             if want <= 0:
                 break
-            m = 4 * want
-            pa = parents[_tournament(pscores, m, rng)]
-            pb = parents[_tournament(pscores, m, rng)]
-            children = cfg.mutation(sp, pa, rng)
-            cross = rng.random(m) < cfg.crossover_prob
-            if cross.any():
-                children[cross] = cfg.crossover(sp, pa[cross], pb[cross], rng)
+            children = breed(sp, parents, pscores, 4 * want, cfg.mutation, cfg.crossover, cfg.crossover_prob, rng)
             chosen += self._fresh(children, want, taken)
         chosen += self._random_fresh(n - len(chosen), taken)
         return sp.schedules(np.array(chosen)) if chosen else []
