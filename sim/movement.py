@@ -304,6 +304,18 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
         level_cycles.append(lc)
         cycles = max(cycles, lc)
 
+    levels = level_results(hier, nest, mapping, counts, cycles, level_cycles)
+    return Evaluation(computes=computes, compute_cycles=t_all, cycles=cycles, utilized_macs=util_macs,
+                      mac_energy_pj=computes * hier.arithmetic.mac_pj, area_um2=hier.area_um2(),
+                      levels=tuple(levels))
+
+
+def level_results(hier: Hierarchy, nest: Nest, mapping: Mapping, counts, cycles: int,
+                  level_cycles) -> tuple[LevelResult, ...]:
+    """Every level's result from its per data space (reads, fills, updates, tile words, parent
+    words) ``counts[i][name]`` (totals per instance): access energy per block access, shared by a
+    cluster, over the utilized instances; leakage over ``cycles``; ``level_cycles[i]`` reported.
+    The tile-level walk charges its own counts through this too."""
     levels = []
     for i, lv in enumerate(hier.levels):
         u = mapping.utilized_instances(i)
@@ -322,6 +334,4 @@ def evaluate(hier: Hierarchy, nest: Nest, mapping: Mapping, check: bool = True) 
         leak = 0.0 if lv.spatial_only else lv.leak_pj_per_cycle * cycles * u
         levels.append(LevelResult(lv.name, lv.instances, u, lv.spatial_only, tuple(tensors), access, leak,
                                   level_cycles[i]))
-    return Evaluation(computes=computes, compute_cycles=t_all, cycles=cycles, utilized_macs=util_macs,
-                      mac_energy_pj=computes * hier.arithmetic.mac_pj, area_um2=hier.area_um2(),
-                      levels=tuple(levels))
+    return tuple(levels)

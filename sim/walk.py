@@ -63,7 +63,7 @@ import numpy as np
 
 from .hierarchy import Hierarchy
 from .mapping import Mapping
-from .movement import (Evaluation, LevelResult, TensorCounts, _diff, _translation, distinct_tiles, evaluate,
+from .movement import (Evaluation, LevelResult, _diff, _translation, distinct_tiles, evaluate, level_results,
                        spatial_loops, step_loops)
 from .nest import DataSpace, Nest
 from .walk_pipeline import pipeline
@@ -405,22 +405,7 @@ def _engines(hier: Hierarchy, c: _Counted) -> tuple[list, np.ndarray]:
 
 def _levels(hier: Hierarchy, nest: Nest, mapping: Mapping, c: _Counted, cycles: int) -> tuple[LevelResult, ...]:
     """Per level the walk's totals and their energy, charged as the closed form charges them
-    (per block access, shared by a cluster), leakage over the walk's cycles."""
-    levels = []
-    for i, lv in enumerate(hier.levels):
-        u = mapping.utilized_instances(i)
-        clusters = min(u, max(1, lv.instances // lv.cluster_size))
-        share = u / clusters
-        tensors, access = [], 0.0
-        for ds in nest.data_spaces:
-            if ds.name not in c.counts[i]:
-                continue
-            r, f, up = (int(x.sum()) for x in c.counts[i][ds.name])
-            b = lv.block_size
-            e = (-(-r // b) * lv.read_pj + -(-f // b) * lv.fill_pj + -(-up // b) * lv.update_pj) / share
-            tw, pw = c.tiles[i][ds.name]
-            tensors.append((ds.name, TensorCounts(r, f, up, tw, pw, e)))
-            access += e * u
-        leak = 0.0 if lv.spatial_only else lv.leak_pj_per_cycle * cycles * u
-        levels.append(LevelResult(lv.name, lv.instances, u, lv.spatial_only, tuple(tensors), access, leak, cycles))
-    return tuple(levels)
+    (``movement.level_results``), leakage over the walk's cycles."""
+    counts = [{name: (*(int(x.sum()) for x in rfu), *c.tiles[i][name]) for name, rfu in c.counts[i].items()}
+              for i in range(len(hier.levels))]
+    return level_results(hier, nest, mapping, counts, cycles, (cycles,) * len(hier.levels))
