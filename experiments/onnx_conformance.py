@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from partition import onnx_conformance as oc
+from partition.onnx import conformance as oc
 from tuner.cli.progress import add_progress_arg, progress_enabled
 
 

@@ -4,7 +4,7 @@ from .ir import Function, Graph, IRError, Node, TensorType, Value, clone_graph
 from .interpreter import Interpreter, InterpretError, interpret
 from .serialize import SerializeError, graph_from_json, graph_hash, graph_to_json
 from .packed import PackedFormatError, PackedModule, read_packed, write_packed
-from .onnx_import import OnnxImportError, load_onnx
+from .onnx import OnnxImportError, load_onnx
 from . import targets
 from .targets import Target, TargetError, build_target
 from .byoc import PartitionError, candidate_regions, partition_for, summarize

@@ -42,7 +42,7 @@ def _ort_outputs(path: Path, xs: list) -> list:
     import onnx
     import onnxruntime as ort
 
-    from partition.onnx_import import fill_stripped
+    from partition.onnx.importer import fill_stripped
     model = onnx.load(str(path))
     model = fill_stripped(model) if any(p.key == "weights_stripped" for p in model.metadata_props) else model
     so = ort.SessionOptions()

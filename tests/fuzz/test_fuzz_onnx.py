@@ -32,7 +32,7 @@ import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from fuzzgen import Case, choose, finite
-from partition.onnx_import import _all_graphs as _graphs  # the graph and its If/Loop bodies
+from partition.onnx.proto import all_graphs as _graphs  # the graph and its If/Loop bodies
 
 FAMILY = "onnx"
 ROOT = Path(__file__).resolve().parents[2]

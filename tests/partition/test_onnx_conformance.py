@@ -1,4 +1,4 @@
-"""ONNX's backend conformance suite through load_onnx + interpret (partition/onnx_conformance.py):
+"""ONNX's backend conformance suite through load_onnx + interpret (partition/onnx/conformance.py):
 every case as the installed onnx ships or generates it passes, or is refused in one line for a
 documented reason; none gives a wrong output or an internal error. Plus the runner's own checks
 (the comparison and the refusal classification) on cases built here."""
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from partition import onnx_conformance as oc
+from partition.onnx import conformance as oc
 
 # Passing cases with onnx 1.23 (measured by experiments/onnx_conformance.py); a drop is a regression.
 PASS_FLOOR = 1631

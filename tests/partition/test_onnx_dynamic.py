@@ -11,7 +11,7 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from partition import interpret  # noqa: E402
-from partition.onnx_import import OnnxImportError, load_onnx  # noqa: E402
+from partition.onnx.importer import OnnxImportError, load_onnx  # noqa: E402
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 

@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from partition import interpret  # noqa: E402
 from partition.models import count_macs  # noqa: E402
-from partition.onnx_import import OnnxImportError, fill_arrays, fill_stripped, load_onnx  # noqa: E402
+from partition.onnx.importer import OnnxImportError, fill_arrays, fill_stripped, load_onnx  # noqa: E402
 
 SHARED = str(Path(__file__).resolve().parents[3] / "shared" / "models")  # ../shared beside the checkout
 SHARED_FILES = sorted(glob.glob(os.path.join(SHARED, "*.onnx")))
@@ -579,6 +579,6 @@ def test_qdq_model_imports_exactly_and_fold_qdq_removes_the_activation_pairs(tmp
     assert folded.meta["folded_qdq_pairs"] == n_pairs > 0
     assert not {"quantize_linear", "dequantize_linear"} & {n.op for n in folded.nodes}
     # the same graph with each pair replaced by Identity, run by onnxruntime
-    from partition.onnx_import import _fold_fake_quant
+    from partition.onnx.importer import _fold_fake_quant
     _fold_fake_quant(proto.graph)
     _assert_match(interpret(folded, x), _ort_run(proto.SerializeToString(), x))

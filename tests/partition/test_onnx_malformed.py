@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from onnx.external_data_helper import set_external_data  # noqa: E402
 
 from partition import interpret  # noqa: E402
-from partition.onnx_import import OnnxImportError, load_onnx  # noqa: E402
+from partition.onnx.importer import OnnxImportError, load_onnx  # noqa: E402
 
 ZOO = Path(__file__).resolve().parents[1] / "data" / "zoo"
 
@@ -229,7 +229,7 @@ def test_names_that_are_not_utf8_are_refused():
 
 
 def test_stripped_weights_declaring_huge_or_negative_dims_are_refused():
-    from partition.onnx_import import MAX_FILL_ELEMENTS
+    from partition.onnx.importer import MAX_FILL_ELEMENTS
     w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[MAX_FILL_ELEMENTS + 1])
     m = _model([helper.make_node("Add", ["x", "w"], ["y"])], [w])
     m.metadata_props.add(key="weights_stripped", value="true")

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 from test_ops import Const, assert_same, import_error, one_node_model, ort_node, run_op
 
 from partition import interpret, load_onnx
-from partition.onnx_import import OnnxImportError, max_opset
+from partition.onnx.importer import OnnxImportError, max_opset
 from partition.ops import op_cost
 
 

@@ -14,7 +14,7 @@ from test_ops import assert_same, ort_node
 
 from partition import interpret, load_onnx
 from partition.interpreter import InterpretError
-from partition.onnx_import import OnnxImportError
+from partition.onnx.importer import OnnxImportError
 from partition.ops import op_cost
 
 OPSET = 21

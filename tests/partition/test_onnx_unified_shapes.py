@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from partition import interpret, load_onnx
 from partition.interpreter import InterpretError
-from partition.onnx_import import OnnxImportError
+from partition.onnx.importer import OnnxImportError
 
 
 def _window_like(out_shape, reduce: bool = False):

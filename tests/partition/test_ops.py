@@ -84,7 +84,7 @@ def import_error(op_type: str, inputs: Sequence[Any], attrs: dict | None = None,
     """The one-line OnnxImportError that importing a one-node model raises (checked: one line,
     naming the node)."""
     from partition import load_onnx
-    from partition.onnx_import import OnnxImportError
+    from partition.onnx.importer import OnnxImportError
     model, _ = one_node_model(op_type, inputs, attrs, n_out, opset)
     with pytest.raises(OnnxImportError) as e:
         load_onnx(model.SerializeToString())

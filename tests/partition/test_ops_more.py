@@ -18,7 +18,7 @@ from test_ops import Const, assert_host_cost, assert_same, import_error, one_nod
 from partition import graph_from_json, graph_to_json, interpret, load_onnx
 from partition.ir import TensorType
 from partition.ops import OpError, infer_types, op_cost
-from partition.onnx_import import OnnxImportError
+from partition.onnx.importer import OnnxImportError
 
 OPSET = 21
 

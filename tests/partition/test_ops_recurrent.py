@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from partition import interpret
 from partition.ir import TensorType
-from partition.onnx_import import OnnxImportError, load_onnx
+from partition.onnx.importer import OnnxImportError, load_onnx
 from partition.ops import OpError, infer_types
 from tests.partition.test_ops import assert_same, ort_node, run_op
 

@@ -14,7 +14,7 @@ from test_ops import Const, assert_host_cost, assert_same, import_error, one_nod
 
 from partition import interpret, load_onnx
 from partition.ops import OpError, op_cost
-from partition.onnx_import import OnnxImportError
+from partition.onnx.importer import OnnxImportError
 
 OPSET = 21
 

@@ -31,7 +31,7 @@ def rows(names: list[str], onnx_files: list[str], steps: Steps | None = None) ->
     """One row per model; ``steps`` (a progress bar) is told each model as it is built (building
     the built-ins, weights included, is what takes seconds)."""
     from partition import models
-    from partition.onnx_import import load_onnx
+    from partition.onnx.importer import load_onnx
     infos = [models.info(n) for n in names] if names else ([] if onnx_files else models.list_models())
     out = []
     for m in infos:
