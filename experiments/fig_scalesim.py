@@ -22,9 +22,9 @@ DEFAULT_ORACLE = ROOT.parent / "shared" / "oracle" / "scalesim.jsonl"
 
 
 def compare(cases) -> list[dict]:
-    """One flat row per case from ``sim.validate.compare_case`` (the comparison the validation
+    """One flat row per case from ``sim.validate.scalesim.compare_case`` (the comparison the validation
     script and tests use), with the layer and array named for the table."""
-    from sim.validate import compare_case
+    from sim.validate.scalesim import compare_case
     rows = []
     for c in cases:
         r = compare_case(c, fidelity="tile")
@@ -68,12 +68,12 @@ def main(argv=None) -> int:
     ap.add_argument("--oracle", default=str(DEFAULT_ORACLE))
     ap.add_argument("--out", default=str(ROOT / "experiments/results/fig_scalesim"))
     a = ap.parse_args(argv)
-    from sim.oracle import load_cases
+    from sim.validate.scalesim_files import load_cases
     cases = load_cases(a.oracle)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps({"oracle": a.oracle, "cases": len(cases), "fidelity": "tile",
-                                                 "schedule": "sim.Schedule.scalesim"}, indent=2) + "\n")
+                                                 "schedule": "sim.scalesim_schedule"}, indent=2) + "\n")
     rows = compare(cases)
     with open(out / "cases.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 def walk(model: str, hw_name: str) -> list[str]:
     import partition.models
     import sim
-    from sim.hw_hierarchy import hierarchy_of
+    from sim.hw.config_hierarchy import hierarchy_of
     from partition import partition_for
     from tuner.costing import CostOptions, KernelCoster, graph_cost
 

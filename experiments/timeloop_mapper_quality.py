@@ -13,7 +13,7 @@ EDP and seconds (ours, wall clock on one core: BLAS threads are pinned to 1 befo
 Timeloop's own run time is not in its outputs). "as good" compares in the metric's order
 (``delay``: cycles then energy; ``energy``: energy then cycles; ``edp``: EDP then cycles).
 
-Our result is re-evaluated with ``sim.movement.evaluate`` (the one-mapping model) and Timeloop's
+Our result is re-evaluated with ``sim.cost.movement.evaluate`` (the one-mapping model) and Timeloop's
 found mapping with the same model, so both sides are costed alike (the model reproduces
 Timeloop's statistics of these mappings: experiments/validate_timeloop.py).
 
@@ -40,10 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _search(files: list[Path], time_limit: float, budget: int, seed: int) -> dict:
-    from sim.movement import evaluate
+    from sim.cost.movement import evaluate
     from tuner.cli.timeloop_tune import load_problem
     from tuner.mapper import search_mapping
-    from sim.mapspace_sim import to_mapping
+    from sim.mapping.mapspace_sim import to_mapping
     t0 = time.perf_counter()
     prob = load_problem(files)
     space, res = search_mapping(prob.hier, prob.nest, prob.metric, budget=budget, constraints=prob.constraints,
@@ -77,7 +77,7 @@ def _as_good(metric: str, ours: dict, tl: dict, rtol: float = 1e-9) -> bool:
 
 
 def oracle_cases(folder: Path, tmp: Path):
-    from sim.timeloop.oracle import load_case, write_inputs
+    from sim.validate.timeloop import load_case, write_inputs
     for p in sorted(folder.glob("*.json")):
         case = load_case(p)
         if case.get("tool") != "timeloop-mapper":

@@ -2,7 +2,7 @@
 
     python experiments/validate_scalesim.py ../shared/oracle/scalesim.jsonl [--json] [--fidelity analytical|tile]
 
-Each case runs with ``Schedule.scalesim`` (SCALE-Sim's mapping) on SCALE-Sim's machine (its array,
+Each case runs with ``scalesim_schedule`` (SCALE-Sim's mapping) on SCALE-Sim's machine (its array,
 dataflow, SRAM sizes, and its three per-operand DRAM channels summed into one port).
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from sim.oracle import OracleError
-from sim.validate import validate_file
+from sim.validate.scalesim_files import OracleError
+from sim.validate.scalesim import validate_file
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from sim.timeloop.oracle import validate_dir
+from sim.validate.timeloop import validate_dir
 
 
 def main(argv: list[str] | None = None) -> int:

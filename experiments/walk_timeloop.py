@@ -1,4 +1,4 @@
-"""The tile-level walk (``sim.walk``) beside the closed form (``sim.movement``, equal to Timeloop)
+"""The tile-level walk (``sim.cost.walk``) beside the closed form (``sim.cost.movement``, equal to Timeloop)
 on every Timeloop oracle case: cycles of both, the steps walked, the walk's pipeline fill and
 drain, and whether every per-level, per-tensor count is the same (it must be).
 
@@ -16,10 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sim.movement import evaluate
+from sim.cost.movement import evaluate
 from sim.timeloop import load
-from sim.timeloop.oracle import load_case, write_inputs
-from sim.walk import DEFAULT_MAX_STEPS, walk
+from sim.validate.timeloop import load_case, write_inputs
+from sim.cost.walk import DEFAULT_MAX_STEPS, walk
 
 OUT = Path(__file__).resolve().parent / "results" / "walk_timeloop"
 

@@ -16,3 +16,10 @@ __all__ = ["Graph", "Node", "Value", "TensorType", "Function", "IRError", "clone
            "OnnxImportError", "load_onnx",
            "targets", "Target", "TargetError", "build_target",
            "PartitionError", "partition_for", "candidate_regions", "summarize"]
+
+from .moved import alias_modules  # noqa: E402
+
+# Module paths before issue 21 (the importer became the partition.onnx package); one release.
+alias_modules({f"partition.onnx_{old}": f"partition.onnx.{new}" for old, new in (
+    ("import", "importer"), ("converters", "converters"), ("dynamic", "dynamic"), ("composites", "composites"),
+    ("scan", "scan"), ("checks", "checks"), ("external", "external"), ("conformance", "conformance"))})

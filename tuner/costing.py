@@ -1,14 +1,14 @@
 """The end-to-end performance model of a plan (DESIGN.md, "Performance model"), as small pure terms.
 
-- A host op costs the simulator's host model (``sim.subgraph.host_op_seconds`` / ``host_op_joules``:
+- A host op costs the simulator's host model (``sim.graph.subgraph.host_op_seconds`` / ``host_op_joules``:
   a roofline on the host CPU plus its dispatch cost; energy at ``energy.host_pj_per_flop`` and
   ``energy.dram_pj_per_byte``), the same terms the device runtime charges; a composite left on the
   host costs the sum of its ops (it is inlined back into plain ops).
 - A call of an external function costs ``link.launch_latency_s`` + its activation inputs and
-  outputs over the link in the device's format (``sim.transfer.device_bytes``: float tensors at
+  outputs over the link in the device's format (``sim.graph.transfer.device_bytes``: float tensors at
   ``array.word_bytes`` per element; ``bytes / link.bytes_per_s``, ``energy.link_pj_per_byte``) +
   the host's conversion of each of them between the graph's format and the device's (host time
-  and energy, ``sim.transfer.conversion_seconds``) + the simulated cycles of its kernels / clock.
+  and energy, ``sim.graph.transfer.conversion_seconds``) + the simulated cycles of its kernels / clock.
   Weights are constants of the function, converted and loaded once at module load, so they cross
   the link zero times per inference.
 - A kernel is a top-level node of an external function (a composite call, or a single op); its cost
@@ -25,9 +25,9 @@ from typing import Mapping
 import numpy as np
 
 import sim
-from sim.subgraph import host_op_joules, host_op_seconds
-from sim.transfer import conversion_joules, conversion_seconds, device_bytes
-from sim.subgraph import kernel_workload as sim_kernel_workload
+from sim.graph.subgraph import host_op_joules, host_op_seconds
+from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
+from sim.graph.subgraph import kernel_workload as sim_kernel_workload
 from partition import Function, Graph, Node
 
 
@@ -118,7 +118,7 @@ def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareCo
 
 # ---------------------------------------------------------------------------------------- device
 def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
-    """The workload of one kernel (``sim.subgraph.kernel_workload``: the one definition the device
+    """The workload of one kernel (``sim.graph.subgraph.kernel_workload``: the one definition the device
     runtime also uses to find a kernel's tuned schedule)."""
     try:
         return sim_kernel_workload(node, scope)
@@ -130,7 +130,7 @@ def kernel_workload(node: Node, scope: Mapping[str, Function]) -> sim.Workload:
 class KernelResult:
     """A kernel's cost under one schedule (one call), alone: its inputs read from and its outputs
     written to DRAM. ``compute_cycles``, ``dram_pj`` and the DRAM bytes bound what keeping an
-    operand on chip saves (``sim.subgraph.on_chip_caps``)."""
+    operand on chip saves (``sim.graph.subgraph.on_chip_caps``)."""
     workload: sim.Workload
     schedule: sim.Schedule
     cycles: int
@@ -145,7 +145,7 @@ class KernelResult:
 
 class KernelCoster:
     """Costs kernels on one hardware config: the schedule of a workload is ``schedules[key]``
-    when given (tuned), else ``Schedule.default``. Results are memoised per workload key; the
+    when given (tuned), else ``default_schedule``. Results are memoised per workload key; the
     object is otherwise immutable (its inputs are frozen), so it may be shared."""
 
     def __init__(self, hw: sim.HardwareConfig, schedules: Mapping[str, sim.Schedule] | None = None,
@@ -168,7 +168,7 @@ class KernelCoster:
             given = self.schedules.get(wl.key)
             # a tuned mapping was chosen for the plan's objective, seeded with the default one
             # (tuner.tune_mappings): it is used as given, not second-guessed on cycles alone
-            cands = [given] if given is not None and given.mapping is not None else [sim.Schedule.default(wl, self.hw)]
+            cands = [given] if given is not None and given.mapping is not None else [sim.default_schedule(wl, self.hw)]
             if given is not None and given != cands[0]:
                 cands.append(given)
             for s in cands:

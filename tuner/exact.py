@@ -22,7 +22,7 @@ H = fixed on the host, U = not yet fixed):
 * device time/energy of a unit on the device: the kernel's cycles
   ``max(compute, int(total - credit / bw))`` and energy ``e - min(dram, credit * pJ)`` with
   ``credit = min(reads saved, read cap) + min(writes saved, write cap)``
-  (``sim.subgraph.on_chip_credit``), non-increasing in the bytes saved on chip on either side,
+  (``sim.graph.subgraph.on_chip_credit``), non-increasing in the bytes saved on chip on either side,
   taken at the most any completion can save. An
   intermediate is kept on chip only when its producer and all its readers are in one function
   (so none of them is on the host), it is not a model output and it fits the output buffer; the
@@ -67,7 +67,7 @@ import numpy as np
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_flow
 
-from sim.subgraph import credited_cycles, credited_joules, on_chip_credit
+from sim.graph.subgraph import credited_cycles, credited_joules, on_chip_credit
 
 from .costing import Cost, objective_value
 from .partition_problem import PartitionSearchError, Problem

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from sim import LOOP_ORDERS
-from sim.analytical import evaluate, spatial_dims
-from sim.kernel import roofline_for
-from sim.footprint import Geometry, cdiv, ifmap_tile_words
-from sim.hardware import DATAFLOWS
+from sim.cost.analytical import evaluate, spatial_dims
+from sim.cost.kernel import roofline_for
+from sim.mapping.footprint import Geometry, cdiv, ifmap_tile_words
+from sim.hw.config import DATAFLOWS
 
 from .space import ScheduleSpace
 

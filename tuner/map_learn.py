@@ -5,7 +5,7 @@ with the analytical log metric as its prior) is trained on what was measured and
 candidates not yet measured.
 
 Features of a mapping (``mapping_features``): the log of every level's and data space's reads,
-fills and updates (totals over the utilized instances) from ``sim.movement_batch``; the log words
+fills and updates (totals over the utilized instances) from ``sim.cost.engines.batch``; the log words
 of every kept tile and, per level, whether it holds two of its tiles (double-buffers): what a
 tile-level walk sees and the closed form averages away (the pipeline fill, single buffering);
 without them the model cannot tell apart mappings the walk ranks differently and trained for
@@ -23,9 +23,9 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from sim.hierarchy import Hierarchy
-from sim.movement_batch import MappingArrays, evaluate_batch
-from sim.nest import Nest
+from sim.hw.hierarchy import Hierarchy
+from sim.cost.engines.batch import MappingArrays, evaluate_batch
+from sim.workload.nest import Nest
 
 from .cost_model import CostModel, CostModelConfig, load_xgboost
 from .mapsearch import Costs, metric_keys
@@ -86,7 +86,7 @@ def measure_guided(measurer: MappingMeasurer, yamls: Sequence[str], X: np.ndarra
     ``prior``) ``per_round`` at a time, each round the best ranked not yet measured: by the prior,
     or by the model once the policy has it trained and ranking. ``yamls`` are what ``measurer``
     takes: Timeloop mapping files' text for the CLI's measurers (any value for another measurer,
-    e.g. ``sim.mapping.Mapping`` values in experiments/bench/mapping_regimes.py)."""
+    e.g. ``sim.mapping.mapping.Mapping`` values in experiments/bench/mapping_regimes.py)."""
     n = len(yamls)
     total = min(total, n)
     prior = np.asarray(prior, dtype=float)

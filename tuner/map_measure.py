@@ -1,4 +1,4 @@
-"""Measurers of mappings: the in-process tile-level walk (``WalkMeasurer``, ``sim.walk``), or any
+"""Measurers of mappings: the in-process tile-level walk (``WalkMeasurer``, ``sim.cost.walk``), or any
 program that costs a Timeloop mapping file (a team's RTL, timeloop-model behind a wrapper, or
 ``accel-tune simulate --json --timeloop ARCH PROB ERT``).
 
@@ -20,15 +20,15 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from sim.hierarchy import Hierarchy
-from sim.nest import Nest
+from sim.hw.hierarchy import Hierarchy
+from sim.workload.nest import Nest
 
 from .measure import MeasureError, _last_line, command_argv
 
 
 @dataclass(frozen=True)
 class WalkMeasurer:
-    """The tile-level walk of a mapping (``sim.walk.walk``) as the measurer: the same contract as
+    """The tile-level walk of a mapping (``sim.cost.walk.walk``) as the measurer: the same contract as
     a command (a Timeloop mapping file's text in, cycles and energy out), in process. The text is
     read back (``sim.timeloop.read_mapping``), so what is measured is what would be written."""
     hier: Hierarchy
@@ -38,7 +38,7 @@ class WalkMeasurer:
     def measure(self, mapping_yaml: str) -> tuple[float, float]:
         import yaml
         from sim.timeloop.mapping import read_mapping
-        from sim.walk import DEFAULT_MAX_STEPS, walk
+        from sim.cost.walk import DEFAULT_MAX_STEPS, walk
         m = read_mapping(yaml.safe_load(mapping_yaml)["mapping"], self.hier, self.nest)
         w = walk(self.hier, self.nest, m, max_steps=self.max_steps or DEFAULT_MAX_STEPS)
         return float(w.cycles), float(w.energy_pj)

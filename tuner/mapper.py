@@ -1,8 +1,8 @@
-"""The multi-level mapper: the best ``sim.mapping.Mapping`` of a nest on a hierarchy.
+"""The multi-level mapper: the best ``sim.mapping.mapping.Mapping`` of a nest on a hierarchy.
 
     best_mapping(hierarchy, nest, metric="edp", budget=20000) -> (Mapping, stats)
 
-searches the mapspace (``sim.mapspace``: factorisations across levels, spatial X/Y, loop
+searches the mapspace (``sim.mapping.mapspace``: factorisations across levels, spatial X/Y, loop
 orders, bypass, within the constraints) with ``tuner.mapsearch`` and measures every candidate
 with ``sim``'s data-movement model. ``stats`` holds the best mapping's cycles, energy_pj, edp,
 the evaluations spent and the seconds taken. Whole-network costing calls it once per unique
@@ -14,21 +14,21 @@ import time
 from typing import Any, Callable, Iterable
 
 
-from sim.hierarchy import Hierarchy
-from sim.mapping import Mapping
-from sim.nest import Nest
+from sim.hw.hierarchy import Hierarchy
+from sim.mapping.mapping import Mapping
+from sim.workload.nest import Nest
 
 from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
-from sim.movement_batch import MappingArrays
+from sim.cost.engines.batch import MappingArrays
 
-from sim.mapspace import LevelConstraint, Mapspace, MapspaceError
-from sim.mapspace_sim import build_space, from_mapping, to_mapping
+from sim.mapping.mapspace import LevelConstraint, Mapspace, MapspaceError
+from sim.mapping.mapspace_sim import build_space, from_mapping, to_mapping
 
 
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:
     """Cycles and energy of many mappings at once from ``sim``'s batched data-movement model;
     a row ``sim``'s own check refuses costs ``inf`` (it never wins)."""
-    from sim.mapping_policy import evaluate_arrays
+    from sim.mapping.policy import evaluate_arrays
 
     def run(a: MappingArrays) -> Costs:
         return Costs(*evaluate_arrays(hier, nest, a))

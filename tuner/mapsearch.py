@@ -22,10 +22,10 @@ from typing import Callable
 
 import numpy as np
 
-from sim.movement_batch import MappingArrays
+from sim.cost.engines.batch import MappingArrays
 
-from sim.mapping_policy import METRICS, rank_keys
-from sim.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
+from sim.mapping.policy import METRICS, rank_keys
+from sim.mapping.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
 from .search import _tournament, breed
 
 class MapSearchError(ValueError):
@@ -43,7 +43,7 @@ Evaluator = Callable[[MappingArrays], Costs]
 
 
 def metric_keys(metric: str, c: Costs) -> tuple[np.ndarray, np.ndarray]:
-    """(primary, secondary) per mapping, lower is better (``sim.mapping_policy.rank_keys``)."""
+    """(primary, secondary) per mapping, lower is better (``sim.mapping.policy.rank_keys``)."""
     try:
         return rank_keys(metric, c.cycles, c.energy_pj)
     except ValueError as e:

@@ -11,7 +11,7 @@ the offload set alone decides the plan.
 Cost of a decision = host units on the host model + per function call: launch, every activation
 input it reads from outside (once per function that reads it) and every output read outside it
 (once), over the link in the device's format with the host's conversion of each crossing
-(``sim.transfer``), and its kernels on the device (``tuner.costing``).
+(``sim.graph.transfer``), and its kernels on the device (``tuner.costing``).
 """
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs
 from partition.byoc.pipeline import region_passes, run_passes
 
-from sim.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
+from sim.graph.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
                           weight_is_const)
-from sim.transfer import conversion_joules, conversion_seconds, device_bytes
+from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 
 from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_workload, loop_trips,
                       objective_value)
@@ -77,7 +77,7 @@ class Unit:
 @dataclass(frozen=True)
 class ValueEdge:
     """An activation between units: ``producer`` unit index (-1: a graph input), consumer unit
-    indices (each once), its bytes on the link and the device (``sim.transfer.device_bytes``),
+    indices (each once), its bytes on the link and the device (``sim.graph.transfer.device_bytes``),
     whether the graph returns it, and the host's conversion of one crossing (seconds, joules)."""
     producer: int
     consumers: tuple[int, ...]
@@ -256,7 +256,7 @@ class Problem:
         """Seconds and joules of the device units, each kernel crediting the intermediates its
         function keeps on chip (its write, its consumers' reads), as ``sim.simulate_function``
         does: an intermediate stays on chip when every reader is in the same function, the model
-        does not return it, and it fits ``sim.subgraph.on_chip_capacity``."""
+        does not return it, and it fits ``sim.graph.subgraph.on_chip_capacity``."""
         reads: dict[int, float] = {}
         writes: dict[int, float] = {}
         for e in edges:

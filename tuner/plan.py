@@ -16,8 +16,8 @@ import numpy as np
 import sim
 from partition import Graph, graph_hash, write_packed
 
-from sim.subgraph import on_chip_capacity
-from sim.transfer import device_bytes
+from sim.graph.subgraph import on_chip_capacity
+from sim.graph.transfer import device_bytes
 
 from .costing import Cost, FunctionCost, GraphCost
 
@@ -182,8 +182,8 @@ def _function_dict(f: FunctionCost) -> dict:
 def buffer_plan(body: Graph, hw: sim.HardwareConfig) -> dict:
     """Where each activation of an external function lives on the device: inputs arrive over the
     link into DRAM and outputs leave from DRAM; an intermediate stays on chip (the output buffer,
-    or half the unified buffer: ``sim.subgraph.on_chip_capacity``, the rule the costing uses) when
-    it fits, else it spills to DRAM. Sizes are in device bytes (``sim.transfer.device_bytes``:
+    or half the unified buffer: ``sim.graph.subgraph.on_chip_capacity``, the rule the costing uses) when
+    it fits, else it spills to DRAM. Sizes are in device bytes (``sim.graph.transfer.device_bytes``:
     float tensors at ``array.word_bytes`` per element), the bytes that cross the link."""
     cap = on_chip_capacity(hw)
     ins = {id(v) for v in body.inputs}

@@ -27,6 +27,7 @@ from sim import Schedule
 from .cost_model import CostModel
 from .scoring import Scorer, scorer_for
 from .space import Crossover, Mutation, MutationMix, ScheduleSpace, UniformCrossover
+from sim import default_schedule
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ class EvolutionarySearch(_Strategy):
         """The simulator's default schedule, when it lies in the space (a strong starting point)."""
         if self._default is None:
             try:
-                g = self.space.genes_of(Schedule.default(self.space.workload, self.space.hw))
+                g = self.space.genes_of(default_schedule(self.space.workload, self.space.hw))
             except ValueError:
                 g = None
             self._default = np.zeros((0, 7), dtype=np.int64) if g is None else g[None, :]

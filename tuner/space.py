@@ -29,9 +29,10 @@ from typing import Protocol
 import numpy as np
 
 from sim import LOOP_ORDERS, STANDARD_SPATIAL, HardwareConfig, Schedule, Workload
-from sim.analytical import ScheduleArrays, buffer_fits
-from sim.hardware import DATAFLOWS
-from sim.mapspace import apply_weighted
+from sim.cost.analytical import ScheduleArrays, buffer_fits
+from sim.hw.config import DATAFLOWS
+from sim.mapping.mapspace import apply_weighted
+from sim import default_schedule
 
 DATAFLOW, ORIENT, TM, TN, TK, ORDER, DB = range(7)
 N_GENES = 7
@@ -131,10 +132,10 @@ class ScheduleSpace:
     @classmethod
     def _one_point(cls, wl: Workload, hw: HardwareConfig, epi: tuple[str, ...]) -> "ScheduleSpace":
         """On a machine with a storage hierarchy a MAC kernel's cost is its mapping's
-        (``sim.multilevel``), whatever the one-buffer schedule: the one-buffer space is the
+        (``sim.cost.multilevel``), whatever the one-buffer schedule: the one-buffer space is the
         default schedule alone. Its tuning space is the mapspace, searched by
         ``tuner.tune_mappings`` (``tune_kernels`` sends such tasks there)."""
-        s = Schedule.default(wl, hw)
+        s = default_schedule(wl, hw)
         return cls(wl, hw, (s.dataflow,), (s.transposed,), (s.tile_m,), (s.tile_n,), (s.tile_k,), (s.loop_order,),
                    (s.double_buffer,), epi, np.ones((1, 1, 1, 1), dtype=bool))
 

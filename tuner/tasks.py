@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from sim import Workload, WorkloadError
+from sim import workload_of
 
 ANCHOR_OPS = ("conv2d", "dense", "matmul", "batch_matmul", "gemm")
 
@@ -47,7 +48,7 @@ def _composite_kernel(fn: Any, call_name: str) -> Workload | None:
     if anchor is None:
         return None
     epi = tuple(n.op for n in nodes[anchor + 1:])
-    return Workload.from_node(nodes[anchor], epilogue=epi)
+    return workload_of(nodes[anchor], epilogue=epi)
 
 
 def _kernels_in(graph: Any, scope: dict[str, Any], out: list[tuple[str, Workload]], external: bool) -> None:
@@ -73,7 +74,7 @@ def _kernels_in(graph: Any, scope: dict[str, Any], out: list[tuple[str, Workload
                 _kernels_in(sg, scope, out, external)
         elif external:
             try:
-                out.append((node.name, Workload.from_node(node)))
+                out.append((node.name, workload_of(node)))
             except WorkloadError:
                 continue  # an op with no device kernel (e.g. a shape op folded away)
 

@@ -11,7 +11,7 @@
 
 Baselines, all on the same hardware: ``greedy_byoc`` (plain BYOC: every supported unit offloaded,
 maximal merge of producer-consumer chains, no merge of functions that share an input) and ``all_host`` with the same tuned kernels, and ``default_schedules`` (the chosen
-partition with every kernel at ``Schedule.default``: what tuning gained).
+partition with every kernel at ``default_schedule``: what tuning gained).
 """
 from __future__ import annotations
 

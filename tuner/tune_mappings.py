@@ -1,14 +1,14 @@
 """Tuning the mapping of a MAC kernel on a machine with a storage hierarchy (``hw.levels``).
 
-There a MAC kernel's cost is its mapping's (``sim.multilevel``), and its tuning space is the
-mapspace (``sim.mapspace``: factorisations across levels, spatial X/Y, loop orders, keep bits),
+There a MAC kernel's cost is its mapping's (``sim.cost.multilevel``), and its tuning space is the
+mapspace (``sim.mapping.mapspace``: factorisations across levels, spatial X/Y, loop orders, keep bits),
 not the one-buffer ``ScheduleSpace``. ``tune_mapping`` searches it with the evolutionary mapper
 (``tuner.mapper.search_mapping``, every candidate costed by the batched data-movement model)
 for the metric of the plan's objective (latency -> delay, energy -> energy, edp -> edp), seeded
-with the default mapping (``sim.mapping_policy``; for energy and EDP the policy's pick for that
+with the default mapping (``sim.mapping.policy``; for energy and EDP the policy's pick for that
 metric when it ranks better), so the result is never worse than the default for that metric. The chosen mapping travels in the kernel's ``Schedule.mapping``.
 
-The measurer (default the tile-level walk, ``sim.walk``, which adds to the model's cycles what
+The measurer (default the tile-level walk, ``sim.cost.walk``, which adds to the model's cycles what
 its averages hide) then measures the best ``measure_top`` distinct mappings the search found, each
 as a ``Schedule`` with its mapping (a command measurer gets it in the ``"schedule"`` object of its
 JSON request, ``tuner.measure.request_json``); for the latency objective the default mapping is
@@ -22,16 +22,17 @@ import time
 from dataclasses import dataclass
 
 from sim import HardwareConfig, Schedule
-from sim.hw_hierarchy import hierarchy_of
-from sim.mapping_policy import default_mapping, rank_keys
-from sim.mapspace_sim import to_mapping
-from sim.movement import evaluate
-from sim.multilevel import kernel_mapping
-from sim.nest import nest_from_workload
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.mapping.policy import default_mapping, rank_keys
+from sim.mapping.mapspace_sim import to_mapping
+from sim.cost.movement import evaluate
+from sim.cost.multilevel import kernel_mapping
+from sim.workload.nest import nest_from_workload
 
 from .mapper import search_mapping
 from .measure import Measurer, TileMeasurer
 from .tasks import Task
+from sim import default_schedule
 
 OBJECTIVE_METRIC = {"latency": "delay", "energy": "energy", "edp": "edp"}
 DEFAULT_MAPPING_BUDGET = 6000     # mapping evaluations per kernel: about 0.6 s on one core
@@ -84,7 +85,7 @@ def tune_mapping(task: Task, hw: HardwareConfig, objective: str = "latency",
             start = alt
     space, res = search_mapping(hier, nest, metric, budget, seed=seed, start=start,
                                 keep_top=top)
-    base = Schedule.default(wl, hw)
+    base = default_schedule(wl, hw)
     rows = res.top if len(res.top) else res.genes[None, :]
     cands = [base.replace(mapping=to_mapping(space, r)) for r in rows[:top]]
     if objective == "latency" and all(c.mapping != start for c in cands):

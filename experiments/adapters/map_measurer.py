@@ -11,7 +11,7 @@ problem + constraints + ERT/ART) or ``{"measurer": ..., "hw": PRESET, "layer": {
 as experiments/bench/search_quality.py describes it, on a hierarchical preset). It prints
 ``{"cycles": N, "energy_pj": E}``, the JSON ``MapCommandMeasurer`` reads.
 
-Measurer ``walk``: ``sim.walk.walk`` (the tile-level walk of the nest: pipeline fill and drain,
+Measurer ``walk``: ``sim.cost.walk.walk`` (the tile-level walk of the nest: pipeline fill and drain,
 bursts, single buffering where a level cannot hold two tiles).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ MEASURERS = ("walk",)
 
 
 def _walk(hier, nest, mapping) -> tuple[float, float]:
-    from sim.walk import walk
+    from sim.cost.walk import walk
     r = walk(hier, nest, mapping, check=False)   # mappings of the space are legal
     return float(r.cycles), float(r.energy_pj)
 
@@ -48,8 +48,8 @@ def load_problem(spec: dict):
         p = load_tl(spec["timeloop"])
         return p.hier, p.nest, p.constraints, spec.get("metric") or p.metric
     import sim
-    from sim.hw_hierarchy import hierarchy_of
-    from sim.nest import nest_from_workload
+    from sim.hw.config_hierarchy import hierarchy_of
+    from sim.workload.nest import nest_from_workload
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
     from search_quality import workload_of
     hier = hierarchy_of(sim.load_hw(spec["hw"]))

@@ -28,7 +28,7 @@ def run_case(files, with_map, budgets, seeds):
     from tuner.cli.timeloop_tune import load_problem
     from tuner.mapper import movement_evaluator
     from tuner.mapsearch import Costs, MapSearchConfig, metric_keys, search
-    from sim.mapspace_sim import build_space
+    from sim.mapping.mapspace_sim import build_space
 
     prob = load_problem(files)
     space = build_space(prob.hier, prob.nest, prob.constraints, spatial_one_axis=True)
@@ -67,7 +67,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    from sim.timeloop.oracle import load_case, write_inputs
+    from sim.validate.timeloop import load_case, write_inputs
     budgets = [int(x) for x in a.budgets.split(",")]
     seeds = [int(x) for x in a.seeds.split(",")]
     results = {}

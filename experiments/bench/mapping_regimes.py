@@ -5,7 +5,7 @@ Problems: the oracle's ``timeloop-mapper`` cases (their processed inputs, constr
 without Timeloop's mapping) and layers of built-in models on hierarchical presets (``--presets``,
 metric ``--layer-metric``).
 
-Regimes (the measured numbers are the same in both: the tile-level walk, ``sim.walk``):
+Regimes (the measured numbers are the same in both: the tile-level walk, ``sim.cost.walk``):
 
 - ``builtin``: the measurer called in process;
 - ``external``: experiments/adapters/map_measurer.py through ``tuner.map_measure.MapCommandMeasurer``,
@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from map_measurer import load_problem, measure_fn  # noqa: E402
 
-MEASURER = "walk"   # the tile-level walk, sim.walk
+MEASURER = "walk"   # the tile-level walk, sim.cost.walk
 from model_regimes import summarize, table, time_to  # noqa: E402  (the schedule benchmark's summary)
 from search_quality import DEFAULT_LAYERS  # noqa: E402
 
@@ -95,7 +95,7 @@ def primary(metric: str, cycles: float, energy: float) -> float:
 
 
 class InProcess:
-    """The measurer called in this process on a ``sim.mapping.Mapping``."""
+    """The measurer called in this process on a ``sim.mapping.mapping.Mapping``."""
 
     def __init__(self, prob: Problem, name: str):
         self.prob, self.fn = prob, measure_fn(name)
@@ -129,9 +129,9 @@ class External:
 def same_mapping(prob: Problem, a, b) -> bool:
     """Whether two mappings are one point of the mapspace (its keys: factors, the order of the
     non-unit loops, keep bits); a mapping outside the space (illegal) is not the same."""
-    from sim.mapspace import MapspaceError
-    from sim.mapping import MappingError
-    from sim.mapspace_sim import build_space, from_mapping
+    from sim.mapping.mapspace import MapspaceError
+    from sim.mapping.mapping import MappingError
+    from sim.mapping.mapspace_sim import build_space, from_mapping
     space = build_space(prob.hier, prob.nest, spatial_one_axis=True)
     try:
         rows = np.stack([from_mapping(space, prob.hier, a), from_mapping(space, prob.hier, b)])
@@ -164,7 +164,7 @@ class Recorder:
 
 
 def run_random(prob: Problem, space, rec: Recorder, budget: int, seed: int) -> dict:
-    from sim import movement_batch as mb
+    from sim.cost.engines import batch as mb
     rng = np.random.default_rng(seed)
     seen: set[bytes] = set()
     tries = 0
@@ -183,7 +183,7 @@ def run_random(prob: Problem, space, rec: Recorder, budget: int, seed: int) -> d
 
 
 def run_no_model(prob: Problem, space, rec: Recorder, budget: int, seed: int) -> dict:
-    from sim import movement_batch as mb
+    from sim.cost.engines import batch as mb
     from tuner.mapsearch import Costs, MapSearchConfig, search
 
     def evaluate(a):
@@ -287,7 +287,7 @@ def before_after(before: list[dict], after: list[dict], best: dict[str, float]) 
 def problems(a, tmp: Path) -> list[Problem]:
     out = []
     if a.oracle:
-        from sim.timeloop.oracle import load_case, write_inputs
+        from sim.validate.timeloop import load_case, write_inputs
         for p in sorted(Path(a.oracle).glob("*.json")):
             case = load_case(p)
             if case.get("tool") != "timeloop-mapper" or (a.cases and case["case_id"] not in a.cases):
@@ -349,7 +349,7 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                         else:
                             rec = Recorder(inner, p.metric)
                             # the space is the one the analytical search uses (same constraints)
-                            from sim.mapspace_sim import build_space
+                            from sim.mapping.mapspace_sim import build_space
                             space = build_space(p.hier, p.nest, tuple(p.constraints), spatial_one_axis=True)
                             extra = (run_random if s == "random" else run_no_model)(p, space, rec, budget, seed)
                         wall = rec.offset_s + time.perf_counter() - rec.t0
@@ -363,7 +363,7 @@ def run_all(a) -> tuple[list[dict], dict[str, float], dict]:
                               file=sys.stderr, flush=True)
     for r in runs:
         best[r["problem"]] = min(best[r["problem"]], min(r["trace"]))
-    config = {"measurer": MEASURER, "measurer_note": "the tile-level walk, sim.walk",
+    config = {"measurer": MEASURER, "measurer_note": "the tile-level walk, sim.cost.walk",
               "problems": [{"name": p.name, "metric": p.metric, "spec": {k: v for k, v in p.spec.items() if k != "timeloop"}}
                            for p in probs],
               "seeds": a.seeds, "budget_builtin": a.budget_builtin, "budget_external": a.budget_external,

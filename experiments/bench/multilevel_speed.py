@@ -1,8 +1,8 @@
-"""Multi-level model speed: mappings evaluated per CPU second by ``sim.movement_batch`` (both
+"""Multi-level model speed: mappings evaluated per CPU second by ``sim.cost.engines.batch`` (both
 engines: ``jit``, the numba-compiled closed form of the ``fast`` extra, and ``numpy``) on a
 5-level eyeriss-like hierarchy (DRAM, global buffer, ifmap / weight / psum scratchpads in each of
 168 PEs on a 14 x 12 mesh) for VGG-16 conv layer 5 (C128 M256 R3 S3 P56 Q56, as in Timeloop's
-exercise 06), and the one-by-one model (``sim.movement.evaluate``) for comparison.
+exercise 06), and the one-by-one model (``sim.cost.movement.evaluate``) for comparison.
 
     python experiments/bench/multilevel_speed.py [--json] [--n 400000] [--chunk 65536] [--seed 0] [--repeat 3]
 
@@ -32,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import prime_factors
-from sim import movement_jit
-from sim.movement import evaluate
-from sim.movement_batch import OK, MappingArrays, _structure, check_batch, evaluate_batch
-from sim.nest import conv2d
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import prime_factors
+from sim.cost.engines import jit as movement_jit
+from sim.cost.movement import evaluate
+from sim.cost.engines.batch import OK, MappingArrays, _structure, check_batch, evaluate_batch
+from sim.workload.nest import conv2d
 
 TARGET = 1e6      # mappings per CPU second (issue 12)
 OUT = Path(__file__).resolve().parents[1] / "results" / "multilevel_speed"

@@ -138,7 +138,7 @@ def main(argv=None) -> int:
                     help="branch-and-bound node budget of the exact optimum per cluster (past it: missing)")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "partition_gain"))
     args = ap.parse_args(argv)
-    presets = args.presets or list(sim.presets.names())
+    presets = args.presets or list(sim.hw.presets.names())
     rows = []
     for name, build in graphs(args.models):
         g = build()

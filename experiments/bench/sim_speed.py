@@ -24,6 +24,7 @@ import numpy as np
 
 import sim
 from sim import Schedule, ScheduleArrays, Workload
+from sim import default_schedule, scalesim_schedule, workload_of
 
 ORACLE = Path(__file__).resolve().parents[2] / ".." / "shared" / "oracle" / "scalesim.jsonl"
 
@@ -35,14 +36,14 @@ def model_layers(name: str) -> list[Workload]:
     seen: dict[str, Workload] = {}
     for _, node in g.walk():
         if node.op in ("conv2d", "dense", "matmul", "batch_matmul", "gemm"):
-            wl = Workload.from_node(node)
+            wl = workload_of(node)
             seen.setdefault(wl.key, wl)
     return list(seen.values())
 
 
 def random_schedules(wl: Workload, hw, n: int, rng) -> ScheduleArrays:
     g, m, nn, k = wl.gemm_view()
-    dfs = [sim.hardware.DATAFLOWS.index(d) for d in hw.array.dataflows]
+    dfs = [sim.hw.config.DATAFLOWS.index(d) for d in hw.array.dataflows]
     return ScheduleArrays(rng.choice(dfs, n), rng.random(n) < 0.5, rng.integers(1, m + 1, n),
                           rng.integers(1, nn + 1, n), rng.integers(1, k + 1, n), rng.integers(0, 6, n),
                           rng.random(n) < 0.8, np.zeros(n, dtype=np.int64))
@@ -86,7 +87,7 @@ def bench_small_batches(layers, hw, sizes=(1, 32), calls: int = 200, rng=None) -
 def bench_long_tile_walk(hw) -> dict:
     """ResNet-50's 7x7 stem in 16x16x16 tiles: a long walk shows how the tile simulator scales."""
     wl = Workload.conv2d(1, 3, 224, 224, 64, 7, 7, stride=2, pad=3)
-    s = Schedule.default(wl, hw)
+    s = default_schedule(wl, hw)
     s = Schedule(s.dataflow, s.spatial, 16, 16, 16, "nkm", True, s.epilogue)
     t, w = time.process_time(), time.perf_counter()
     r = sim.simulate(wl, hw, s, fidelity="tile")
@@ -96,7 +97,7 @@ def bench_long_tile_walk(hw) -> dict:
 def bench_tile(layers, hw, reps: int = 10) -> dict:
     per, walls, tiles = [], [], []
     for wl in layers:
-        s = Schedule.default(wl, hw)
+        s = default_schedule(wl, hw)
         sim.simulate(wl, hw, s, fidelity="tile")
         t, w = time.process_time(), time.perf_counter()
         for _ in range(reps):
@@ -113,7 +114,7 @@ def bench_tile(layers, hw, reps: int = 10) -> dict:
 def bench_vs_scalesim() -> dict | None:
     if not ORACLE.exists():
         return None
-    from sim.oracle import hardware_of, load_cases, workload_of
+    from sim.validate.scalesim_files import hardware_of, load_cases, workload_of
     try:
         import scalesim  # noqa: F401
         source = "scalesim installed, but this script times only the oracle's recorded runs"
@@ -122,7 +123,7 @@ def bench_vs_scalesim() -> dict | None:
     rows = []
     for c in load_cases(ORACLE):
         wl, hw = workload_of(c), hardware_of(c)
-        s = Schedule.scalesim(wl, hw, c["dataflow"])
+        s = scalesim_schedule(wl, hw, c["dataflow"])
         sim.simulate(wl, hw, s, fidelity="tile")
         t = time.perf_counter()  # wall time, as SCALE-Sim's was measured
         for _ in range(5):

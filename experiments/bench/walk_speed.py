@@ -1,4 +1,4 @@
-"""Tile-level walk speed (``sim.walk.walk``): CPU time of one walk of one mapping of a VGG/ResNet
+"""Tile-level walk speed (``sim.cost.walk.walk``): CPU time of one walk of one mapping of a VGG/ResNet
 conv layer on the 5-level eyeriss preset (DRAM, global buffer, ifmap / filter / psum scratchpads
 in 168 PEs), at the default step cap and beside it, and on random legal mappings of the
 5-level hierarchy of experiments/bench/multilevel_speed.py; with the walk's cycles over the
@@ -6,9 +6,9 @@ closed form's.
 
     python experiments/bench/walk_speed.py [--json] [--random 40] [--repeat 5] [--seed 0]
 
-The preset layers use their default mapping (``sim.multilevel.kernel_mapping``: ``sim.mapping_policy``);
+The preset layers use their default mapping (``sim.cost.multilevel.kernel_mapping``: ``sim.mapping.policy``);
 times are per walk (``time.process_time``, best of ``--repeat``), the closed form's one-by-one
-``sim.movement.evaluate`` beside them. Results go to experiments/results/walk_speed/latest.json.
+``sim.cost.movement.evaluate`` beside them. Results go to experiments/results/walk_speed/latest.json.
 """
 from __future__ import annotations
 
@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 
 import sim
-from sim.hw_hierarchy import hierarchy_of
-from sim.movement import evaluate
-from sim.movement_batch import OK, check_batch
-from sim.multilevel import kernel_mapping
-from sim.nest import conv2d, nest_from_workload
-from sim.walk import DEFAULT_MAX_STEPS, walk
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.cost.movement import evaluate
+from sim.cost.engines.batch import OK, check_batch
+from sim.cost.multilevel import kernel_mapping
+from sim.workload.nest import conv2d, nest_from_workload
+from sim.cost.walk import DEFAULT_MAX_STEPS, walk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from multilevel_speed import eyeriss_5level, random_arrays  # noqa: E402  (the same random mappings)

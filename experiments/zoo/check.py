@@ -72,7 +72,7 @@ def check_file(path: Path, presets: list[str], trials: int, against: str = "torc
             xs = [data[k] for k in sorted(k for k in data.files if k.startswith("in_"))]
             xs = [x.astype(v.dtype) for x, v in zip(xs, g.inputs)]
         else:
-            xs = list(sim.runtime.example_inputs(g).values())
+            xs = list(sim.graph.runtime.example_inputs(g).values())
         step = "interpret"
         outs = interpret(g, xs)
         if ref.exists() and against == "torch":
@@ -97,7 +97,7 @@ def check_file(path: Path, presets: list[str], trials: int, against: str = "torc
                 step = f"save[{preset}]"
                 plan.save(Path(d) / "p.zip")
                 step = f"run[{preset}]"
-                mod = sim.runtime.load(Path(d) / "p.zip")
+                mod = sim.graph.runtime.load(Path(d) / "p.zip")
                 res = mod.run(xs)
                 for i, (o, w) in enumerate(zip(res.outputs.values(), outs)):
                     _close(o, w, f"run output {i} vs interpreter")
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     import sim
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir")
-    ap.add_argument("--presets", nargs="*", default=list(sim.presets.names()),
+    ap.add_argument("--presets", nargs="*", default=list(sim.hw.presets.names()),
                     help="hardware presets (default: every preset)")
     ap.add_argument("--trials", type=int, default=8)
     ap.add_argument("--against", choices=("torch", "ort"), default="torch",

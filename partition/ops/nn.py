@@ -625,7 +625,7 @@ def _gap(args, attrs):
 
 # ============================================================================ 3-D conv / pools
 # Video and volumetric models (C3D, R(2+1)D, 3-D U-Net). These run on the host only: no simulator
-# kernel or preset knows them (sim.workload_ir keys on the op name, so conv3d never reaches the
+# kernel or preset knows them (sim.workload.from_ir keys on the op name, so conv3d never reaches the
 # conv2d workload even though its category is "conv").
 def _params3d(name: str, attrs: dict, key: str, n: int, default: int) -> tuple[int, ...]:
     return int_tuple(attrs.get(key, (default,) * n), name, key, n)

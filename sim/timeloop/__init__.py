@@ -1,10 +1,10 @@
 """Timeloop interoperability at the edge: Timeloop v0.4 YAML (+ Accelergy ERT/ART) -> the three
-values of the multi-level model (``Hierarchy``, ``Nest``, ``Mapping``) -> ``sim.movement``.
+values of the multi-level model (``Hierarchy``, ``Nest``, ``Mapping``) -> ``sim.cost.movement``.
 
 ``evaluate(paths)`` reads the files (merged by top-level key as Timeloop merges them: the user's
 split arch/problem/map files, a timeloopfe Jinja2 top template such as the exercises'
 ``top.yaml.jinja2`` rendered with ``variables``, or the front end's ``parsed-processed-input.yaml``,
-plus the ERT and ART files), and returns a ``sim.movement.Evaluation``; ``load(paths)`` returns the three values;
+plus the ERT and ART files), and returns a ``sim.cost.movement.Evaluation``; ``load(paths)`` returns the three values;
 ``mapping_yaml`` writes a mapping back as a Timeloop mapping file. A construct this reader does
 not model (sparse densities or optimizations, shared bandwidth, parallel subtrees, template paths outside the template's folder, unknown directive
 types or top-level keys) raises ``TimeloopError`` with one line naming it, never a number.
@@ -17,10 +17,10 @@ import os
 from collections.abc import Mapping as MappingABC
 from typing import Any, Iterable
 
-from ..hierarchy import Hierarchy
-from ..mapping import Mapping, MappingError
-from ..movement import Evaluation, evaluate as evaluate_mapping
-from ..nest import Nest
+from ..hw.hierarchy import Hierarchy
+from ..mapping.mapping import Mapping, MappingError
+from ..cost.movement import Evaluation, evaluate as evaluate_mapping
+from ..workload.nest import Nest
 from .arch import hierarchy
 from .errors import TimeloopError
 from .files import read_merged

@@ -1,5 +1,5 @@
 """Timeloop's architecture (v0.4 user tree or the front end's processed form) plus Accelergy's
-ERT/ART -> ``sim.hierarchy.Hierarchy``.
+ERT/ART -> ``sim.hw.hierarchy.Hierarchy``.
 
 Two forms are read:
 
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..hierarchy import Arithmetic, Hierarchy, HierarchyError, StorageLevel
+from ..hw.hierarchy import Arithmetic, Hierarchy, HierarchyError, StorageLevel
 from .errors import TimeloopError
 from .expr import resolve
 

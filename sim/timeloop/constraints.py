@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping as TMapping
 
-from ..mapspace import LevelConstraint, MapspaceError
+from ..mapping.mapspace import LevelConstraint, MapspaceError
 
 _FACTOR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(<=|>=|=)?\s*(-?\d+)")
 _TARGET_KEYS = {"target", "name", "type", "factors", "permutation", "split", "keep", "bypass", "attributes"}

@@ -1,6 +1,6 @@
 """Reading Timeloop input files and merging them by top-level key, as Timeloop does.
 
-Each file is read as untrusted input by ``sim.configfile.read_config`` (size cap, text only, no
+Each file is read as untrusted input by ``sim.hw.configfile.read_config`` (size cap, text only, no
 YAML anchors/aliases, no duplicate keys) with Timeloop v0.4's node tags (``!Component``,
 ``!Container``, ``!Parallel``, ``!Hierarchical``, ``!Nothing``) accepted. Files are merged by
 top-level key: a later file's key replaces an earlier one's, except that an empty ``mapping``
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..configfile import read_config, read_text
+from ..hw.configfile import read_config, read_text
 from .errors import TimeloopError
 from .template import is_template, render_file
 

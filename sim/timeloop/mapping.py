@@ -1,9 +1,9 @@
-"""Timeloop mapping directives <-> ``sim.mapping.Mapping``.
+"""Timeloop mapping directives <-> ``sim.mapping.mapping.Mapping``.
 
 A directive is ``{target, type, factors, permutation, split, keep, bypass}`` with type
 ``temporal``, ``spatial`` or one of ``bypass``/``datatype``/``dataspace`` (keep/bypass).
 Factors are written ``R=3 P=16``, ``R=3,P=16``, ``R3 P16`` or as a list; a dim left out has
-factor 1. Permutations are innermost first (Timeloop's order; ``sim.mapping`` keeps outermost
+factor 1. Permutations are innermost first (Timeloop's order; ``sim.mapping.mapping`` keeps outermost
 first); a spatial permutation's first ``split`` dims go along X, the rest along Y (no split: all
 X). A target is a level name or a container name whose spatial level is ``inter_<name>_spatial``.
 A data space neither kept nor bypassed is kept (timeloop-model's default); spatial-only levels
@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..hierarchy import Hierarchy
-from ..mapping import LevelMapping, Mapping
-from ..nest import Nest
+from ..hw.hierarchy import Hierarchy
+from ..mapping.mapping import LevelMapping, Mapping
+from ..workload.nest import Nest
 from .errors import TimeloopError
 
 KEEP_TYPES = ("bypass", "datatype", "dataspace")

@@ -1,9 +1,9 @@
-"""Timeloop's problem spec (``problem:`` with ``shape`` and ``instance``) -> ``sim.nest.Nest``."""
+"""Timeloop's problem spec (``problem:`` with ``shape`` and ``instance``) -> ``sim.workload.nest.Nest``."""
 from __future__ import annotations
 
 from typing import Any
 
-from ..nest import DataSpace, Nest, NestError
+from ..workload.nest import DataSpace, Nest, NestError
 from .errors import TimeloopError
 
 

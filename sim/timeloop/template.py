@@ -38,7 +38,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..configfile import AliasError, DuplicateKey, read_text, tagged_loader
+from ..hw.configfile import AliasError, DuplicateKey, read_text, tagged_loader
 from .errors import TimeloopError
 
 TEMPLATE_SUFFIXES = (".jinja", ".jinja2", ".j2")

@@ -18,13 +18,13 @@ import numpy as np
 
 import sim
 from fuzzgen import FORMATS, Case, bad_value, choose, finite, in_range, ok_value, write
-from sim.configfile import MAX_CONFIG_BYTES
-from sim.hardware import MAX_BASE_DEPTH, field_rules
+from sim.hw.configfile import MAX_CONFIG_BYTES
+from sim.hw.config import MAX_BASE_DEPTH, field_rules
 
 FAMILY = "hw"
 RULES = {p: r for p, r, _ in field_rules()}
 NUMERIC = sorted(p for p, r in RULES.items() if r.kind in ("int", "num"))
-PRESETS = sim.presets.names()
+PRESETS = sim.hw.presets.names()
 MODEL = "ssd_detector"  # convolutions, pooling and a head: small (0.06 GMACs), offloads on every preset
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from fuzzgen import FORMATS, Case, bad_value, choose, finite, in_range, ok_value, write
-from sim.configfile import MAX_CONFIG_BYTES
-from sim.hardware import field_rules
+from sim.hw.configfile import MAX_CONFIG_BYTES
+from sim.hw.config import field_rules
 from tuner.sweep.spec import MAX_AXIS_VALUES, MAX_POINTS, MAX_TRIALS, METRICS
 
 FAMILY = "sweep"

@@ -53,7 +53,7 @@ PRESET_FILES = ["c3d_clip.ts.onnx", "mobilenet_v3_small.dynamo.onnx", "unet_smal
 
 def _presets():
     import sim
-    return list(sim.presets.names())
+    return list(sim.hw.presets.names())
 
 
 @pytest.mark.slow
@@ -68,7 +68,7 @@ def test_tune_pack_and_run_back_on_every_preset(fname, preset, tmp_path):
     plan = tuner.tune(g, sim.load_hw(preset), trials=2, seed=0, progress=False, model_name=fname)
     assert plan.latency_s > 0 and plan.latency_s <= plan.baselines["all_host"].latency_s * (1 + 1e-9)
     plan.save(tmp_path / "plan.zip")
-    res = sim.runtime.load(tmp_path / "plan.zip").run(xs)
+    res = sim.graph.runtime.load(tmp_path / "plan.zip").run(xs)
     for got, want in zip(res.outputs.values(), interpret(g, xs)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert res.latency_s == pytest.approx(plan.latency_s, rel=1e-9)

@@ -72,7 +72,7 @@ def assert_host_cost(node) -> None:
     plus the per-op overhead, from the op's own cost function."""
     import sim
     hw = sim.load_hw("edge-npu")
-    secs = sim.subgraph.host_op_seconds(node, hw)
+    secs = sim.graph.subgraph.host_op_seconds(node, hw)
     c = OPS[node.op].cost([v.type for v in node.inputs], [o.type for o in node.outputs], node.attrs)
     expect = max(c.flops / hw.host.peak_flops, (c.bytes_in + c.bytes_out) / hw.host.mem_bytes_per_s)
     assert math.isfinite(secs) and secs == pytest.approx(expect + hw.host.op_overhead_s)

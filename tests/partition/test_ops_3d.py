@@ -305,7 +305,7 @@ def _ops_in_functions(graph) -> set[str]:
     return ops
 
 
-@pytest.mark.parametrize("preset", sim.presets.names())
+@pytest.mark.parametrize("preset", sim.hw.presets.names())
 def test_no_preset_offloads_3d_ops(preset):
     from pathlib import Path
     g = load_onnx(Path(__file__).resolve().parents[1] / "data" / "zoo" / ZOO_C3D)
@@ -321,4 +321,4 @@ def test_simulator_has_no_conv3d_workload(rng):
     model, _ = one_node_model("Conv", [f32(rng, 1, 2, 4, 4, 4), Const(f32(rng, 3, 2, 3, 3, 3))], {}, 1, OPSET)
     (node,) = load_onnx(model.SerializeToString()).nodes
     with pytest.raises(sim.WorkloadError, match="conv3d"):
-        sim.Workload.from_node(node)
+        sim.workload_of(node)

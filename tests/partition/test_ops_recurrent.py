@@ -233,7 +233,7 @@ def test_importer_runtime_sequence_lens_is_an_error():
 def test_host_cost_follows_the_formula():
     import sim
     from partition.ops import op_cost
-    from sim.subgraph import host_op_seconds
+    from sim.graph.subgraph import host_op_seconds
 
     model = _classifier(17)
     g = load_onnx(model.SerializeToString())

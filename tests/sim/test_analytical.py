@@ -4,8 +4,8 @@ from hypothesis import given, settings, strategies as st, HealthCheck
 
 import sim
 from sim import Schedule, ScheduleArrays, Workload, load_hw, simulate, simulate_batch
-from sim import analytical as A
-from sim.footprint import Geometry, folds, ifmap_tile_words, ifmap_words_all_tiles
+from sim.cost import analytical as A
+from sim.mapping.footprint import Geometry, folds, ifmap_tile_words, ifmap_words_all_tiles
 
 
 def _hw(**over):

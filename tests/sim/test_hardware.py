@@ -3,11 +3,11 @@ import json
 import pytest
 
 import sim
-from sim.hardware import HardwareConfig, HardwareError, load_hw
+from sim.hw.config import HardwareConfig, HardwareError, load_hw
 
 
 def test_every_preset_loads_and_has_a_distinct_fingerprint():
-    names = sim.presets.names()
+    names = sim.hw.presets.names()
     assert {"scalesim-32x32-os", "edge-npu", "tpu-v1-like", "eyeriss-like", "cloud-npu"} <= set(names)
     fps = {load_hw(n).fingerprint() for n in names}
     assert len(fps) == len(names)

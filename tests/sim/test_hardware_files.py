@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import sim
-from sim.configfile import MAX_CONFIG_BYTES
-from sim.hardware import (MAX_BASE_DEPTH, HardwareConfig, HardwareError, _SECTIONS, field_rules, load_hw)
+from sim.hw.configfile import MAX_CONFIG_BYTES
+from sim.hw.config import (MAX_BASE_DEPTH, HardwareConfig, HardwareError, _SECTIONS, field_rules, load_hw)
+from sim import default_schedule
 
 RULES = {path: rule for path, rule, _ in field_rules()}
 NUMERIC = {p: r for p, r in RULES.items() if r.kind in ("int", "num")}
@@ -176,7 +177,7 @@ def test_every_numeric_field_has_a_finite_range_and_a_doc():
 
 
 def test_presets_sit_inside_the_ranges():
-    for name in sim.presets.names():
+    for name in sim.hw.presets.names():
         hw = load_hw(name)
         for path, rule in NUMERIC.items():
             sec, f = path.split(".")
@@ -235,7 +236,7 @@ def test_extreme_corner_simulates_to_finite_numbers():
     for over in (slow, big):
         hw = HardwareConfig().with_overrides(over)
         for fidelity in ("analytical", "tile"):
-            r = simulate(wl, hw, Schedule.default(wl, hw), fidelity=fidelity)
+            r = simulate(wl, hw, default_schedule(wl, hw), fidelity=fidelity)
             assert math.isfinite(r.total_cycles) and r.total_cycles > 0
             assert math.isfinite(r.latency_s) and math.isfinite(r.energy_j) and r.energy_j >= 0
             assert math.isfinite(hw.area_mm2())

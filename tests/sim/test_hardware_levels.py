@@ -5,9 +5,9 @@ import json
 import pytest
 
 import sim
-from sim.hardware import HardwareConfig, HardwareError, level_rules, load_hw
-from sim.hierarchy import hierarchy_from_hardware
-from sim.hw_hierarchy import hierarchy_of
+from sim.hw.config import HardwareConfig, HardwareError, level_rules, load_hw
+from sim.hw.hierarchy import hierarchy_from_hardware
+from sim.hw.config_hierarchy import hierarchy_of
 
 ONE_BUFFER = ("edge-npu", "cloud-npu", "tpu-v1-like", "eyeriss-like", "scalesim-32x32-os")
 

@@ -1,8 +1,8 @@
 """The hierarchy value: fan-out from instance counts, one-line errors, the one-buffer special case."""
 import pytest
 
-from sim.hardware import HardwareConfig
-from sim.hierarchy import Arithmetic, Hierarchy, HierarchyError, StorageLevel, hierarchy_from_hardware
+from sim.hw.config import HardwareConfig
+from sim.hw.hierarchy import Arithmetic, Hierarchy, HierarchyError, StorageLevel, hierarchy_from_hardware
 
 
 def eyeriss_like():

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import sim
-from sim.hw_hierarchy import hierarchy_of
-from sim.mapping import LevelMapping, Mapping
-from sim.movement import evaluate
-from sim.nest import conv2d
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.mapping.mapping import LevelMapping, Mapping
+from sim.cost.movement import evaluate
+from sim.workload.nest import conv2d
 
 ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "timeloop"
 if not ORACLE.is_dir():

@@ -1,9 +1,9 @@
 """Mappings: the one-line errors for every illegal case, and tiles / utilized instances."""
 import pytest
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping, MappingError
-from sim.nest import conv1d
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import LevelMapping, Mapping, MappingError
+from sim.workload.nest import conv1d
 
 
 def hier():
@@ -81,7 +81,7 @@ def test_overflow_names_level_and_capacity():
 
 
 def test_prime_factors():
-    from sim.mapping import prime_factors
+    from sim.mapping.mapping import prime_factors
     assert prime_factors(1) == [] and prime_factors(12) == [2, 2, 3] and prime_factors(97) == [97]
     for n in (56, 128, 224, 1000003 * 4):
         fs = prime_factors(n)

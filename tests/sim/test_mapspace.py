@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import MappingError
-from sim.nest import conv1d, conv2d, gemm
-from sim.mapspace import (FactorMove, FactorSwap, KeepFlip, LevelConstraint, MapMutationMix, MapspaceError, MapUniformCrossover, PermutationSwap)
-from sim.mapspace_sim import build_space, from_mapping, to_mapping
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import MappingError
+from sim.workload.nest import conv1d, conv2d, gemm
+from sim.mapping.mapspace import (FactorMove, FactorSwap, KeepFlip, LevelConstraint, MapMutationMix, MapspaceError, MapUniformCrossover, PermutationSwap)
+from sim.mapping.mapspace_sim import build_space, from_mapping, to_mapping
 
 
 def three_level(glb=64, rf=8, pes=(4, 2)):

@@ -2,10 +2,10 @@
 worked examples and its stride-reset example), plus energy, cycles and the JSON shape."""
 import pytest
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping
-from sim.movement import delta_sum, distinct_tiles, evaluate
-from sim.nest import DataSpace, Nest, conv1d
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import LevelMapping, Mapping
+from sim.cost.movement import delta_sum, distinct_tiles, evaluate
+from sim.workload.nest import DataSpace, Nest, conv1d
 
 
 def conv1d_rp():

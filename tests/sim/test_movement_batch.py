@@ -6,12 +6,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping, MappingError, prime_factors
-from sim.movement import evaluate
-from sim.movement_batch import OK, MappingArrays, check_batch, evaluate_batch
-from sim.movement_jit import available
-from sim.nest import batch_matmul, conv1d, conv2d, gemm
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import LevelMapping, Mapping, MappingError, prime_factors
+from sim.cost.movement import evaluate
+from sim.cost.engines.batch import OK, MappingArrays, check_batch, evaluate_batch
+from sim.cost.engines.jit import available
+from sim.workload.nest import batch_matmul, conv1d, conv2d, gemm
 
 
 def random_mapping(rng, nest, fan, nlev, spatial_prob=0.5, bypass_prob=0.25):
@@ -146,7 +146,7 @@ def test_block_sizes_power_of_two_or_not(engine, block):
 def test_jit_unpackable_keys_fall_back_one_by_one(engine):
     """When a data space's rank vector does not pack into one int64 the jit's one-comparison keys
     would be wrong: every row must then be flagged and evaluated by movement.evaluate."""
-    from sim.movement_batch import _structure
+    from sim.cost.engines.batch import _structure
     hier = eyeriss_like()
     nest = NESTS[1]
     maps, arrays = _legal_arrays(np.random.default_rng(5), hier, nest, 12)
@@ -193,9 +193,9 @@ def test_jit_kernel_per_shape_cached_on_disk(tmp_path, monkeypatch):
     """One kernel per (hierarchy, nest) shape, whatever the bounds; its source is written to the
     cache directory (numba caches the compiled code next to it); without a writable directory
     it is compiled in memory, with the same results."""
-    from sim import movement_jit
-    from sim.movement_batch import _structure
-    from sim.movement_jitgen import source
+    from sim.cost.engines import jit as movement_jit
+    from sim.cost.engines.batch import _structure
+    from sim.cost.engines.jitgen import source
     hier = Hierarchy((StorageLevel("DRAM", block_size=2, read_pj=100, fill_pj=100, update_pj=100),
                       StorageLevel("buf", capacity_words=1 << 12, instances=4, mesh_x=2, read_pj=2, fill_pj=2,
                                    update_pj=3, read_bandwidth=1, write_bandwidth=1)),
@@ -233,7 +233,8 @@ def test_auto_rents_numpy_until_a_cold_compile_would_pay(monkeypatch):
     """engine='auto' with a cold jit kernel evaluates in numpy (same numbers) and counts the CPU
     time it spends; once that reaches the cold compile's cost, or as soon as the kernel is ready
     (compiled in process or cached on disk), it runs the jit kernel."""
-    from sim import movement_batch, movement_jit
+    from sim.cost.engines import batch as movement_batch
+    from sim.cost.engines import jit as movement_jit
     if not available():
         pytest.skip("numba not installed")
     hier, nest = eyeriss_like(), conv2d(c=8, m=8, r=3, s=3, p=6, q=6)
@@ -261,7 +262,7 @@ def test_auto_rents_numpy_until_a_cold_compile_would_pay(monkeypatch):
 
 def test_generic_ready_reads_numbas_cache():
     """In a process whose generic kernel has run, it is ready; the answer is a plain bool."""
-    from sim import movement_jit
+    from sim.cost.engines import jit as movement_jit
     if not available():
         pytest.skip("numba not installed")
     hier, nest = eyeriss_like(), conv2d(c=8, m=8, r=3, s=3, p=6, q=6)

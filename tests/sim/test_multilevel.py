@@ -5,12 +5,12 @@ import math
 import pytest
 
 import sim
-from sim.hw_hierarchy import hierarchy_of
-from sim.mapping import Mapping
-from sim.mapping_policy import MappingPolicyError, PolicyConfig, default_mapping
-from sim.movement import evaluate
-from sim.multilevel import kernel_mapping
-from sim.nest import gemm, nest_from_workload
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.mapping.mapping import Mapping
+from sim.mapping.policy import MappingPolicyError, PolicyConfig, default_mapping
+from sim.cost.movement import evaluate
+from sim.cost.multilevel import kernel_mapping
+from sim.workload.nest import gemm, nest_from_workload
 
 WORKLOADS = [
     sim.Workload.conv2d(1, 64, 28, 28, 96, 3, 3, pad=1),
@@ -50,10 +50,10 @@ def test_report_is_the_movement_model_of_a_legal_mapping(preset, wl):
 
 
 def test_tile_fidelity_walks_the_same_mapping_and_the_schedule_does_not_matter():
-    """``tile`` is the walk of the mapping the closed form costs (sim/walk.py): the same access
+    """``tile`` is the walk of the mapping the closed form costs (sim/cost/walk.py): the same access
     energy and DRAM bytes, at least as many cycles, leakage over its own cycles, and its parts
     (fill, compute, stall, drain) add up to its total."""
-    from sim.multilevel import kernel_walk
+    from sim.cost.multilevel import kernel_walk
     hw = sim.load_hw("eyeriss")
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     a = sim.simulate(wl, hw, fidelity="analytical")
@@ -69,7 +69,7 @@ def test_tile_fidelity_walks_the_same_mapping_and_the_schedule_does_not_matter()
     other = sim.Schedule("os", ("m", "n"), 64, 64, 64, "kmn", True)   # would overflow nothing here
     assert sim.simulate(wl, hw, other).total_cycles == a.total_cycles
     assert sim.tile_cycles(wl, hw, other) == t.total_cycles
-    b = sim.simulate_batch(wl, hw, [sim.Schedule.default(wl, hw), other])
+    b = sim.simulate_batch(wl, hw, [sim.default_schedule(wl, hw), other])
     assert list(b["total_cycles"]) == [a.total_cycles] * 2 and b["valid"].all()
 
 
@@ -131,7 +131,7 @@ def test_policy_is_no_worse_than_the_best_of_many_random_mappings():
     """On a small space, the policy's mapping is at least as fast as the best of 4000 random
     legal mappings, each costed by the movement model one by one (not the batch the policy uses)."""
     import numpy as np
-    from sim.mapspace_sim import build_space, to_mapping
+    from sim.mapping.mapspace_sim import build_space, to_mapping
     hier = hierarchy_of(sim.load_hw("simba-like"))
     nest = gemm(4, 6, 2)
     space = build_space(hier, nest)
@@ -153,14 +153,14 @@ def test_tile_fidelity_walks_a_given_mapping_not_the_default():
     """A schedule that carries a mapping (a tuned plan's) is walked as given: its cycles are the
     walk of that mapping, which differs from the default mapping's walk."""
     import dataclasses
-    from sim.walk import walk
+    from sim.cost.walk import walk
     hw = sim.load_hw("eyeriss")
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     hier, nest = hierarchy_of(hw), nest_from_workload(wl)
     default, _, _ = kernel_mapping(wl, hw)
     other, _ = default_mapping(hier, nest, "energy", PolicyConfig(samples=64, steps=2, seed=3))
     assert other != default
-    s = dataclasses.replace(sim.Schedule.default(wl, hw), mapping=other)
+    s = dataclasses.replace(sim.default_schedule(wl, hw), mapping=other)
     t = sim.simulate(wl, hw, s, fidelity="tile")
     w = walk(hier, nest, other)
     assert t.total_cycles == w.cycles and t.prologue_cycles == int(w.fill_cycles)

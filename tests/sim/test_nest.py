@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from sim.nest import DataSpace, Nest, NestError, batch_matmul, conv1d, conv2d, gemm, nest_from_workload
-from sim.workload import Workload
+from sim.workload.nest import DataSpace, Nest, NestError, batch_matmul, conv1d, conv2d, gemm, nest_from_workload
+from sim.workload.workload import Workload
 
 
 def test_conv2d_sizes_follow_projections():

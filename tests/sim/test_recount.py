@@ -5,11 +5,11 @@ import math
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping, prime_factors
-from sim.movement import evaluate
-from sim.nest import conv1d, conv2d, gemm, batch_matmul
-from sim.recount import recount
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import LevelMapping, Mapping, prime_factors
+from sim.cost.movement import evaluate
+from sim.workload.nest import conv1d, conv2d, gemm, batch_matmul
+from sim.validate.recount import recount
 
 
 def _split(draw, n, parts):

@@ -9,8 +9,9 @@ import sim
 from partition import Graph, partition_for
 from partition.models import get, list_models
 from sim import Schedule, Workload, cost_graph, load_hw, simulate, simulate_function
+from sim import default_schedule
 
-PRESETS = sim.presets.names()
+PRESETS = sim.hw.presets.names()
 MODELS = [m.name for m in list_models()]
 
 
@@ -54,8 +55,8 @@ def test_fused_chain_bound_knows_the_on_chip_operand(stride, fidelity):
     first, second = (k.report for k in rep.kernels)
     wl1 = Workload.conv2d(1, 16, 56, 56, 16, 1, 1)
     wl2 = Workload.conv2d(1, 16, 56, 56, 16, 1, 1, stride=stride)
-    alone1 = simulate(wl1, hw, Schedule.default(wl1, hw), fidelity)
-    alone2 = simulate(wl2, hw, Schedule.default(wl2, hw), fidelity)
+    alone1 = simulate(wl1, hw, default_schedule(wl1, hw), fidelity)
+    alone2 = simulate(wl2, hw, default_schedule(wl2, hw), fidelity)
     # The intermediate (16x56x56 int8 words) never touches DRAM: the first kernel does not write
     # it, the second does not read it (at most what it read alone: a strided reader reads part).
     inter = 16 * 56 * 56 * hw.array.word_bytes

@@ -1,4 +1,4 @@
-"""sim.runtime: a packed module loads back and runs on the simulated device. Outputs equal the
+"""sim.graph.runtime: a packed module loads back and runs on the simulated device. Outputs equal the
 reference interpreter on the source model; the latency breakdown follows what actually ran
 (host ops of the taken If branch, one device call per Loop trip), uses the archive's schedules and
 hardware config, and its host/link/launch terms match hand-computed figures."""
@@ -11,8 +11,8 @@ import pytest
 
 import sim
 from partition import Function, Graph, PackedFormatError, graph_hash, interpret, load_onnx, models, partition_for, write_packed
-from sim.runtime import RunInputError, RuntimeLoadError, example_inputs, load
-from sim.subgraph import kernel_workload
+from sim.graph.runtime import RunInputError, RuntimeLoadError, example_inputs, load
+from sim.graph.subgraph import kernel_workload
 
 HW = sim.load_hw("edge-npu")
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "models"  # ../shared beside the checkout
@@ -32,12 +32,12 @@ def manifest_fields(g: Graph, externals, hw=HW, name="m"):
 
 
 def export_default(g: Graph, path, hw=HW) -> Graph:
-    """BYOC-partition ``g`` for ``hw`` and write it with every kernel at Schedule.default."""
+    """BYOC-partition ``g`` for ``hw`` and write it with every kernel at sim.default_schedule."""
     part = partition_for(g, hw.partition_target())
     ext = {}
     for sym, fn in part.functions.items():
         if "Compiler" in fn.attrs:
-            ext[sym] = {"schedules": {n.name: sim.Schedule.default(kernel_workload(n, fn.graph.functions), hw).to_dict()
+            ext[sym] = {"schedules": {n.name: sim.default_schedule(kernel_workload(n, fn.graph.functions), hw).to_dict()
                                       for n in fn.graph.nodes}}
     write_packed(path, manifest_fields=manifest_fields(g, ext, hw, g.name), host_graph=part, externals=ext)
     return part
@@ -86,7 +86,7 @@ def conv_workload():
 
 def write_tinynet(path, schedule=None, hw=HW, **over):
     wl = conv_workload()
-    s = schedule or sim.Schedule.default(wl, hw)
+    s = schedule or sim.default_schedule(wl, hw)
     ext = {"npu_main_0": {"schedules": {"k0": s.to_dict()}}}
     kw = dict(manifest_fields=manifest_fields(tinynet(), ext, hw, "tinynet"), host_graph=tinynet_partitioned(),
               externals=ext)
@@ -124,7 +124,7 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
     conv_pj = sum(n * HW.energy.host_pj_per_flop + n * 5 * HW.energy.dram_pj_per_byte for n in (192, 256))
     assert b.launch_s == pytest.approx(100e-6, rel=1e-12)
     # Device: the one kernel's tile-level cycles under the archive's schedule, at 500 MHz.
-    rep = sim.simulate(conv_workload(), HW, sim.Schedule.default(conv_workload(), HW), fidelity="tile")
+    rep = sim.simulate(conv_workload(), HW, sim.default_schedule(conv_workload(), HW), fidelity="tile")
     assert f.cycles == rep.total_cycles
     assert b.device_s == pytest.approx(rep.total_cycles / 500e6, rel=1e-12)
     assert b.latency_s == pytest.approx(b.host_s + b.link_s + b.launch_s + b.device_s)
@@ -135,7 +135,7 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
     host_pj = sum(op_cost(n).flops * HW.energy.host_pj_per_flop
                   + (op_cost(n).bytes_in + op_cost(n).bytes_out) * HW.energy.dram_pj_per_byte for n in host_nodes)
     assert host_pj > 0 and b.host_j == pytest.approx((host_pj + conv_pj) * 1e-12, rel=1e-12)
-    assert b.host_s == pytest.approx(sum(sim.subgraph.host_op_seconds(n, HW) for n in host_nodes) + conv_s, rel=1e-12)
+    assert b.host_s == pytest.approx(sum(sim.graph.subgraph.host_op_seconds(n, HW) for n in host_nodes) + conv_s, rel=1e-12)
     assert b.energy_j == pytest.approx(rep.energy_j + 448 * HW.energy.link_pj_per_byte * 1e-12
                                        + (host_pj + conv_pj) * 1e-12, rel=1e-9)
     d = b.to_dict()
@@ -144,7 +144,7 @@ def test_tinynet_outputs_and_hand_computed_breakdown(tmp_path):
 
 def test_archive_schedule_is_the_one_simulated(tmp_path):
     wl = conv_workload()
-    dflt = sim.Schedule.default(wl, HW)
+    dflt = sim.default_schedule(wl, HW)
     other = sim.Schedule(dataflow="os", spatial=("m", "n"), tile_m=8, tile_n=4, tile_k=9,
                          loop_order="kmn", double_buffer=False).check(wl, HW)
     cycles = {}
@@ -165,7 +165,7 @@ def test_hardware_config_comes_from_the_archive(tmp_path):
     quick = load(write_tinynet(tmp_path / "fast.zip", hw=fast)).run({"x": X}).breakdown
     assert quick.link_s == pytest.approx(slow.link_s / 2)
     wl = conv_workload()
-    assert quick.functions[0].cycles == sim.simulate(wl, fast, sim.Schedule.default(wl, HW), "tile").total_cycles
+    assert quick.functions[0].cycles == sim.simulate(wl, fast, sim.default_schedule(wl, HW), "tile").total_cycles
 
 
 def if_model() -> Graph:

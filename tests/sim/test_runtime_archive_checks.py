@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sim
-from sim.runtime import RuntimeLoadError, hardware_of, load
+from sim.graph.runtime import RuntimeLoadError, hardware_of, load
 from test_runtime import HW, X, conv_workload, manifest_fields, tinynet, write_tinynet
 from tuner.cli import main
 
@@ -66,7 +66,7 @@ def test_a_complete_hardware_object_round_trips():
 
 
 def _schedule(**over):
-    d = sim.Schedule.default(conv_workload(), HW).to_dict()
+    d = sim.default_schedule(conv_workload(), HW).to_dict()
     d.update(over)
     return {k: v for k, v in d.items() if v is not ...}
 
@@ -134,7 +134,7 @@ def test_a_loop_of_absurd_trips_stops_at_the_op_budget(tmp_path, capsys):
 
     import tuner
     from partition import models, read_packed
-    from sim.runtime import DEFAULT_MAX_OPS, RunLimitError
+    from sim.graph.runtime import DEFAULT_MAX_OPS, RunLimitError
     plan = tmp_path / "p.zip"
     tuner.tune(models.get("byoc_demo"), "edge-npu", trials=0, progress=False).save(plan)
     assert int(read_packed(plan).params["trip_count"]) < 100
@@ -160,7 +160,7 @@ def test_a_loop_of_absurd_trips_stops_at_the_op_budget(tmp_path, capsys):
             z.writestr(n, d)
     mod = load(bad)
     with pytest.raises(ValueError, match="the run executed more than 1,000 ops"):
-        mod.run(sim.runtime.example_inputs(mod), max_ops=1000)
+        mod.run(sim.graph.runtime.example_inputs(mod), max_ops=1000)
     assert main(["run", str(bad), "--max-ops", "500"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the run executed more than 500 ops" in err[0] and "--max-ops" in err[0]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.oracle import load_cases
-from sim.validate import compare_case, rel_err
+from sim.validate.scalesim_files import load_cases
+from sim.validate.scalesim import compare_case, rel_err
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLE = REPO / ".." / "shared" / "oracle" / "scalesim.jsonl"

@@ -1,6 +1,7 @@
 import pytest
 
 from sim import Schedule, ScheduleError, Workload, load_hw
+from sim import default_schedule, scalesim_schedule
 
 
 def test_json_round_trip_and_hashable():
@@ -67,7 +68,7 @@ def test_default_schedule_is_legal(preset):
     hw = load_hw(preset)
     for wl in (Workload.conv2d(1, 64, 56, 56, 256, 1, 1), Workload.conv2d(1, 32, 112, 112, 32, 3, 3, pad=1, groups=32),
                Workload.gemm(128, 3072, 768, epilogue=("bias_add", "gelu"))):
-        s = Schedule.default(wl, hw)
+        s = default_schedule(wl, hw)
         s.check(wl, hw)
         assert set(s.epilogue) <= set(hw.vector.ops)
 
@@ -76,8 +77,8 @@ def test_scalesim_schedule_is_whole_layer_when_it_fits():
     hw = load_hw("scalesim-32x32-os").with_overrides({"buffers.ifmap_bytes": 2**22, "buffers.weight_bytes": 2**22,
                                                       "buffers.output_bytes": 2**22})
     wl = Workload.conv2d(1, 64, 56, 56, 64, 3, 3, pad=1)
-    s = Schedule.scalesim(wl, hw, "ws")
+    s = scalesim_schedule(wl, hw, "ws")
     assert (s.dataflow, s.spatial, s.tiles) == ("ws", ("k", "n"), (56 * 56, 64, 576))
-    small = Schedule.scalesim(wl, load_hw("scalesim-32x32-os"), "os")
+    small = scalesim_schedule(wl, load_hw("scalesim-32x32-os"), "os")
     small.check(wl, load_hw("scalesim-32x32-os"))
     assert small.tile_m % 32 == 0 and small.tile_n % 32 == 0

@@ -8,6 +8,7 @@ from partition import Graph, partition_for
 from partition.models import get
 from sim import Schedule, Workload, cost_graph, load_hw, simulate, simulate_function
 from tuner.cli import main
+from sim import default_schedule, workload_of
 
 
 def _two_conv_graph(c=16, hw_=28):
@@ -39,7 +40,7 @@ def test_function_keeps_intermediate_on_chip_and_fuses_epilogue():
     assert rep.spilled_bytes == 0
     # each kernel alone would write/read the 16x28x28 intermediate through DRAM
     wl = Workload.conv2d(1, 16, 28, 28, 16, 3, 3, pad=1, epilogue=("relu",))
-    alone = simulate(wl, hw, Schedule.default(wl, hw))
+    alone = simulate(wl, hw, default_schedule(wl, hw))
     # the 16x28x28 intermediate (bf16 words) is neither written by the first nor read by the second
     inter = 16 * 28 * 28 * 2
     assert sum(k.report.dram_bytes for k in rep.kernels) == 2 * alone.dram_bytes - 2 * inter
@@ -97,7 +98,7 @@ def test_cli_simulate_json(capsys, preset):
 def test_cli_hw_list_show_and_errors(capsys, tmp_path):
     assert main(["hw", "list", "--json"]) == 0
     names = {r["name"] for r in json.loads(capsys.readouterr().out)}
-    assert names == set(sim.presets.names())
+    assert names == set(sim.hw.presets.names())
     assert main(["hw", "show", "tpu-v1-like", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["array"]["rows"] == 256 and len(d["fingerprint"]) == 64
@@ -130,7 +131,7 @@ def test_vector_ops_from_onnx_exports_offload_and_cost():
     assert len(c.calls) == 1 and not c.host_ops
     xin = np.random.default_rng(0).standard_normal((1, 16, 8, 8)).astype(np.float32)
     np.testing.assert_allclose(interpret(part, [xin])[0], interpret(g, [xin])[0], rtol=1e-6)
-    w = Workload.from_node(next(n for n in g.nodes if n.op == "mish"))
+    w = workload_of(next(n for n in g.nodes if n.op == "mish"))
     assert w.kind == "elementwise" and dict(w.dims)["special_ops"] == 16 * 8 * 8
-    assert Workload.from_node(g.nodes[-1]).kind == "softmax"
-    assert Workload.from_node(next(n for n in g.nodes if n.op == "reduce_l2")).kind == "reduce"
+    assert workload_of(g.nodes[-1]).kind == "softmax"
+    assert workload_of(next(n for n in g.nodes if n.op == "reduce_l2")).kind == "reduce"

@@ -8,7 +8,8 @@ import pytest
 
 import sim
 from sim import Schedule, Workload
-from sim.tile import solve_pipeline
+from sim.cost.tile import solve_pipeline
+from sim import default_schedule, scalesim_schedule
 
 
 def _event_recurrence(dma, comp, latency, slots):
@@ -100,7 +101,7 @@ def test_long_tile_walk_counts_every_tile():
     # Speed of this walk (quadratic before, linear now) is tracked by experiments/bench/sim_speed.py.
     hw = sim.load_hw("edge-npu")
     wl = Workload.conv2d(1, 3, 224, 224, 64, 7, 7, stride=2, pad=3)
-    s = dataclasses.replace(Schedule.default(wl, hw), tile_m=16, tile_n=16, tile_k=16, loop_order="nkm")
+    s = dataclasses.replace(default_schedule(wl, hw), tile_m=16, tile_n=16, tile_k=16, loop_order="nkm")
     r = sim.simulate(wl, hw, s, fidelity="tile")
     assert r.n_tiles == 784 * 4 * 10
     assert r.total_cycles >= r.compute_cycles >= wl.macs / hw.pes
@@ -115,10 +116,10 @@ def test_tile_cycles_is_the_reports_total_without_the_report(preset):
     wls = [Workload.conv2d(1, 24, 20, 20, 40, 3, 3, pad=1, epilogue=("relu",)),
            Workload.conv2d(1, 32, 28, 28, 32, 3, 3, pad=1, groups=32), Workload.gemm(100, 70, 300)]
     for wl in wls:
-        for s in [Schedule.default(wl, hw)] + [Schedule.scalesim(wl, hw, d) for d in hw.array.dataflows]:
+        for s in [default_schedule(wl, hw)] + [scalesim_schedule(wl, hw, d) for d in hw.array.dataflows]:
             assert sim.tile_cycles(wl, hw, s) == sim.simulate(wl, hw, s, fidelity="tile").total_cycles
     vec = Workload.vector("elementwise", 200704, 200704, 200704)
-    s = Schedule.default(vec, hw)
+    s = default_schedule(vec, hw)
     assert sim.tile_cycles(vec, hw, s) == sim.simulate(vec, hw, s, fidelity="tile").total_cycles
     too_big = Schedule("ws", ("k", "n"), 10**6, 10**6, 10**6, "mnk", True)
     with pytest.raises(sim.ScheduleError):

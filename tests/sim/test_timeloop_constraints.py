@@ -4,7 +4,7 @@ keep-only dataspace bypassing the rest), merged sources, and one error for anyth
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from sim.mapspace import MapspaceError
+from sim.mapping.mapspace import MapspaceError
 from sim.timeloop.constraints import mapper_metric, parse_factors, read_constraints
 
 DIMS = ("C", "M", "R", "S", "N", "P", "Q")

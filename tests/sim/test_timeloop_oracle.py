@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.timeloop.oracle import load_case, validate_case, write_inputs_form_missing
+from sim.validate.timeloop import load_case, validate_case, write_inputs_form_missing
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLE = REPO / ".." / "shared" / "oracle" / "timeloop"
@@ -45,7 +45,7 @@ def test_validation_script_table_and_json():
 
 def test_top_template_cases_are_run_from_the_template(tmp_path):
     pytest.importorskip("jinja2")
-    from sim.timeloop.oracle import write_inputs
+    from sim.validate.timeloop import write_inputs
     tops = [p for p in CASES if any(f["role"] == "top_template" for f in load_case(p)["inputs"]["files"])]
     if not tops:
         pytest.skip("no top-template case in the oracle")

@@ -1,10 +1,10 @@
-"""The one bytes-per-element rule (sim/transfer.py), by hand."""
+"""The one bytes-per-element rule (sim/graph/transfer.py), by hand."""
 import numpy as np
 import pytest
 
 from partition.ir import TensorType
 from sim import load_hw
-from sim.transfer import (array_device_bytes, conversion_joules, conversion_seconds, conversion_work,
+from sim.graph.transfer import (array_device_bytes, conversion_joules, conversion_seconds, conversion_work,
                           device_bytes)
 
 

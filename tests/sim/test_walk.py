@@ -1,5 +1,5 @@
-"""sim/walk.py: the tile-level walk of a multi-level mapping. Its per-level, per-tensor totals
-equal the closed form's (sim/movement.py) exactly on random nests, hierarchies and mappings
+"""sim/cost/walk.py: the tile-level walk of a multi-level mapping. Its per-level, per-tensor totals
+equal the closed form's (sim/cost/movement.py) exactly on random nests, hierarchies and mappings
 (the same generator as tests/sim/test_recount.py) at every walk depth; its cycles equal the
 closed form's with unbounded bandwidth and are never fewer with bounded ones; small cases are
 checked against pipelines worked out by hand."""
@@ -10,11 +10,11 @@ from fractions import Fraction
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.mapping import LevelMapping, Mapping
-from sim.movement import evaluate
-from sim.nest import gemm
-from sim.walk import walk
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.mapping.mapping import LevelMapping, Mapping
+from sim.cost.movement import evaluate
+from sim.workload.nest import gemm
+from sim.cost.walk import walk
 from tests.sim.test_recount import cases
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -117,7 +117,7 @@ def test_pipeline_worked_by_hand(cap):
 def test_pipeline_is_the_scan_on_random_loop_nests(monkeypatch):
     """The exact shortcut over repeating loop iterations equals the plain step-by-step scan."""
     import numpy as np
-    from sim import walk_pipeline as walk_mod
+    from sim.cost import walk_pipeline as walk_mod
     monkeypatch.setattr(walk_mod, "_LEAF", 1)      # look for repeats at every loop
     rng = np.random.default_rng(7)
     for _ in range(400):
@@ -153,7 +153,7 @@ def test_compute_bound_double_buffered_is_the_closed_form_plus_fill_and_drain():
 
 
 def test_bad_input_is_one_line():
-    from sim.mapping import MappingError
+    from sim.mapping.mapping import MappingError
     hier, nest, mapping = _two_level(10)
     for bad in (0, -3, 2.5, True):
         with pytest.raises(ValueError, match="max_steps must be an integer >= 1"):
@@ -168,8 +168,8 @@ def test_counts_equal_with_an_output_reached_through_a_sum(data):
     """A transposed conv1d, O[k, p + r] += W[k, c, r] * I[c, p]: output tiles of different steps
     overlap, so which words are fresh is not the plain-dims rule; the walk's totals still equal
     the closed form's at every depth."""
-    from sim.mapping import prime_factors
-    from sim.nest import DataSpace, Nest
+    from sim.mapping.mapping import prime_factors
+    from sim.workload.nest import DataSpace, Nest
     nest = Nest("tconv1d", (("C", 2), ("K", 2), ("R", 3), ("P", 4)), (
         DataSpace("Weights", ((("K", 1),), (("C", 1),), (("R", 1),))),
         DataSpace("Inputs", ((("C", 1),), (("P", 1),))),

@@ -2,6 +2,7 @@ import pytest
 
 from partition import Graph
 from sim import Workload, WorkloadError
+from sim import workload_of
 
 
 def test_conv_output_size_and_gemm_view():
@@ -51,33 +52,33 @@ def test_from_node_conv_dense_matmul_batch_matmul():
     w = g.add_const(__import__("numpy").zeros((32, 4, 3, 3), "float32"), "w")
     b = g.add_const(__import__("numpy").zeros((32,), "float32"), "b")
     conv = g.add_node("conv2d", [x, w, b], {"strides": (2, 2), "pads": (1, 1, 1, 1), "groups": 4})
-    wl = Workload.from_node(conv)
+    wl = workload_of(conv)
     assert wl.gemm_view() == (4, 7 * 7, 8, 4 * 9)
     assert wl.epilogue == ("bias_add",)
     a = g.add_input("a", (2, 5, 64))
     wd = g.add_const(__import__("numpy").zeros((10, 64), "float32"), "wd")
     dense = g.add_node("dense", [a, wd])
-    assert Workload.from_node(dense).gemm_view() == (1, 10, 10, 64)
+    assert workload_of(dense).gemm_view() == (1, 10, 10, 64)
     q = g.add_input("q", (12, 128, 64))
     k = g.add_input("k", (12, 128, 64))
     bmm = g.add_node("batch_matmul", [q, k], {"transpose_b": True})
-    assert Workload.from_node(bmm).gemm_view() == (12, 128, 128, 64)
+    assert workload_of(bmm).gemm_view() == (12, 128, 128, 64)
     mm = g.add_node("matmul", [q, g.add_input("k2", (12, 64, 32))])
-    assert Workload.from_node(mm).gemm_view() == (12, 128, 32, 64)
+    assert workload_of(mm).gemm_view() == (12, 128, 32, 64)
 
 
 def test_from_node_vector_ops():
     g = _g()
     x = g.add_input("x", (1, 8, 16, 16))
-    relu = Workload.from_node(g.add_node("relu", [x]))
+    relu = workload_of(g.add_node("relu", [x]))
     assert relu.kind == "elementwise" and relu.d["out_elems"] == 8 * 256 and relu.d["special_ops"] == 0
-    pool = Workload.from_node(g.add_node("max_pool2d", [x], {"kernel": (2, 2), "strides": (2, 2)}))
+    pool = workload_of(g.add_node("max_pool2d", [x], {"kernel": (2, 2), "strides": (2, 2)}))
     assert pool.kind == "pool" and pool.d["out_elems"] == 8 * 64 and pool.d["ops"] == 8 * 64 * 4
-    sm = Workload.from_node(g.add_node("softmax", [x]))
+    sm = workload_of(g.add_node("softmax", [x]))
     assert sm.kind == "softmax" and sm.d["special_ops"] == 8 * 256
-    rs = Workload.from_node(g.add_node("reshape", [x], {"shape": (1, -1)}))
+    rs = workload_of(g.add_node("reshape", [x], {"shape": (1, -1)}))
     assert rs.kind == "data_move" and rs.d["in_elems"] == 0  # a view moves nothing
-    tr = Workload.from_node(g.add_node("transpose", [x], {"perm": (0, 2, 3, 1)}))
+    tr = workload_of(g.add_node("transpose", [x], {"perm": (0, 2, 3, 1)}))
     assert tr.kind == "data_move" and tr.d["in_elems"] == tr.d["out_elems"] == 8 * 256
 
 
@@ -87,4 +88,4 @@ def test_from_node_unknown_op_is_one_line():
     scores = g.add_input("s", (1, 1, 10))
     nms = g.add_node("non_max_suppression", [boxes, scores], {"max_output_boxes_per_class": 3})
     with pytest.raises(WorkloadError, match="op 'non_max_suppression' has no accelerator workload"):
-        Workload.from_node(nms)
+        workload_of(nms)

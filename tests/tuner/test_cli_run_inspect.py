@@ -11,7 +11,7 @@ import pytest
 
 import tuner
 from partition import interpret, load_onnx, models, read_packed
-from sim.runtime import example_inputs, load
+from sim.graph.runtime import example_inputs, load
 from tuner.cli import main
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "models"  # ../shared beside the checkout
@@ -387,7 +387,7 @@ def test_float16_model_offloads_and_runs_back(tmp_path):
     assert plan.cost.functions, "the convolutions should be offloaded"
     plan.save(tmp_path / "p.zip")
     x = rng.standard_normal((1, 3, 64, 64)).astype(np.float16)
-    res = sim.runtime.load(tmp_path / "p.zip").run([x])
+    res = sim.graph.runtime.load(tmp_path / "p.zip").run([x])
     (got,) = res.outputs.values()
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, interpret(graph, [x])[0])

@@ -24,7 +24,7 @@ def _run(capsys, *argv):
 
 def test_task_labels_are_unique_and_complete_over_every_model_and_preset():
     keys = set()
-    for preset in sim.presets.names():
+    for preset in sim.hw.presets.names():
         hw = sim.load_hw(preset)
         for m in list_models():
             try:
@@ -69,7 +69,7 @@ def test_tune_gain_follows_the_objective_and_edp_is_printed(capsys, objective):
         assert f"  {task_label(t['workload'])} " in text
 
 
-@pytest.mark.parametrize("name", [*sim.presets.names(), "modified"])
+@pytest.mark.parametrize("name", [*sim.hw.presets.names(), "modified"])
 def test_hw_show_text_loads_back_as_the_same_machine(capsys, tmp_path, name):
     if name == "modified":
         src = tmp_path / "my_npu.toml"

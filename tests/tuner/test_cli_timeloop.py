@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sim.timeloop.oracle import load_case, write_inputs
+from sim.validate.timeloop import load_case, write_inputs
 from tuner.cli import main
 
 CASE = Path(__file__).resolve().parents[2] / ".." / "shared" / "oracle" / "timeloop" / "tl04_conv1doc_3levelspatial_kp.json"
@@ -90,7 +90,7 @@ def test_tile_fidelity_is_the_walk_in_the_same_contract(tmp_path, capsys):
     """--fidelity tile: the same object, the same counts; on Timeloop's eyeriss (bandwidth-limited
     GLB and spads, spads too small for two tiles) more cycles than the closed form, the energy
     more by exactly the leakage of the extra cycles; on tl04 (no bandwidth limit) the same."""
-    from sim.timeloop.oracle import load_case, write_inputs
+    from sim.validate.timeloop import load_case, write_inputs
     for case_id, slower in (("tl06_mapper_vgg02l5_eyeriss", True), ("tl04_conv1doc_3levelspatial_kp", False)):
         path = CASE.parent / f"{case_id}.json"
         if not path.exists():

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle/ti
 
 
 def case_files(tmp_path, case_id, with_map=False):
-    from sim.timeloop.oracle import load_case, write_inputs
+    from sim.validate.timeloop import load_case, write_inputs
     files = write_inputs(load_case(ORACLE / f"{case_id}.json"), "processed", tmp_path / case_id)
     return [str(f) for f in files if with_map or not f.name.endswith(".map.yaml")]
 

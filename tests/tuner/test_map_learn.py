@@ -6,11 +6,11 @@ auto policy nothing is trained while the analytical model ranks the measurements
 import numpy as np
 import pytest
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.nest import conv1d
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.workload.nest import conv1d
 from tuner.map_learn import log_metric, mapping_features, measure_guided
 from tuner.mapper import movement_evaluator
-from sim.mapspace_sim import build_space
+from sim.mapping.mapspace_sim import build_space
 from tuner.model_policy import ModelPolicy
 
 
@@ -97,7 +97,7 @@ def test_tile_words_equal_sims_own_per_mapping(pool):
     hier = Hierarchy((StorageLevel("DRAM"), StorageLevel("GLB", capacity_words=4096),
                       StorageLevel("RF", capacity_words=64, instances=4, mesh_x=2, mesh_y=2)),
                      Arithmetic("MAC", instances=4, mesh_x=2, mesh_y=2))
-    from sim.nest import conv2d
+    from sim.workload.nest import conv2d
     nest = conv2d(c=6, m=4, r=3, s=3, p=4, q=6, stride=(2, 1))
     space = build_space(hier, nest)
     a = space.arrays(space.sample(60, np.random.default_rng(3)))

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 import sim
-from sim.hw_hierarchy import hierarchy_of
-from sim.mapspace import neighbours
-from sim.mapspace_sim import build_space
-from sim.nest import conv2d
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.mapping.mapspace import neighbours
+from sim.mapping.mapspace_sim import build_space
+from sim.workload.nest import conv2d
 from sim.timeloop import mapping_yaml
 from sim.timeloop.errors import TimeloopError
 from sim.timeloop.mapping import read_mapping
@@ -69,7 +69,7 @@ def test_the_timeloop_space_never_splits_a_dim_over_x_and_y():
 
 def test_tune_timeloop_search_stays_in_the_timeloop_space():
     from tuner.mapper import search_mapping
-    from sim.mapspace_sim import to_mapping
+    from sim.mapping.mapspace_sim import to_mapping
     hier, nest, _ = _setup(True)
     space, res = search_mapping(hier, nest, "edp", budget=600, spatial_one_axis=True)
     m = to_mapping(space, res.genes)

@@ -1,14 +1,14 @@
 """best_mapping (the call whole-network costing makes): on today's one-buffer hardware as a
 two-level hierarchy (the special case) and on a small multi-level one, the mapping it returns is
-legal, its stats are sim.movement.evaluate's numbers for it, and it is at least as good as a
+legal, its stats are sim.cost.movement.evaluate's numbers for it, and it is at least as good as a
 simple hand mapping."""
 import pytest
 
 import sim
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel, hierarchy_from_hardware
-from sim.mapping import LevelMapping, Mapping
-from sim.movement import evaluate
-from sim.nest import conv1d, nest_from_workload
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel, hierarchy_from_hardware
+from sim.mapping.mapping import LevelMapping, Mapping
+from sim.cost.movement import evaluate
+from sim.workload.nest import conv1d, nest_from_workload
 from tuner.mapper import best_mapping
 
 

@@ -6,12 +6,12 @@ import itertools
 import numpy as np
 import pytest
 
-from sim.hierarchy import Arithmetic, Hierarchy, StorageLevel
-from sim.nest import gemm
-from sim.mapspace import neighbours
+from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
+from sim.workload.nest import gemm
+from sim.mapping.mapspace import neighbours
 from tuner.mapsearch import Costs, MapSearchConfig, MapSearchError, metric_keys, search
-from sim.mapspace import LevelConstraint
-from sim.mapspace_sim import build_space, to_mapping
+from sim.mapping.mapspace import LevelConstraint
+from sim.mapping.mapspace_sim import build_space, to_mapping
 
 
 def small_problem():

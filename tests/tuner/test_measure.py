@@ -50,7 +50,7 @@ def measurers(tmp_path):
 @pytest.mark.parametrize("kind", ["tile", "analytical", "command"])
 def test_measurer_contract(tmp_path, kind):
     m = measurers(tmp_path)[kind]
-    s = sim.Schedule.default(WL, HW)
+    s = sim.default_schedule(WL, HW)
     c = m.measure(WL, HW, s)
     assert isinstance(c, float) and c > 0
     assert m.measure(WL, HW, s) == c                     # deterministic
@@ -60,7 +60,7 @@ def test_measurer_contract(tmp_path, kind):
 
 
 def test_request_round_trips_the_workload():
-    req = json.loads(request_json(WL, HW, sim.Schedule.default(WL, HW)))
+    req = json.loads(request_json(WL, HW, sim.default_schedule(WL, HW)))
     assert workload_from_dict(req["workload"]) == WL
     assert sim.HardwareConfig.from_dict(req["hardware"]).fingerprint() == HW.fingerprint()
     assert req["workload"]["gemm_view"] == dict(zip("gmnk", WL.gemm_view()))
@@ -76,14 +76,14 @@ def test_request_round_trips_the_workload():
 def test_command_failures_are_one_clear_line(tmp_path, body, timeout, match):
     m = CommandMeasurer(script(tmp_path, "bad.py", body), timeout_s=timeout)
     with pytest.raises(MeasureError, match=match) as e:
-        m.measure(WL, HW, sim.Schedule.default(WL, HW))
+        m.measure(WL, HW, sim.default_schedule(WL, HW))
     assert "\n" not in str(e.value)
 
 
 def test_missing_command(tmp_path):
     m = CommandMeasurer((str(tmp_path / "no-such-simulator"),))
     with pytest.raises(MeasureError, match="cannot be run"):
-        m.measure(WL, HW, sim.Schedule.default(WL, HW))
+        m.measure(WL, HW, sim.default_schedule(WL, HW))
 
 
 def test_failing_command_loses_no_records(tmp_path):
@@ -134,7 +134,7 @@ def test_scalesim_adapter_without_scalesim_says_so():
     adapter = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "adapters" / "scalesim_measurer.py"
     m = CommandMeasurer((sys.executable, str(adapter)), timeout_s=60)
     with pytest.raises(MeasureError, match="exit status 2 .*SCALE-Sim is not installed"):
-        m.measure(WL, HW, sim.Schedule.default(WL, HW))
+        m.measure(WL, HW, sim.default_schedule(WL, HW))
 
 
 def test_tile_measurer_is_the_tile_level_simulators_total():
@@ -155,7 +155,7 @@ def test_tile_measurer_adapter_is_the_built_in_measurer_in_another_process():
     from pathlib import Path
     adapter = Path(__file__).resolve().parents[2] / "experiments" / "adapters" / "tile_measurer.py"
     m = CommandMeasurer((sys.executable, str(adapter)))
-    for s in (sim.Schedule.default(WL, HW), sim.Schedule.scalesim(WL, HW, "os")):
+    for s in (sim.default_schedule(WL, HW), sim.scalesim_schedule(WL, HW, "os")):
         assert m.measure(WL, HW, s) == TileMeasurer().measure(WL, HW, s)
     p = subprocess.run([sys.executable, str(adapter)], input="{not json", capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.startswith("tile_measurer: bad request") and len(p.stderr.splitlines()) == 1

@@ -113,7 +113,7 @@ def test_cost_of_one_offloaded_dense_by_hand():
     p = Problem(g, hw, KernelCoster(hw, opts=OPTS), OPTS)
     (i,) = [u.index for u in p.units if u.offloadable]
     dense = g.node_by_name("d")
-    rep = sim.simulate(sim.Workload.gemm(32, 16, 64), hw, sim.Schedule.default(sim.Workload.gemm(32, 16, 64), hw))
+    rep = sim.simulate(sim.Workload.gemm(32, 16, 64), hw, sim.default_schedule(sim.Workload.gemm(32, 16, 64), hw))
     tanh_s = hw.host.op_overhead_s + max(32 * 16 * host_flops_per_elem_tanh() / hw.host.peak_flops,
                                          2 * 32 * 16 * 4 / hw.host.mem_bytes_per_s)
     # fp32 in the graph, int8 words on the link: the host quantizes x and dequantizes the result
@@ -246,7 +246,7 @@ def test_intermediate_kept_on_chip_by_hand():
     assert words <= hw.buffers.output_bytes
     want_s, want_j = 0.0, 0.0
     for wl in (sim.Workload.gemm(32, 64, 64), sim.Workload.gemm(32, 16, 64)):
-        rep = sim.simulate(wl, hw, sim.Schedule.default(wl, hw))
+        rep = sim.simulate(wl, hw, sim.default_schedule(wl, hw))
         cyc = max(rep.compute_cycles, int(rep.total_cycles - words / hw.dram.bytes_per_cycle))
         want_s += cyc / hw.clock_hz
         want_j += rep.energy_j - min(rep.energy_pj["dram"], words * hw.energy.dram_pj_per_byte) * 1e-12

@@ -104,9 +104,9 @@ def test_predicted_function_cost_recomputed_from_archive(plan, archive):
             fn = scope[n.attrs["callee"]] if n.op == "call" else None
             if fn is not None:
                 ops = fn.graph.nodes
-                wl = sim.Workload.from_node(ops[0], epilogue=tuple(o.op for o in ops[1:]))
+                wl = sim.workload_of(ops[0], epilogue=tuple(o.op for o in ops[1:]))
             else:
-                wl = sim.Workload.from_node(n)
+                wl = sim.workload_of(n)
             s = sim.Schedule.from_dict(doc["schedules"][n.name])
             cycles += sim.simulate(wl, hw, s, fidelity="tile").total_cycles
         want = hw.link.launch_latency_s + nbytes / hw.link.bytes_per_s + convert + cycles / hw.clock_hz

@@ -8,10 +8,10 @@ import pytest
 import sim
 from partition import interpret, read_packed
 from partition.builder import GraphBuilder
-from sim.hw_hierarchy import hierarchy_of
-from sim.movement import evaluate
-from sim.multilevel import kernel_mapping
-from sim.nest import nest_from_workload
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.cost.movement import evaluate
+from sim.cost.multilevel import kernel_mapping
+from sim.workload.nest import nest_from_workload
 from tuner import tune
 
 
@@ -42,9 +42,9 @@ def test_offloaded_mac_kernels_cost_their_tuned_mapping(plan):
     beats the movement model) plus its epilogue on the vector unit, recomputed here from the nest
     (an intermediate kept on chip may take off DRAM stall, never compute); the tuned mapping is
     no slower in the model than the default policy's."""
-    from sim.walk import walk
-    from sim.analytical import vector_cycles
-    from sim.subgraph import kernel_workload
+    from sim.cost.walk import walk
+    from sim.cost.analytical import vector_cycles
+    from sim.graph.subgraph import kernel_workload
     hw = plan.hw
     mac = 0
     for sym, f in plan.cost.functions.items():

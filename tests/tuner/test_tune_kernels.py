@@ -37,7 +37,7 @@ def test_tuned_is_no_worse_than_the_default_heuristic():
     m = AnalyticalMeasurer()
     r = tune_kernels(TASKS, HW, trials=32, seed=1, measurer=m, progress=False)
     for t in r.tasks:
-        default = m.measure(t.task.workload, HW, sim.Schedule.default(t.task.workload, HW))
+        default = m.measure(t.task.workload, HW, sim.default_schedule(t.task.workload, HW))
         assert t.cycles <= default
 
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import sim
-from sim.hw_hierarchy import hierarchy_of
-from sim.mapping import MappingError, mapping_from_dict
-from sim.movement import evaluate
-from sim.multilevel import kernel_mapping
-from sim.nest import nest_from_workload
+from sim.hw.config_hierarchy import hierarchy_of
+from sim.mapping.mapping import MappingError, mapping_from_dict
+from sim.cost.movement import evaluate
+from sim.cost.multilevel import kernel_mapping
+from sim.workload.nest import nest_from_workload
 from tuner.measure import CommandMeasurer
 from tuner.tasks import Task
 from tuner.tune_mappings import MappingTuneError, tune_mapping
@@ -51,7 +51,7 @@ def test_schedule_mapping_round_trips_and_is_checked():
     s = r.schedule
     again = sim.Schedule.from_json(s.to_json())
     assert again == s and again.mapping == s.mapping
-    assert "mapping" not in sim.Schedule.default(WL, sim.load_hw("edge-npu")).to_dict()   # one-buffer JSON unchanged
+    assert "mapping" not in sim.default_schedule(WL, sim.load_hw("edge-npu")).to_dict()   # one-buffer JSON unchanged
     # a mapping whose factors do not multiply to the problem: MappingError naming it
     d = s.to_dict()
     d["mapping"][0]["temporal"] = [["C", 3]] + [f for f in d["mapping"][0]["temporal"] if f[0] != "C"]
@@ -63,7 +63,7 @@ def test_schedule_mapping_round_trips_and_is_checked():
         sim.Schedule.from_dict({**d, "mapping": {"a": 1}})
     # a mapping on a machine without levels, or on a vector kernel, is refused
     with pytest.raises(sim.ScheduleError, match="mapping applies to MAC kernels on a machine with storage levels"):
-        sim.simulate(WL, sim.load_hw("edge-npu"), sim.Schedule.default(WL, sim.load_hw("edge-npu")).replace(
+        sim.simulate(WL, sim.load_hw("edge-npu"), sim.default_schedule(WL, sim.load_hw("edge-npu")).replace(
             mapping=s.mapping))
     with pytest.raises(MappingTuneError, match="not a MAC kernel on a storage hierarchy"):
         tune_mapping(Task(WL), sim.load_hw("edge-npu"))

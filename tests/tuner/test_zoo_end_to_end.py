@@ -31,7 +31,7 @@ def test_tune_save_load_run(fname, edge, tmp_path):
     for b in ("greedy_byoc", "all_host"):
         assert plan.latency_s <= plan.baselines[b].latency_s * (1 + 1e-9)
     plan.save(tmp_path / "plan.zip")
-    res = sim.runtime.load(tmp_path / "plan.zip").run(xs)
+    res = sim.graph.runtime.load(tmp_path / "plan.zip").run(xs)
     for got, want in zip(res.outputs.values(), interpret(g, xs)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert res.latency_s == pytest.approx(plan.latency_s, rel=1e-9)

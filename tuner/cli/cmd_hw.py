@@ -33,7 +33,7 @@ def _summary(hw) -> dict:
 def run(args) -> int:
     import sim
     if args.hw_command == "list":
-        rows = [_summary(sim.load_hw(n)) for n in sim.presets.names()]
+        rows = [_summary(sim.load_hw(n)) for n in sim.hw.presets.names()]
         if args.json:
             print_json(rows)
             return 0
@@ -53,7 +53,7 @@ def run(args) -> int:
 def hierarchy_text(hw) -> str:
     """The storage hierarchy as TOML comments, outermost first, one line per level (instances,
     capacity, what it keeps, fan-out below); the [[levels]] tables below hold the values."""
-    from sim.hw_hierarchy import hierarchy_of
+    from sim.hw.config_hierarchy import hierarchy_of
     h = hierarchy_of(hw)
     lines = ["# hierarchy (outermost first):"]
     for i, lv in enumerate(h.levels):
@@ -73,7 +73,7 @@ def toml_text(hw) -> str:
     derived figures are TOML comments."""
     import tomli_w
 
-    from sim.hardware import field_rules, level_rules
+    from sim.hw.config import field_rules, level_rules
     head = (f"# {hw.name}: {hw.description}\n"
             f"# fingerprint {hw.fingerprint()}  area {hw.area_mm2():.2f} mm2  "
             f"peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s\n")

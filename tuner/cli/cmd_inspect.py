@@ -34,7 +34,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from partition import read_packed
-    from sim.runtime import hardware_of, schedules_of
+    from sim.graph.runtime import hardware_of, schedules_of
 
     mod = read_packed(args.plan)
     # What run refuses, inspect refuses too: a plan is for one valid machine (an empty or partial
@@ -123,14 +123,14 @@ def _device_config(hw_doc: Mapping, path: str):
 
 
 def _const_bytes(g, hw) -> int:
-    """Weights as the device stores them (``sim.transfer``: converted once, at load time)."""
-    from sim.transfer import array_device_bytes
+    """Weights as the device stores them (``sim.graph.transfer``: converted once, at load time)."""
+    from sim.graph.transfer import array_device_bytes
     return int(sum(array_device_bytes(c.data, hw) for c in g.constants)
                + sum(_const_bytes(f.graph, hw) for f in g.functions.values()))
 
 
 def _describe_function(sym: str, fn: Any, doc: Mapping, pred: Mapping, sites: int, hw) -> dict[str, Any]:
-    from sim.subgraph import kernel_workload
+    from sim.graph.subgraph import kernel_workload
 
     body = fn.graph
     # `predicted` and `buffer_plan` are accel-tune's optional, producer-defined fields (FORMAT.md 4):

@@ -43,7 +43,7 @@ def resolve_target(name: str):
     except sim.HardwareError as e:
         if "no hardware preset or file named" in str(e):
             raise CLIError(f"--target {name!r} is neither a built-in target ({', '.join(targets.names())}) "
-                           f"nor a hardware preset ({', '.join(sim.presets.names())}) or file") from None
+                           f"nor a hardware preset ({', '.join(sim.hw.presets.names())}) or file") from None
         raise
     try:
         return hw.partition_target()

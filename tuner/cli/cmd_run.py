@@ -56,7 +56,7 @@ def read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def run(args) -> int:
-    from sim.runtime import DEFAULT_MAX_OPS, RunInputError, example_inputs, load
+    from sim.graph.runtime import DEFAULT_MAX_OPS, RunInputError, example_inputs, load
 
     max_ops = DEFAULT_MAX_OPS if args.max_ops is None else args.max_ops
     if max_ops < 1:

@@ -47,7 +47,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "{\"cycles\": N} (docs/TUNING.md)")
     p.add_argument("--measure", choices=("tile",), default=None,
                    help="with --timeloop: measure the search's best --measure-top mappings in process with the "
-                        "tile-level walk (sim.walk: pipeline fill, drain, bursts, single buffering) and keep the "
+                        "tile-level walk (sim.cost.walk: pipeline fill, drain, bursts, single buffering) and keep the "
                         "best measured (instead of --measure-command)")
     p.add_argument("--measure-top", type=int, default=None, metavar="K",
                    help="with --measure or --measure-command: how many of the best predicted mappings to measure "

@@ -3,7 +3,7 @@
 per storage level (innermost first) and data space the reads, fills and updates (totals over the
 utilized instances), cycles and energy. Jinja2 templates among the files (timeloopfe's
 ``top.yaml.jinja2``) are rendered with ``--timeloop-var KEY=VALUE`` values. ``--json`` prints
-the object of issue 12's contract. ``--fidelity tile`` walks the mapping (``sim.walk``): the same
+the object of issue 12's contract. ``--fidelity tile`` walks the mapping (``sim.cost.walk``): the same
 counts, the walk's cycles and the leakage over them, in the same object."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def run_timeloop(args) -> int:
     variables = template_variables(args.timeloop_var)
     walked = None
     if getattr(args, "fidelity", "analytical") == "tile":
-        from sim.walk import walk
+        from sim.cost.walk import walk
         walked = walk(*load(args.timeloop, variables), check=False)   # load checked the mapping
         ev = walked.evaluation
     else:

@@ -27,7 +27,7 @@ class TimeloopProblem:
 
 def load_problem(paths) -> TimeloopProblem:
     """The hierarchy, nest, constraints and mapper metric of Timeloop files (no mapping needed)."""
-    from sim.mapping import MappingError
+    from sim.mapping.mapping import MappingError
     from sim.timeloop import TimeloopError
     from sim.timeloop.arch import hierarchy
     from sim.timeloop.files import read_merged
@@ -56,10 +56,10 @@ DEFAULT_MEASURE_TOP = 8
 
 
 def run_timeloop_tune(args) -> int:
-    from sim.movement import evaluate
+    from sim.cost.movement import evaluate
     from sim.timeloop import mapping_yaml
     from tuner.mapper import search_mapping
-    from sim.mapspace_sim import to_mapping
+    from sim.mapping.mapspace_sim import to_mapping
 
     if args.measure and args.measure_command:
         raise CLIError("tune: give one measurer, --measure tile or --measure-command")

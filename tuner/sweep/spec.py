@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sim import HardwareConfig, HardwareError, load_hw
-from sim.configfile import read_config
+from sim.hw.configfile import read_config
 
 OBJECTIVES = ("latency", "energy", "edp")
 SAMPLINGS = ("grid", "random")
@@ -408,7 +408,7 @@ def parse_spec(d: Any, root: str | Path = ".") -> SweepSpec:
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and validate a TOML (.toml) or YAML (.yaml/.yml) spec; JSON (.json) works too. The file
-    is read as untrusted input (``sim.configfile.read_config``: size cap, text only, no YAML
+    is read as untrusted input (``sim.hw.configfile.read_config``: size cap, text only, no YAML
     aliases)."""
     p = Path(path)
     d = read_config(p, "sweep spec", SpecError)

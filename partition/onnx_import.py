@@ -1,4 +1,0 @@
-"""Deprecated: moved to ``partition.onnx.importer``."""
-from .moved import moved
-
-__getattr__ = moved(__name__, "partition.onnx.importer")

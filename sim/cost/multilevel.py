@@ -1,0 +1,159 @@
+"""MAC kernels on a hardware config with a storage hierarchy (``HardwareConfig.levels``).
+
+A conv2d (grouped and depthwise included), dense/GEMM or (batch) matmul workload becomes a loop
+nest (``sim.workload.nest.nest_from_workload``); a mapping of it on the hierarchy (``sim.hw.config_hierarchy``)
+is given by the schedule (``Schedule.mapping``, e.g. the tuner's), else chosen by the default
+mapping policy (``sim.mapping.policy.default_mapping``, fewest cycles) and evaluated by the data-movement model
+(``sim.cost.movement``): reads, fills and updates per level and tensor, cycles with bandwidth
+throttling, energy with leakage. The kernel's report then reads:
+
+- ``array_cycles`` = the model's cycles (the MACs' temporal iterations, slowed by any level whose
+  bandwidth they exceed; the slowdown is ``stall_cycles``); fused epilogue ops add their
+  ``vector_cycles`` after them, as on the one-buffer machine; no DMA prologue or epilogue (the
+  model's bandwidth throttling is its DRAM timing);
+- DRAM bytes: the outermost level's reads (Inputs, Weights, read-backs of Outputs) and its
+  updates (Outputs written back), in the level's word size;
+- energy: ``mac``, ``dram`` (outermost level accesses), ``sram`` (every other level's accesses),
+  ``leakage`` (every level's), ``vector`` (epilogue ops), ``register`` 0 (the per-PE levels are
+  levels here).
+
+The default mapping is a pure function of (workload, hardware): chosen once and memoised, the same
+in ``simulate``, the tuner and the device runtime. A tuned plan stores its mappings in its
+schedules (``Schedule.mapping``), so ``run`` costs a kernel as the plan predicted. The other fields
+of the ``Schedule`` of such a kernel are the one-buffer model's and do not enter this cost.
+
+Fidelities: ``analytical`` is the closed form above; ``tile`` walks the same mapping step by step
+(``sim.cost.walk``): the same reads, fills, updates and access energy, and cycles that add what the
+closed form's averages hide (pipeline fill and drain, bursts when outer indices change, levels
+too small to double-buffer), never fewer than the closed form's; leakage is charged over them,
+and ``prologue_cycles`` / ``epilogue_cycles`` are the walk's fill and drain.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Sequence
+
+import numpy as np
+
+from .analytical import vector_cycles
+from ..hw.config import HardwareConfig
+from ..hw.hierarchy import Hierarchy
+from ..hw.config_hierarchy import hierarchy_of
+from ..mapping.mapping import Mapping
+from ..mapping.policy import PolicyStats, default_mapping
+from .movement import Evaluation, evaluate
+from ..workload.nest import Nest, nest_from_workload
+from .report import KernelReport
+from ..mapping.schedule import Schedule
+from .walk import WalkResult, walk
+from ..workload.workload import Workload
+
+_OPERAND = {"Inputs": "ifmap", "Weights": "weight", "Outputs": "output"}
+
+
+def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
+    """The mapping of a MAC workload on ``hw``'s hierarchy (fewest cycles, then least energy),
+    the search's statistics and the model's evaluation of it. Kernels that differ only in their
+    epilogue share one loop nest, hence one search."""
+    return _nest_mapping(wl.with_epilogue(()) if wl.epilogue else wl, hw)
+
+
+@functools.lru_cache(maxsize=4096)  # pure in two frozen values; asked by costing, tuning and the runtime
+def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
+    hier = hierarchy_of(hw)
+    nest = nest_from_workload(wl)
+    m, stats = default_mapping(hier, nest, "delay")
+    return m, stats, evaluate(hier, nest, m)
+
+
+@functools.lru_cache(maxsize=4096)  # pure, like the mapping it walks; a tuner measures a kernel many times
+def kernel_walk(wl: Workload, hw: HardwareConfig, mapping: Mapping | None = None) -> WalkResult:
+    """The tile-level walk of ``mapping`` (default: the kernel's default mapping, ``kernel_mapping``)
+    of the kernel's nest; epilogue-free as the nest is. A given mapping must already be checked."""
+    wl = wl.with_epilogue(()) if wl.epilogue else wl
+    m = mapping if mapping is not None else kernel_mapping(wl, hw)[0]
+    return walk(hierarchy_of(hw), nest_from_workload(wl), m, check=False)
+
+
+def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
+    """The mapping as JSON: one entry per level, outermost first, factors > 1 only."""
+    return [{"level": lv.name, "temporal": dict(lm.temporal), "permutation": list(lm.permutation),
+             "spatial_x": dict(lm.spatial_x), "spatial_y": dict(lm.spatial_y)}
+            for lv, lm in zip(hier.levels, m.levels)]
+
+
+def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
+    """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
+    tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
+    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
+    traffic bound drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the
+    bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
+    hier = hierarchy_of(hw)
+    nest = nest_from_workload(wl)
+    top = hier.levels[0]
+    compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
+    reads = sum(nest.size(ds.name) for ds in nest.data_spaces if not ds.read_write)
+    writes = nest.size(nest.output.name)
+    traffic = 0.0
+    if top.read_bandwidth is not None:
+        traffic = max(traffic, reads / top.read_bandwidth)
+    if top.write_bandwidth is not None:
+        traffic = max(traffic, writes / top.write_bandwidth)
+    return float(max(compute, traffic - on_chip_bytes / hw.dram.bytes_per_cycle))
+
+
+def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:
+    g, m, n, _ = wl.gemm_view()
+    return vector_cycles(hw, g * m * n, wl.epilogue)
+
+
+def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> KernelReport:
+    """The ``KernelReport`` of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring):
+    under the schedule's mapping when it has one (checked: ``MappingError`` names the first
+    problem), else the default policy's."""
+    hier = hierarchy_of(hw)
+    if s.mapping is not None:
+        m, searched = s.mapping, 0
+        ev = evaluate(hier, nest_from_workload(wl), m)        # checks it against this nest and hierarchy
+    else:
+        m, stats, ev = kernel_mapping(wl, hw)
+        searched = stats.evaluations
+    fill = drain = 0
+    if fidelity == "tile":
+        w = kernel_walk(wl, hw, m)
+        ev, fill, drain = w.evaluation, int(w.fill_cycles), int(w.drain_cycles)   # floors: parts add up
+    g, mm, n, _ = wl.gemm_view()
+    vec = _epilogue_cycles(wl, hw)
+    total = ev.cycles + vec
+    top = ev.levels[0]
+    wb_top = hier.levels[0].word_bits / 8
+    dram = {op: 0.0 for op in _OPERAND.values()}
+    sram = {op: 0.0 for op in _OPERAND.values()}
+    dram_read = dram_write = 0.0
+    for i, (lv, res) in enumerate(zip(hier.levels, ev.levels)):
+        wb = lv.word_bits / 8
+        for name, c in res.tensors:
+            op = _OPERAND.get(name, name)
+            words = (c.reads + c.fills + c.updates) * res.utilized_instances
+            if i == 0:
+                dram_read += c.reads * res.utilized_instances * wb_top
+                dram_write += c.updates * res.utilized_instances * wb_top
+                dram[op] += words * wb
+            else:
+                sram[op] += words * wb
+    e = hw.energy
+    energy = {"mac": ev.mac_energy_pj, "register": 0.0, "sram": sum(lv.access_energy_pj for lv in ev.levels[1:]),
+              "dram": top.access_energy_pj, "vector": g * mm * n * len(wl.epilogue) * e.vector_op_pj,
+              "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
+    return KernelReport(
+        workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
+        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles - fill - drain),
+        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
+        dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
+        bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
+                          "sram": {k: int(round(v)) for k, v in sram.items()}},
+        energy_pj=energy, utilization=(wl.macs / (hw.pes * total)) if total else 0.0,
+        roofline_cycles=roofline_cycles(wl, hw), clock_hz=hw.clock_hz, n_tiles=1,
+        mapping={"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
+                 "search_evaluations": searched, "given": s.mapping is not None})

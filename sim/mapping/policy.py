@@ -1,0 +1,239 @@
+"""The default mapping of a loop nest on a storage hierarchy: a short, deterministic search of the
+one space of mappings (``sim.mapping.mapspace``) that ``sim`` uses when nobody gives it a mapping.
+
+    default_mapping(hierarchy, nest, metric="delay") -> (Mapping, PolicyStats)
+
+Whole-network costing asks for one mapping per MAC layer (``sim.cost.multilevel``), so this must cost
+milliseconds, not the seconds a real mapper spends (``tuner.mapsearch`` searches the same space
+with evolution when the user tunes):
+
+1. **Samples**: ``samples`` legal rows, a quarter drawn by ``Mapspace.sample`` (perfect
+   factorisations, fan-outs and capacities respected, constraints built in) and the rest *packed*
+   (``packed_rows``: primes taken in a random order per row fill every fan-out, outermost level
+   first, while the row stays legal, then every level's temporal loops, innermost first, as a
+   hand mapper fills an array and then its buffers; every level keeps what it may), evaluated at
+   once by the batched data-movement model (``sim.cost.engines.batch``). Random samples alone rarely
+   fill a 14 x 12 array: a full array needs several primes in the right spatial slots at once.
+2. **Descent**: from each of the ``starts`` best rows, every single change
+   (``sim.mapping.mapspace.neighbours``: one prime to another slot, two loops of a level swapped, one keep
+   bit flipped) is evaluated at once; the best neighbour is taken while it improves, up to
+   ``steps`` times; the best end wins.
+
+For ``delay`` a row whose temporal iterations (the cycles of its MACs alone, a lower bound of the
+model's cycles) exceed the best cycles so far cannot win and is not evaluated. Metrics rank
+(cycles, energy) lexicographically (``rank_keys``). Same inputs and seed, same mapping.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cost.engines import batch as mb
+from ..hw.hierarchy import Hierarchy
+from .mapping import Mapping
+from .mapspace import Mapspace, MapspaceError, neighbours
+from .mapspace_sim import build_space, to_mapping
+from ..workload.nest import Nest
+
+METRICS = ("delay", "energy", "edp")
+
+
+class MappingPolicyError(ValueError):
+    """No legal mapping, or an unknown metric: one line naming the problem."""
+
+
+@dataclass(frozen=True)
+class PolicyStats:
+    evaluations: int
+    seconds: float
+    metric: str
+    cycles: float
+    energy_pj: float
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """``samples`` legal rows drawn first (the ``packed`` share of them packed); then at most
+    ``steps`` descent steps."""
+    samples: int = 192
+    steps: int = 8
+    seed: int = 0
+    packed: float = 0.75
+    starts: int = 3
+
+    def __post_init__(self):
+        if self.samples < 1 or self.steps < 0 or not 0 <= self.packed <= 1 or self.starts < 1:
+            raise MappingPolicyError("mapping policy needs samples >= 1, steps >= 0, 0 <= packed <= 1, starts >= 1")
+
+
+def rank_keys(metric: str, cycles, energy_pj) -> tuple[np.ndarray, np.ndarray]:
+    """(primary, secondary) key per mapping, lower is better: delay = (cycles, energy), energy =
+    (energy, cycles), edp = (cycles x energy, cycles)."""
+    cyc, en = np.asarray(cycles, dtype=float), np.asarray(energy_pj, dtype=float)
+    if metric == "delay":
+        return cyc, en
+    if metric == "energy":
+        return en, cyc
+    if metric == "edp":
+        return cyc * en, cyc
+    raise MappingPolicyError(f"mapping metric must be one of {', '.join(METRICS)}, got {metric!r}")
+
+
+def evaluate_arrays(hier: Hierarchy, nest: Nest, a: mb.MappingArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, energy_pj) of a batch of mappings by the batched movement model; a row ``sim``'s
+    own check refuses costs ``inf`` (it never wins). ``tuner.mapper`` ranks with it too."""
+    cyc = np.full(len(a), np.inf)
+    en = np.full(len(a), np.inf)
+    ok = np.flatnonzero(mb.check_batch(hier, nest, a) == mb.OK)
+    if len(ok):
+        ev = mb.evaluate_batch(hier, nest, a.take(ok))
+        cyc[ok], en[ok] = ev.cycles, ev.energy_pj
+    return cyc, en
+
+
+def evaluate_rows(hier: Hierarchy, nest: Nest, space: Mapspace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``evaluate_arrays`` of gene rows of ``space``."""
+    return evaluate_arrays(hier, nest, space.arrays(rows))
+
+
+def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> list[int]:
+    """Gene indices of a subset of ``primes`` ((gene, prime) pairs, taken in a random order)
+    whose product is the largest within ``fan`` (now and then a random reachable one, for
+    variety): a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
+    gets 4 x 3 from two dims when no dim alone has 12."""
+    reach: dict[int, tuple[int, ...]] = {1: ()}
+    for k in rng.permutation(len(primes)):
+        g, f = primes[k]
+        for prod, used in list(reach.items()):
+            q = prod * f
+            if q <= fan and q not in reach:
+                reach[q] = used + (g,)
+    best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
+    return list(reach[best])
+
+
+def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` legal rows built greedily (see the module docstring). Fan-outs, outermost level
+    first: per row the subset of the primes still outermost with the largest product within the
+    fan-out (``_pack``), undone where the row would overflow a level. Then temporal loops,
+    innermost level first, vectorised over rows: each row's primes in its own random order try
+    the slot one by one and stay where the row remains legal (``Mapspace.valid``)."""
+    P, S = space.allowed.shape
+    L, D = space.n_levels, space.n_dims
+    outer = S - 1 - np.argmax(space.allowed[:, ::-1], axis=1)        # every prime starts outermost
+    slots = np.tile(outer, (n, 1))
+    perms = np.stack([np.stack([space._perm_fill(lv, o) for lv, o in
+                                enumerate(np.argsort(rng.random((L, D)), axis=1))]) for _ in range(n)])
+    keep = np.broadcast_to(np.where(space.keep_forced >= 0, space.keep_forced, 1), (n, L, space.n_tensors))
+    rows = np.arange(n)
+    for lv in range(L - 1, -1, -1):
+        for k in (0, 1):
+            s, fan = 3 * lv + k, int(space.fanout[lv, k])
+            free = np.flatnonzero(space.allowed[:, s] & (outer != s))
+            if fan <= 1 or not len(free):
+                continue
+            trial = slots.copy()
+            for r in range(n):
+                at_outer = [(int(j), int(space.prime_val[j])) for j in free if slots[r, j] == outer[j]]
+                trial[r, _pack(at_outer, fan, rng)] = s
+            ok = space.valid(space.join(trial, perms, keep))
+            slots[ok] = trial[ok]
+    order = np.argsort(rng.random((n, P)), axis=1)
+    for lv in range(L):
+        s = 3 * lv + 2
+        if not space.allowed[:, s].any():
+            continue
+        for step in range(P):
+            j = order[:, step]
+            cand = space.allowed[j, s] & (slots[rows, j] == outer[j]) & (outer[j] != s)
+            if not cand.any():
+                continue
+            trial = slots.copy()
+            trial[rows[cand], j[cand]] = s
+            ok = cand & space.valid(space.join(trial, perms, keep))
+            slots[ok] = trial[ok]
+    out = space.join(slots, perms, keep)
+    return out[space.valid(out)]
+
+
+class _Best:
+    """The rows evaluated so far (by key, so nothing is evaluated twice) and the best of them."""
+
+    def __init__(self, hier: Hierarchy, nest: Nest, space: Mapspace, metric: str):
+        self.hier, self.nest, self.space, self.metric = hier, nest, space, metric
+        self.seen: set[bytes] = set()
+        self.n = 0
+        self.row: np.ndarray | None = None
+        self.cost = (np.inf, np.inf)
+        self.last: list[tuple[np.ndarray, float, float]] = []   # the last offer's rows, best first
+
+    def offer(self, rows: np.ndarray) -> bool:
+        """Evaluate the rows not seen before; True when one of them is the new best."""
+        keys = self.space.keys(rows)
+        pick = []
+        for i, k in enumerate(keys):
+            b = k.tobytes()
+            if b not in self.seen:
+                self.seen.add(b)
+                pick.append(i)
+        rows = rows[pick]
+        if self.metric == "delay" and self.row is not None and len(rows):
+            F = self.space.factors(rows)[:, 2::3, :]
+            bound = F.reshape(len(rows), -1).prod(axis=1).astype(float)
+            rows = rows[bound <= self.cost[0]]
+        if not len(rows):
+            return False
+        cyc, en = evaluate_rows(self.hier, self.nest, self.space, rows)
+        self.n += len(rows)
+        p, s = rank_keys(self.metric, cyc, en)
+        order = [int(i) for i in np.lexsort((s, p)) if np.isfinite(cyc[i]) and np.isfinite(en[i])]
+        self.last = [(rows[i], float(cyc[i]), float(en[i])) for i in order]
+        return bool(order) and self.consider(rows[order[0]], (float(cyc[order[0]]), float(en[order[0]])))
+
+    def consider(self, row: np.ndarray | None, cost: tuple[float, float]) -> bool:
+        """Take ``row`` when it ranks before the best so far; True when taken."""
+        if row is None:
+            return False
+        new = tuple(float(k[0]) for k in rank_keys(self.metric, [cost[0]], [cost[1]]))
+        old = tuple(float(k[0]) for k in rank_keys(self.metric, [self.cost[0]], [self.cost[1]]))
+        if self.row is None or new < old:
+            self.row, self.cost = row.copy(), cost
+            return True
+        return False
+
+
+def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
+                    config: PolicyConfig = PolicyConfig()) -> tuple[Mapping, PolicyStats]:
+    """The default mapping of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp) and the
+    policy's statistics (see the module docstring)."""
+    rank_keys(metric, [1.0], [1.0])          # validates the metric before any work
+    start = time.perf_counter()
+    try:
+        space = build_space(hier, nest)
+        rng = np.random.default_rng([config.seed, len(nest.dim_names), int(nest.macs % (2**31))])
+        n_packed = int(round(config.samples * config.packed))
+        rows = space.sample(config.samples - n_packed, rng) if n_packed < config.samples else None
+        packed = packed_rows(space, n_packed, rng)
+        rows = packed if rows is None else np.concatenate([packed, rows])
+    except MapspaceError as e:
+        raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: {e}") from None
+    best = _Best(hier, nest, space, metric)
+    best.offer(rows)
+    for start, c, e in best.last[:config.starts]:
+        here = _Best(hier, nest, space, metric)           # a descent of its own from each start ...
+        here.seen, here.row, here.cost = best.seen, start, (c, e)
+        for _ in range(config.steps):
+            if not here.offer(neighbours(space, here.row)):
+                break
+        best.n += here.n
+        best.consider(here.row, here.cost)              # ... the best end wins
+    if best.row is None:
+        raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: the model refused "
+                                 f"every sampled mapping")
+    return to_mapping(space, best.row), PolicyStats(best.n, time.perf_counter() - start, metric, *best.cost)
+
+
+__all__ = ["METRICS", "MappingPolicyError", "PolicyConfig", "PolicyStats", "default_mapping", "evaluate_arrays",
+           "evaluate_rows", "packed_rows", "rank_keys"]
