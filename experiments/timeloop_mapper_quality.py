@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 def _search(files: list[Path], time_limit: float, budget: int, seed: int) -> dict:
     from sim.cost.movement import evaluate
     from tuner.cli.timeloop_tune import load_problem
-    from tuner.mapper import search_mapping
+    from tuner.search.mapper import search_mapping
     from sim.mapping.mapspace_sim import to_mapping
     t0 = time.perf_counter()
     prob = load_problem(files)

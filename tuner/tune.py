@@ -55,7 +55,7 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     in all (default: ``tune_kernels``'s, 16 per task); ``log``: tuning records (JSON lines) read
     and appended, so a rerun resumes; ``cost_model``: a shared ``tuner.CostModel`` to start from
     (sweeps pass one across hardware points); ``objective``: latency, energy or edp;
-    ``model_use``: when the learned model trains (``auto``, ``always``, ``never``: ``tuner.model_policy``).
+    ``model_use``: when the learned model trains (``auto``, ``always``, ``never``: ``tuner.search.policy``).
     On a machine with a storage hierarchy each MAC kernel's mapping is searched for the objective
     (``tuner.tune_mappings``; ``map_budget`` mapping evaluations per kernel, ``measure_top``
     mappings measured by an external measurer) and the plan's schedules carry the mappings.

@@ -3,7 +3,7 @@
 Each round the task scheduler picks a task; its search strategy proposes ``per_round`` schedules
 not measured before, ranked by the analytical prior or by the learned cost model; each is measured
 and appended to the log at once; the strategy is told the results; then the model-use policy
-(``tuner.model_policy``) decides from the run's own evidence (how well the prior ranks what was
+(``tuner.search.policy``) decides from the run's own evidence (how well the prior ranks what was
 measured, what training and measuring cost so far) whether the shared cost model trains now and
 whether the next rounds rank with it. ``trials`` counts measurements per run including those
 already in the log for these tasks, hardware and measurer, so rerunning with the same log resumes
@@ -29,14 +29,14 @@ import numpy as np
 
 from sim import HardwareConfig, Schedule, Workload, load_hw
 
-from .cost_model import CostModel, CostModelConfig, group_id
-from .learner import Learner
-from .measure import Measurer, TileMeasurer
-from .model_policy import ModelPolicy
+from .search.cost_model import CostModel, CostModelConfig, group_id
+from .search.learner import Learner
+from .search.measure import Measurer, TileMeasurer
+from .search.policy import ModelPolicy
 from .records import Record, append_record, load_records, select
-from .scoring import ModelScorer, TimedScorer
-from .search import Trial, make_strategy
-from .space import ScheduleSpace
+from .search.scoring import ModelScorer, TimedScorer
+from .search.strategies import Trial, make_strategy
+from .search.space import ScheduleSpace
 from .tasks import SchedulerConfig, Task, TaskError, TaskScheduler
 from .timing import Stopwatch, TimeAccount
 from .tune_mappings import DEFAULT_MAPPING_BUDGET, DEFAULT_MEASURE_TOP, mapping_task, tune_mapping
@@ -136,7 +136,7 @@ def tune_kernels(tasks: Sequence[Task | Workload], hw: HardwareConfig | str, tri
     ``cost_model``: a (possibly pre-trained) model to start from, default an untrained
     ``CostModel`` (the analytical prior); ``strategy``: evolution, random or measured-evolution;
     ``model_use``: when the learned model trains and ranks (``auto``, ``always``, ``never`` or a
-    ``ModelPolicy``; see ``tuner.model_policy``); ``objective``, ``map_budget``, ``measure_top``:
+    ``ModelPolicy``; see ``tuner.search.policy``); ``objective``, ``map_budget``, ``measure_top``:
     for the mapping tasks of a storage hierarchy (see the module docstring)."""
     hw = load_hw(hw)
     tasks = _as_tasks(tasks)

@@ -3,7 +3,7 @@
 There a MAC kernel's cost is its mapping's (``sim.cost.multilevel``), and its tuning space is the
 mapspace (``sim.mapping.mapspace``: factorisations across levels, spatial X/Y, loop orders, keep bits),
 not the one-buffer ``ScheduleSpace``. ``tune_mapping`` searches it with the evolutionary mapper
-(``tuner.mapper.search_mapping``, every candidate costed by the batched data-movement model)
+(``tuner.search.mapper.search_mapping``, every candidate costed by the batched data-movement model)
 for the metric of the plan's objective (latency -> delay, energy -> energy, edp -> edp), seeded
 with the default mapping (``sim.mapping.policy``; for energy and EDP the policy's pick for that
 metric when it ranks better), so the result is never worse than the default for that metric. The chosen mapping travels in the kernel's ``Schedule.mapping``.
@@ -11,7 +11,7 @@ metric when it ranks better), so the result is never worse than the default for 
 The measurer (default the tile-level walk, ``sim.cost.walk``, which adds to the model's cycles what
 its averages hide) then measures the best ``measure_top`` distinct mappings the search found, each
 as a ``Schedule`` with its mapping (a command measurer gets it in the ``"schedule"`` object of its
-JSON request, ``tuner.measure.request_json``); for the latency objective the default mapping is
+JSON request, ``tuner.search.measure.request_json``); for the latency objective the default mapping is
 measured too and the fewest measured cycles win (so a tuned kernel never measures slower than an
 untuned one); for energy and EDP (a measurer reports cycles only) the search's best stays. Every
 measurement is appended to the tuning log when one is given.
@@ -29,8 +29,8 @@ from sim.cost.movement import evaluate
 from sim.cost.multilevel import kernel_mapping
 from sim.workload.nest import nest_from_workload
 
-from .mapper import search_mapping
-from .measure import Measurer, TileMeasurer
+from .search.mapper import search_mapping
+from .search.measure import Measurer, TileMeasurer
 from .tasks import Task
 from sim import default_schedule
 

@@ -1,4 +1,4 @@
-"""A mapping measurer for ``tuner.map_measure.MapCommandMeasurer`` (and, imported, in process):
+"""A mapping measurer for ``tuner.search.map_measure.MapCommandMeasurer`` (and, imported, in process):
 the tile-level walk of a multi-level mapping, run in a separate process per mapping, the way a
 team's RTL simulation of a mapping would be plugged in.
 

@@ -4,7 +4,7 @@
     tuner.tune_kernels(tasks, hw, measurer=CommandMeasurer(("python", "experiments/adapters/scalesim_measurer.py")))
 
 Protocol (what any adapter for a team's RTL or cycle-accurate simulator implements): one JSON object
-on stdin, ``{"workload": ..., "hardware": ..., "schedule": ...}`` as ``tuner.measure.request_json``
+on stdin, ``{"workload": ..., "hardware": ..., "schedule": ...}`` as ``tuner.search.measure.request_json``
 writes it; print ``{"cycles": <positive number>}`` on stdout and exit 0; on failure print one line
 on stderr and exit non-zero (the tuner reports that line and keeps every record measured so far).
 

@@ -3,7 +3,7 @@ a separate process per schedule, the way a team's RTL or cycle-accurate simulato
 
     accel-tune tune ... --measurer "cmd:python experiments/adapters/tile_measurer.py"
 
-It reads one request (``tuner.measure.request_json``) on stdin and prints ``{"cycles": N}``: the
+It reads one request (``tuner.search.measure.request_json``) on stdin and prints ``{"cycles": N}``: the
 same cycles as the built-in ``TileMeasurer``, at the price of a process start and imports per call
 (about a tenth of a second; experiments/bench/model_regimes.py prints the measured figure). That
 price is the point: it is the expensive-measurement regime of the learned-model benchmark, with a
@@ -23,7 +23,7 @@ def main() -> int:
         print(f"tile_measurer: bad request on stdin: {e}", file=sys.stderr)
         return 2
     import sim
-    from tuner.measure import workload_from_dict
+    from tuner.search.measure import workload_from_dict
     try:
         wl = workload_from_dict(wl_d)
         hw = sim.HardwareConfig.from_dict(hw_d)

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sim  # noqa: E402
 from search_quality import DEFAULT_LAYERS, workload_of  # noqa: E402
 from tuner import CostModel, CostModelConfig, ScheduleSpace, TileMeasurer  # noqa: E402
-from tuner.cost_model import group_id  # noqa: E402
-from tuner.features import featurize  # noqa: E402
+from tuner.search.cost_model import group_id  # noqa: E402
+from tuner.search.features import featurize  # noqa: E402
 
 
 def collect(per_layer: int, seed: int):

@@ -5,7 +5,7 @@
 
 For every ``timeloop-mapper`` case of the oracle (its processed input, constraints and metric,
 without Timeloop's mapping): the best metric value (the mapper's first optimisation metric) found
-by ``tuner.mapsearch.search`` and by uniform-ish random sampling (``Mapspace.sample``: the same
+by ``tuner.search.mapsearch.search`` and by uniform-ish random sampling (``Mapspace.sample``: the same
 legal generator the search starts from) with the same number of evaluations, each over the given
 seeds; and Timeloop's found mapping for reference. Each cell: the metric over Timeloop's, mean over
 the seeds, and in brackets the tie-breaking key over Timeloop's (energy for delay: when both reach
@@ -26,8 +26,8 @@ import numpy as np
 def run_case(files, with_map, budgets, seeds):
     from sim.timeloop import evaluate
     from tuner.cli.timeloop_tune import load_problem
-    from tuner.mapper import movement_evaluator
-    from tuner.mapsearch import Costs, MapSearchConfig, metric_keys, search
+    from tuner.search.mapper import movement_evaluator
+    from tuner.search.mapsearch import Costs, MapSearchConfig, metric_keys, search
     from sim.mapping.mapspace_sim import build_space
 
     prob = load_problem(files)

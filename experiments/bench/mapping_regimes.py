@@ -8,22 +8,22 @@ metric ``--layer-metric``).
 Regimes (the measured numbers are the same in both: the tile-level walk, ``sim.cost.walk``):
 
 - ``builtin``: the measurer called in process;
-- ``external``: experiments/adapters/map_measurer.py through ``tuner.map_measure.MapCommandMeasurer``,
+- ``external``: experiments/adapters/map_measurer.py through ``tuner.search.map_measure.MapCommandMeasurer``,
   one process per mapping (a Timeloop mapping file written, Python started, the problem read, the
   walk run); the bench prints the mean seconds per call and fails if it is under 50 ms.
 
 Strategies, each with the same budget of measurements per (problem, seed):
 
 - ``random``: legal mappings sampled from the mapspace, measured in turn;
-- ``no-model``: the evolutionary mapping search (``tuner.mapsearch``) with the measurement as its
+- ``no-model``: the evolutionary mapping search (``tuner.search.mapsearch``) with the measurement as its
   fitness (population budget/4);
-- ``prior``: the analytical search (``tuner.mapper.search_mapping``, ``--search-budget``
+- ``prior``: the analytical search (``tuner.search.mapper.search_mapping``, ``--search-budget``
   evaluations of the closed form) keeps its best 4 x budget mappings, and those are measured in
   the analytical order (``map_learn.measure_guided``, ``never``), as ``tune --timeloop
   --measure-command`` does;
 - ``model``: the same with XGBoost trained on what was measured and ranking the rest after every
   round (``always``);
-- ``auto``: the same under the policy (``tuner.model_policy``).
+- ``auto``: the same under the policy (``tuner.search.policy``).
 
 The analytical search is run once per (problem, seed) and its seconds are charged to each of the
 three strategies that use it (it is deterministic). The best per problem is the best of every
@@ -112,7 +112,7 @@ class External:
 
     def __init__(self, prob: Problem):
         from sim.timeloop import mapping_yaml
-        from tuner.map_measure import MapCommandMeasurer
+        from tuner.search.map_measure import MapCommandMeasurer
         self.prob, self.yaml = prob, mapping_yaml
         self.cmd = MapCommandMeasurer((sys.executable, str(ADAPTER), str(prob.spec_path)), timeout_s=120)
         self.inexpressible = 0
@@ -184,7 +184,7 @@ def run_random(prob: Problem, space, rec: Recorder, budget: int, seed: int) -> d
 
 def run_no_model(prob: Problem, space, rec: Recorder, budget: int, seed: int) -> dict:
     from sim.cost.engines import batch as mb
-    from tuner.mapsearch import Costs, MapSearchConfig, search
+    from tuner.search.mapsearch import Costs, MapSearchConfig, search
 
     def evaluate(a):
         ok = mb.check_batch(prob.hier, prob.nest, a) == mb.OK
@@ -208,8 +208,8 @@ class Pool:
 
 
 def analytical_pool(prob: Problem, search_budget: int, size: int, seed: int) -> Pool:
-    from tuner.map_learn import log_metric, mapping_features
-    from tuner.mapper import movement_evaluator, search_mapping
+    from tuner.search.map_learn import log_metric, mapping_features
+    from tuner.search.mapper import movement_evaluator, search_mapping
     t0 = time.perf_counter()
     space, res = search_mapping(prob.hier, prob.nest, prob.metric, budget=search_budget,
                                 constraints=prob.constraints, seed=seed, keep_top=size,
@@ -223,8 +223,8 @@ def analytical_pool(prob: Problem, search_budget: int, size: int, seed: int) -> 
 
 
 def run_guided(prob: Problem, pool: Pool, rec: Recorder, budget: int, use: str) -> dict:
-    from tuner.map_learn import measure_guided
-    from tuner.model_policy import ModelPolicy
+    from tuner.search.map_learn import measure_guided
+    from tuner.search.policy import ModelPolicy
     g = measure_guided(rec, pool.mappings, pool.X, pool.prior, prob.metric, budget, max(1, budget // 4),
                        ModelPolicy(use=use))
     return {"fits": g.fits, "train_s": g.train_s, "rounds_ranked_by_model": g.rounds_ranked_by_model,

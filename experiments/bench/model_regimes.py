@@ -12,7 +12,7 @@ Strategies, each given the same budget of measurements per (layer, seed):
 - ``no-model``: evolution with measurement as the fitness (``MeasuredEvolution``);
 - ``prior``: Ansor-like evolution ranked by the analytical prior alone (``model_use="never"``);
 - ``model``: the same, with XGBoost retrained every round and ranking (``model_use="always"``);
-- ``auto``: the tuner's default policy (``tuner.model_policy``), which decides from measured time
+- ``auto``: the tuner's default policy (``tuner.search.policy``), which decides from measured time
   and from how well the prior ranks what was measured.
 
 The best known per layer is the fastest of the exhaustive analytical top ``--top`` re-measured

@@ -26,7 +26,7 @@ than 0.5 % off its reference.
 
 Targets (edge-npu, default trials): resnet50 <= 1.5 s, bert_base <= 1.5 s, mobilenet_v3_large
 <= 3 s; plan latency within 0.5 % of the reference's (same costing code). On the 5-level eyeriss
-preset (every conv mapped on the hierarchy by ``tuner.mapsearch``): resnet50 <= 30 s
+preset (every conv mapped on the hierarchy by ``tuner.search.mapsearch``): resnet50 <= 30 s
 (``--models resnet50 --presets eyeriss --out experiments/results/multilevel_tune``).
 """
 from __future__ import annotations

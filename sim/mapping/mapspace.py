@@ -613,7 +613,7 @@ class MapUniformCrossover:
 
 def apply_weighted(mutations, weights, space, genes, rng) -> np.ndarray:
     """Each row mutated by one of ``mutations``, drawn with ``weights`` (shared with the one-level
-    space's ``tuner.space.MutationMix``, which mixes its own operators the same way)."""
+    space's ``tuner.search.space.MutationMix``, which mixes its own operators the same way)."""
     p = np.asarray(weights, dtype=float)
     which = rng.choice(len(mutations), size=len(genes), p=p / p.sum())
     out = genes.copy()

@@ -4,7 +4,7 @@ one space of mappings (``sim.mapping.mapspace``) that ``sim`` uses when nobody g
     default_mapping(hierarchy, nest, metric="delay") -> (Mapping, PolicyStats)
 
 Whole-network costing asks for one mapping per MAC layer (``sim.cost.multilevel``), so this must cost
-milliseconds, not the seconds a real mapper spends (``tuner.mapsearch`` searches the same space
+milliseconds, not the seconds a real mapper spends (``tuner.search.mapsearch`` searches the same space
 with evolution when the user tunes):
 
 1. **Samples**: ``samples`` legal rows, a quarter drawn by ``Mapspace.sample`` (perfect
@@ -83,7 +83,7 @@ def rank_keys(metric: str, cycles, energy_pj) -> tuple[np.ndarray, np.ndarray]:
 
 def evaluate_arrays(hier: Hierarchy, nest: Nest, a: mb.MappingArrays) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, energy_pj) of a batch of mappings by the batched movement model; a row ``sim``'s
-    own check refuses costs ``inf`` (it never wins). ``tuner.mapper`` ranks with it too."""
+    own check refuses costs ``inf`` (it never wins). ``tuner.search.mapper`` ranks with it too."""
     cyc = np.full(len(a), np.inf)
     en = np.full(len(a), np.inf)
     ok = np.flatnonzero(mb.check_batch(hier, nest, a) == mb.OK)

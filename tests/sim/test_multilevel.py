@@ -142,7 +142,7 @@ def test_policy_is_no_worse_than_the_best_of_many_random_mappings():
 
 
 def test_one_point_schedule_space_for_mac_kernels_on_a_hierarchy():
-    from tuner.space import ScheduleSpace
+    from tuner.search.space import ScheduleSpace
     hw = sim.load_hw("eyeriss")
     wl = sim.Workload.conv2d(1, 64, 28, 28, 64, 3, 3, pad=1)
     assert ScheduleSpace.build(wl, hw).size == 1

@@ -3,8 +3,8 @@ through save/load bit for bit, never changes in place."""
 import numpy as np
 import pytest
 
-from tuner.cost_model import CostModel, CostModelConfig, CostModelError, group_id
-from tuner.features import N_FEATURES
+from tuner.search.cost_model import CostModel, CostModelConfig, CostModelError, group_id
+from tuner.search.features import N_FEATURES
 
 
 def synthetic(n=400, seed=0, groups=4):

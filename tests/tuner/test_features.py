@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import sim
-from tuner.features import FEATURE_NAMES, N_FEATURES, featurize
-from tuner.space import ScheduleSpace
+from tuner.search.features import FEATURE_NAMES, N_FEATURES, featurize
+from tuner.search.space import ScheduleSpace
 
 COL = {n: i for i, n in enumerate(FEATURE_NAMES)}
 

@@ -8,10 +8,10 @@ import pytest
 
 from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.workload.nest import conv1d
-from tuner.map_learn import log_metric, mapping_features, measure_guided
-from tuner.mapper import movement_evaluator
+from tuner.search.map_learn import log_metric, mapping_features, measure_guided
+from tuner.search.mapper import movement_evaluator
 from sim.mapping.mapspace_sim import build_space
-from tuner.model_policy import ModelPolicy
+from tuner.search.policy import ModelPolicy
 
 
 def _three_levels(glb_words: int, rf_words: int) -> Hierarchy:
@@ -93,7 +93,7 @@ def test_auto_does_not_train_when_the_prior_ranks_right(pool):
 
 def test_tile_words_equal_sims_own_per_mapping(pool):
     """The vectorised tiles equal ``Mapping.tile_words`` row by row (sim's scalar definition)."""
-    from tuner.map_learn import tile_words
+    from tuner.search.map_learn import tile_words
     hier = Hierarchy((StorageLevel("DRAM"), StorageLevel("GLB", capacity_words=4096),
                       StorageLevel("RF", capacity_words=64, instances=4, mesh_x=2, mesh_y=2)),
                      Arithmetic("MAC", instances=4, mesh_x=2, mesh_y=2))
@@ -122,8 +122,8 @@ def test_model_learns_what_the_closed_form_averages_away():
     """A measurer that charges single buffering (cycles x 3 per level that cannot hold two of its
     tiles), as the tile walk does: trained on the prior's first 32 of a pool, the model ranks the
     rest better than the prior out of sample, and picks a faster next round."""
-    from tuner.cost_model import CostModel, CostModelConfig
-    from tuner.model_policy import count_pairs
+    from tuner.search.cost_model import CostModel, CostModelConfig
+    from tuner.search.policy import count_pairs
     hier = _three_levels(256, 24)
     nest = conv1d(8, 16, 3, 32)
     space = build_space(hier, nest)

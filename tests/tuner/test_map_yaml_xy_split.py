@@ -68,7 +68,7 @@ def test_the_timeloop_space_never_splits_a_dim_over_x_and_y():
 
 
 def test_tune_timeloop_search_stays_in_the_timeloop_space():
-    from tuner.mapper import search_mapping
+    from tuner.search.mapper import search_mapping
     from sim.mapping.mapspace_sim import to_mapping
     hier, nest, _ = _setup(True)
     space, res = search_mapping(hier, nest, "edp", budget=600, spatial_one_axis=True)

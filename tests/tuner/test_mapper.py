@@ -9,7 +9,7 @@ from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel, hierarchy_from
 from sim.mapping.mapping import LevelMapping, Mapping
 from sim.cost.movement import evaluate
 from sim.workload.nest import conv1d, nest_from_workload
-from tuner.mapper import best_mapping
+from tuner.search.mapper import best_mapping
 
 
 @pytest.mark.parametrize("metric", ["edp", "delay", "energy"])

@@ -9,7 +9,7 @@ import pytest
 from sim.hw.hierarchy import Arithmetic, Hierarchy, StorageLevel
 from sim.workload.nest import gemm
 from sim.mapping.mapspace import neighbours
-from tuner.mapsearch import Costs, MapSearchConfig, MapSearchError, metric_keys, search
+from tuner.search.mapsearch import Costs, MapSearchConfig, MapSearchError, metric_keys, search
 from sim.mapping.mapspace import LevelConstraint
 from sim.mapping.mapspace_sim import build_space, to_mapping
 

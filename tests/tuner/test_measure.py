@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 import sim
-from tuner.measure import (AnalyticalMeasurer, CommandMeasurer, MeasureError, TileMeasurer, measurer_from_spec,
+from tuner.search.measure import (AnalyticalMeasurer, CommandMeasurer, MeasureError, TileMeasurer, measurer_from_spec,
                            request_json, workload_from_dict)
 from tuner.records import load_records
 from tuner.tune_kernels import tune_kernels
@@ -19,7 +19,7 @@ WL = sim.Workload.conv2d(1, 16, 14, 14, 32, 3, 3, pad=1, epilogue=("batch_norm",
 ANALYTICAL_CMD = textwrap.dedent("""
     import json, sys
     import sim
-    from tuner.measure import workload_from_dict
+    from tuner.search.measure import workload_from_dict
     req = json.load(sys.stdin)
     hw = sim.HardwareConfig.from_dict(req["hardware"])
     s = sim.Schedule.from_dict(req["schedule"])
@@ -139,7 +139,7 @@ def test_scalesim_adapter_without_scalesim_says_so():
 
 def test_tile_measurer_is_the_tile_level_simulators_total():
     import numpy as np
-    from tuner.space import ScheduleSpace
+    from tuner.search.space import ScheduleSpace
     rng = np.random.default_rng(0)
     for wl in (WL, sim.Workload.gemm(100, 70, 300)):
         sp = ScheduleSpace.build(wl, HW)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tuner.model_policy import (Agreement, Evidence, ModelPolicy, ModelPolicyError, count_pairs, decide, pick_regret,
+from tuner.search.policy import (Agreement, Evidence, ModelPolicy, ModelPolicyError, count_pairs, decide, pick_regret,
                                 expected_fit_s, order_agreement)
 
 

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 import sim
-from tuner.measure import AnalyticalMeasurer
+from tuner.search.measure import AnalyticalMeasurer
 from tuner.records import Record, RecordsError, append_record, best_record, load_records, select
 from tuner.tune_kernels import tune_kernels
 

@@ -2,10 +2,10 @@
 import numpy as np
 
 import sim
-from tuner.cost_model import CostModel
-from tuner.features import featurize
-from tuner.scoring import ModelScorer, PriorScorer, TimedScorer, scorer_for
-from tuner.space import ScheduleSpace
+from tuner.search.cost_model import CostModel
+from tuner.search.features import featurize
+from tuner.search.scoring import ModelScorer, PriorScorer, TimedScorer, scorer_for
+from tuner.search.space import ScheduleSpace
 from tuner.timing import Stopwatch
 
 HW = sim.load_hw("edge-npu")

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import sim
-from tuner.search import (EvolutionarySearch, EvolutionConfig, MeasuredEvolution, RandomSearch, Trial,
+from tuner.search.strategies import (EvolutionarySearch, EvolutionConfig, MeasuredEvolution, RandomSearch, Trial,
                           make_strategy)
-from tuner.space import ScheduleSpace
+from tuner.search.space import ScheduleSpace
 
 STRATEGIES = [EvolutionarySearch, RandomSearch, MeasuredEvolution]
 HW = sim.load_hw("edge-npu")
@@ -118,13 +118,13 @@ def test_make_strategy_names():
 
 class CountingScorer:
     """The analytical prior, counting the rows it scores (equal scorers rank alike: see
-    tuner.scoring), with an identity so two instances are two scorers."""
+    tuner.search.scoring), with an identity so two instances are two scorers."""
 
     def __init__(self, name):
         self.name, self.rows, self.calls = name, 0, 0
 
     def __call__(self, space, genes):
-        from tuner.scoring import PriorScorer
+        from tuner.search.scoring import PriorScorer
         self.rows += len(genes)
         self.calls += 1
         return PriorScorer()(space, genes)

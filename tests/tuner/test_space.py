@@ -7,7 +7,7 @@ import pytest
 
 import sim
 from sim import LOOP_ORDERS, STANDARD_SPATIAL, Schedule
-from tuner.space import (DATAFLOW, DB, ORDER, ORIENT, TK, TM, TN, DataflowMutation, DoubleBufferMutation,
+from tuner.search.space import (DATAFLOW, DB, ORDER, ORIENT, TK, TM, TN, DataflowMutation, DoubleBufferMutation,
                          LoopOrderMutation, MutationMix, ScheduleSpace, SpaceError, TileFactorMutation,
                          UniformCrossover, divisors, tile_candidates)
 

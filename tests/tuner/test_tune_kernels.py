@@ -6,7 +6,7 @@ import pytest
 
 import sim
 from tuner import AnalyticalMeasurer, CostModel, Task, TaskError, TileMeasurer, tune_kernels
-from tuner.model_policy import ModelPolicy
+from tuner.search.policy import ModelPolicy
 from tuner.timing import TimeAccount
 
 HW = sim.load_hw("edge-npu")

@@ -16,7 +16,7 @@ from sim.mapping.mapping import MappingError, mapping_from_dict
 from sim.cost.movement import evaluate
 from sim.cost.multilevel import kernel_mapping
 from sim.workload.nest import nest_from_workload
-from tuner.measure import CommandMeasurer
+from tuner.search.measure import CommandMeasurer
 from tuner.tasks import Task
 from tuner.tune_mappings import MappingTuneError, tune_mapping
 

@@ -114,7 +114,7 @@ def run(args) -> int:
         raise CLIError("--measure-top needs --measure-command and must be >= 1")
     measurer = None
     if args.measure_command is not None:
-        from tuner.measure import CommandMeasurer, MeasureError
+        from tuner.search.measure import CommandMeasurer, MeasureError
         try:
             measurer = CommandMeasurer(args.measure_command)
         except MeasureError as e:

@@ -58,7 +58,7 @@ DEFAULT_MEASURE_TOP = 8
 def run_timeloop_tune(args) -> int:
     from sim.cost.movement import evaluate
     from sim.timeloop import mapping_yaml
-    from tuner.mapper import search_mapping
+    from tuner.search.mapper import search_mapping
     from sim.mapping.mapspace_sim import to_mapping
 
     if args.measure and args.measure_command:
@@ -76,7 +76,7 @@ def run_timeloop_tune(args) -> int:
         if top < 1:
             raise CLIError(f"--measure-top must be >= 1, got {top}")
     if args.measure_command:
-        from tuner.map_measure import MapCommandMeasurer
+        from tuner.search.map_measure import MapCommandMeasurer
         measurer = MapCommandMeasurer(args.measure_command)
     out = None
     if args.output:
@@ -86,7 +86,7 @@ def run_timeloop_tune(args) -> int:
     t0 = time.perf_counter()
     prob = load_problem(args.timeloop)
     if args.measure == "tile":
-        from tuner.map_measure import WalkMeasurer
+        from tuner.search.map_measure import WalkMeasurer
         measurer = WalkMeasurer(prob.hier, prob.nest)
     t_read = time.perf_counter()
     metric = args.metric or prob.metric
@@ -106,9 +106,9 @@ def run_timeloop_tune(args) -> int:
     if measurer is not None:
         # the search's best 4K mappings are the pool; K of them are measured in rounds, ranked by
         # the analytical model or, when the --learned-model policy says so, by XGBoost
-        from tuner.map_learn import log_metric, mapping_features, measure_guided
-        from tuner.mapper import movement_evaluator
-        from tuner.model_policy import ModelPolicy
+        from tuner.search.map_learn import log_metric, mapping_features, measure_guided
+        from tuner.search.mapper import movement_evaluator
+        from tuner.search.policy import ModelPolicy
         cands = [to_mapping(space, row) for row in res.top]
         arrays = space.arrays(res.top)
         pc = movement_evaluator(prob.hier, prob.nest, space)(arrays)

@@ -152,7 +152,7 @@ def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
     """The cost model a point starts from: the one the previous point of its chain ended with, or
     a fresh one. The model retrains every tuning round on the rows it holds: across a long chain an
     unbounded set would make each point slower than tuning it cold, so it keeps the recent rows."""
-    from tuner.cost_model import CostModel, CostModelConfig, CostModelError
+    from tuner.search.cost_model import CostModel, CostModelConfig, CostModelError
     if history:
         path = state_paths(settings.out_dir, history[-1]["point"])[1]
         if path.exists():
@@ -195,7 +195,7 @@ def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[
             if settings.warm_start and m.trials > 0:
                 src = warm.nearest([e[m.label] for e in earlier if m.label in e], point.params())
                 if src is not None:
-                    from tuner.measure import TileMeasurer
+                    from tuner.search.measure import TileMeasurer
                     seeded = warm.seed_log(mlog, hw, src, TileMeasurer())
             plan = tune_model(g, hw, m, settings, cost_model, mlog)
             res = plan_metrics(plan, state.macs[m.label], hw)

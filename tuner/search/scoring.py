@@ -2,7 +2,7 @@
 
 - ``PriorScorer``: the analytical simulator's log cycles alone. No features, no XGBoost: an
   untrained cost model ranks exactly like this, so this is what the search uses whenever the
-  learned model is not (``tuner.model_policy``).
+  learned model is not (``tuner.search.policy``).
 - ``ModelScorer``: features + the learned ``CostModel``'s prediction.
 
 ``scorer_for(model)`` picks one. Two scorers compare equal exactly when they rank the same way

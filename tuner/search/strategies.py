@@ -8,7 +8,7 @@ same proposals.
 
 - ``EvolutionarySearch`` (Ansor-like, the default): an initial population of uniform samples plus
   the best measured schedules; a few generations of mutation and crossover with a scorer as fitness
-  (``tuner.scoring``: the analytical prior, or the learned model's prediction); then the
+  (``tuner.search.scoring``: the analytical prior, or the learned model's prediction); then the
   best-scored unmeasured candidates, with an epsilon share of uniform random ones (exploration).
   ``ask(n, model)`` takes a ``CostModel`` (untrained: the prior), a scorer, or ``None`` (the prior).
 - ``RandomSearch``: uniform samples of the legal space.

@@ -3,7 +3,7 @@
     best_mapping(hierarchy, nest, metric="edp", budget=20000) -> (Mapping, stats)
 
 searches the mapspace (``sim.mapping.mapspace``: factorisations across levels, spatial X/Y, loop
-orders, bypass, within the constraints) with ``tuner.mapsearch`` and measures every candidate
+orders, bypass, within the constraints) with ``tuner.search.mapsearch`` and measures every candidate
 with ``sim``'s data-movement model. ``stats`` holds the best mapping's cycles, energy_pj, edp,
 the evaluations spent and the seconds taken. Whole-network costing calls it once per unique
 layer; a mapping search is deterministic for a seed and a budget.
@@ -40,7 +40,7 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
                    start: Mapping | None = None, evaluator: Callable[[MappingArrays], Costs] | None = None,
                    progress: Callable[[int, float | None], None] | None = None,
                    keep_top: int = 0, spatial_one_axis: bool = False) -> tuple[Mapspace, MapSearchResult]:
-    """The space and the search result (``tuner.mapsearch``); ``start``: a mapping put in the first
+    """The space and the search result (``tuner.search.mapsearch``); ``start``: a mapping put in the first
     population (ignored when it lies outside the constraints); ``spatial_one_axis``: Timeloop's
     space (each dim's spatial factor at a level along X or Y, not both), for mappings written as
     Timeloop files."""

@@ -6,9 +6,9 @@ The command gets the path of a Timeloop mapping YAML as its last argument and mu
 JSON object with ``cycles`` and ``energy_pj`` (positive numbers) on stdout and exit 0 (the
 ``simulate --timeloop --json`` object has both). A failure is one line (``MeasureError``).
 
-How the mapper uses it (``tuner.map_learn.measure_guided``): the search ranks every mapping with
+How the mapper uses it (``tuner.search.map_learn.measure_guided``): the search ranks every mapping with
 ``sim``'s analytical model and keeps a pool of its best; some of those are measured in rounds,
-ranked by the analytical model or by XGBoost when ``tuner.model_policy`` decides that training
+ranked by the analytical model or by XGBoost when ``tuner.search.policy`` decides that training
 pays, and the best measured one wins.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The learned cost model: XGBoost behind ``fit`` / ``predict``.
 
-The model scores schedules of any task on any hardware from ``tuner.features`` vectors. The
+The model scores schedules of any task on any hardware from ``tuner.search.features`` vectors. The
 analytical simulator's log cycles enter as XGBoost's ``base_margin`` (the prior), so the trees learn
 the correction that measurement (the tile-level simulator, or a team's RTL) makes to it; an
 untrained model ranks exactly as the analytical simulator does.

@@ -1,10 +1,10 @@
 """The learned model's side of a tuning run: what was measured, how well the prior and the model
-rank it, what training costs, and the policy's decision after each round (``tuner.model_policy``).
+rank it, what training costs, and the policy's decision after each round (``tuner.search.policy``).
 
 One ``Learner`` serves every task of a run (the cost model is shared). The search asks it for the
 scorer to rank with (``scorer()``), tells it each round's measurements (``add``), and lets it decide
 and train (``step``). It is what a multi-level mapper reuses with its own space: it needs of a space
-only ``genes_of``, and features and the prior from ``tuner.features``.
+only ``genes_of``, and features and the prior from ``tuner.search.features``.
 """
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from sim import Schedule
 
 from .cost_model import CostModel, load_xgboost
 from .features import analytical_log_cycles, featurize
-from .model_policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
+from .policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
 from .scoring import ModelScorer, PriorScorer
 from .space import ScheduleSpace
-from .timing import Stopwatch
+from ..timing import Stopwatch
 
 
 class Learner:

@@ -4,8 +4,8 @@ local search around the best.
 The measurer here is ``sim``'s closed-form data-movement model evaluated over a whole population
 at once (about 0.1 ms per mapping, batched), so every candidate is measured rather than
 predicted: a learned model cannot rank a candidate faster or better than the model it would
-learn from (``tuner.model_policy`` decides the same way: when measuring is cheap, it never
-trains). An expensive external measurer re-measures only the best few (``tuner.map_measure``).
+learn from (``tuner.search.policy`` decides the same way: when measuring is cheap, it never
+trains). An expensive external measurer re-measures only the best few (``tuner.search.map_measure``).
 
 Metrics (``METRICS``) rank (cycles, energy) lexicographically, as Timeloop's mapper does with its
 list of ``optimization_metrics``: ``delay`` = cycles then energy, ``energy`` = energy then
@@ -26,7 +26,7 @@ from sim.cost.engines.batch import MappingArrays
 
 from sim.mapping.policy import METRICS, rank_keys
 from sim.mapping.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
-from .search import _tournament, breed
+from .strategies import _tournament, breed
 
 class MapSearchError(ValueError):
     pass

@@ -1,6 +1,6 @@
 """The learned model for mappings, where measuring is the expensive part: an external measurer
-(``tuner.map_measure``) re-measures candidates the analytical search found, in rounds, and
-between rounds ``tuner.model_policy`` decides whether an XGBoost model (``tuner.cost_model``,
+(``tuner.search.map_measure``) re-measures candidates the analytical search found, in rounds, and
+between rounds ``tuner.search.policy`` decides whether an XGBoost model (``tuner.search.cost_model``,
 with the analytical log metric as its prior) is trained on what was measured and ranks the
 candidates not yet measured.
 
@@ -29,7 +29,7 @@ from sim.workload.nest import Nest
 
 from .cost_model import CostModel, CostModelConfig, load_xgboost
 from .mapsearch import Costs, metric_keys
-from .model_policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
+from .policy import Evidence, ModelPolicy, PairCount, count_pairs, decide, pick_regret
 
 
 class MappingMeasurer(Protocol):
