@@ -63,6 +63,7 @@ class Plan:
     hw: sim.HardwareConfig = field(repr=False)
     target: str = ""
     objective: str = "latency"
+    offload: str = "cost"                     # tune()'s offload policy: "cost" (searched) or "all" (greedy BYOC)
     decision: Decision | None = None
     schedules: Mapping[str, Mapping[str, sim.Schedule]] = field(default_factory=dict)  # symbol -> kernel -> schedule
     cost: GraphCost | None = None
@@ -120,6 +121,7 @@ class Plan:
             "hardware": {"name": self.hw.name, "fingerprint": self.hw.fingerprint()},
             "target": self.target,
             "objective": self.objective,
+            "offload": self.offload,
             "seed": self.seed,
             "trials": self.trials,
             "latency_s": self.latency_s,
@@ -165,7 +167,7 @@ class Plan:
             "target": self.target,
             "baselines": {k: {"latency_s": v["latency_s"], "energy_j": v["energy_j"]}
                           for k, v in summary["baselines"].items()},
-            "plan": {k: summary[k] for k in ("partition", "tasks", "seed", "trials", "search")},
+            "plan": {k: summary[k] for k in ("partition", "tasks", "seed", "trials", "search", "offload")},
         }
         return write_packed(path, manifest_fields=json_safe(manifest_fields), host_graph=self.graph,
                             externals=json_safe(externals))

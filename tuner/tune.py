@@ -9,6 +9,10 @@
 3. Partition again with the tuned kernel costs (a kernel made faster may now be worth offloading),
    outline the chosen functions and cost the partitioned graph (``costing.graph_cost``).
 
+With ``offload="all"`` steps 1 and 3 keep greedy BYOC's partition instead of searching one
+(every supported unit on the device, functions as greedy BYOC forms them): only its kernels are
+tuned, and the plan's cost equals the ``greedy_byoc`` baseline's.
+
 Baselines, all on the same hardware: ``greedy_byoc`` (plain BYOC: every supported unit offloaded,
 maximal merge of producer-consumer chains, no merge of functions that share an input) and ``all_host`` with the same tuned kernels, and ``default_schedules`` (the chosen
 partition with every kernel at ``default_schedule``: what tuning gained).
@@ -32,6 +36,20 @@ class TuneError(ValueError):
     """A model and hardware pair that cannot be tuned (nothing can run on the device)."""
 
 
+# What decides the partition: "cost" searches it with the simulated costs (partition_search),
+# "all" keeps greedy BYOC's (every supported unit offloaded, no merge of functions sharing an input).
+OFFLOAD_POLICIES = ("cost", "all")
+
+
+def _partition(problem: Problem, objective: str, offload: str) -> tuple[frozenset[int], int, bool | None]:
+    """The offloaded units, the partition evaluations spent, and how functions form (``siblings``
+    of ``Problem.groups``) under the ``offload`` policy."""
+    if offload == "all":
+        return problem.greedy_set, 0, False
+    found = search(problem, objective)
+    return found.device, found.evaluations, None
+
+
 def _tasks(problem: Problem, order: list[frozenset[int]]):
     from .tasks import Task
     weights: dict[str, float] = {}
@@ -50,7 +68,8 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
          log: str | Path | None = None, objective: str = "latency", seed: int = 0,
          progress: bool = True, cost_model: Any = None, measurer: Any = None,
          model_name: str | None = None, options: CostOptions = CostOptions(),
-         model_use: str = "auto", map_budget: int | None = None, measure_top: int | None = None) -> Plan:
+         model_use: str = "auto", map_budget: int | None = None, measure_top: int | None = None,
+         offload: str = "cost") -> Plan:
     """Tune ``graph`` for ``hw`` (a config, preset name or file). ``trials``: kernel measurements
     in all (default: ``tune_kernels``'s, 16 per task); ``log``: tuning records (JSON lines) read
     and appended, so a rerun resumes; ``cost_model``: a shared ``tuner.CostModel`` to start from
@@ -59,13 +78,16 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     On a machine with a storage hierarchy each MAC kernel's mapping is searched for the objective
     (``tuner.tune_mappings``; ``map_budget`` mapping evaluations per kernel, ``measure_top``
     mappings measured by an external measurer) and the plan's schedules carry the mappings.
-    ``Plan.timing`` says where the wall time went."""
+    ``offload``: what decides the partition (``OFFLOAD_POLICIES``): ``cost`` (default) searches
+    it, ``all`` keeps greedy BYOC's and tunes its kernels. ``Plan.timing`` says where the wall time went."""
     from .tune_kernels import tune_kernels
 
     t0 = time.perf_counter()
     hw = sim.load_hw(hw)
     if objective not in OBJECTIVES:
         raise TuneError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    if offload not in OFFLOAD_POLICIES:
+        raise TuneError(f"unknown offload policy {offload!r}; choose one of {', '.join(OFFLOAD_POLICIES)}")
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
         raise TuneError(f"trials must be an integer >= 0, got {trials!r}")
     name = model_name or str(graph.meta.get("model") or graph.name)
@@ -73,11 +95,12 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     problem = Problem(graph, hw, default_coster, options)
     _check_runnable(problem, hw, name)
 
-    first = search(problem, objective)
+    first, first_evaluations, siblings = _partition(problem, objective, offload)
     t1 = time.perf_counter()
     greedy = problem.greedy_set
     every = frozenset(i for i in range(len(problem.units)) if problem.offloadable[i])
-    tasks = _tasks(problem, [first.device, greedy - first.device, every - first.device - greedy])
+    # with a fixed partition only its kernels matter
+    tasks = _tasks(problem, [first] if offload == "all" else [first, greedy - first, every - first - greedy])
     tuned: dict[str, sim.Schedule] = {}
     measured: dict[str, int] = {}
     model = cost_model
@@ -95,33 +118,33 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
 
     coster = KernelCoster(hw, tuned, options)
     final_problem = problem.with_coster(coster)
-    final = search(final_problem, objective)
-    part = final_problem.materialize(final.device)
+    device, final_evaluations, _ = _partition(final_problem, objective, offload)
+    part = final_problem.materialize(device, siblings)
     cost = graph_cost(part, coster, options)
 
     schedules = {sym: {k.name: sim.Schedule.from_dict(k.schedule) for k in fc.kernels}
                  for sym, fc in cost.functions.items()}
     baselines = {"greedy_byoc": final_problem.cost(greedy, siblings=False), "all_host": final_problem.cost(frozenset()),
-                 "default_schedules": problem.cost(final.device)}
+                 "default_schedules": problem.cost(device, siblings)}
     summaries = []
     for t in tasks:
         best, dflt = coster(t.workload), default_coster(t.workload)
         summaries.append(TaskSummary(t.key, t.workload.op, float(t.weight), best.cycles, dflt.cycles,
                                      best.roofline_fraction, measured.get(t.key, 0)))
     decision = Decision(
-        offloaded=tuple((problem.units[i].graph, problem.units[i].name) for i in sorted(final.device)),
+        offloaded=tuple((problem.units[i].graph, problem.units[i].name) for i in sorted(device)),
         functions=tuple(tuple((problem.units[i].graph, problem.units[i].name) for i in grp)
-                        for grp in final_problem.groups(final.device)),
+                        for grp in final_problem.groups(device, siblings)),
         units=len(problem.units), offloadable=int(problem.offloadable.sum()),
         candidate_regions=len(problem.groups(greedy, siblings=False)))
-    stats = {"evaluations": first.evaluations + final.evaluations, "clusters": len(problem.clusters),
+    stats = {"evaluations": first_evaluations + final_evaluations, "clusters": len(problem.clusters),
              "largest_cluster": max((len(c) for c in problem.clusters), default=0),
-             "first_partition_offloaded": len(first.device), "tasks": len(tasks)}
+             "first_partition_offloaded": len(first), "tasks": len(tasks)}
     t3 = time.perf_counter()
     timing = {"wall_s": t3 - t0, "partition_s": t1 - t0, "kernels_s": t2 - t1, "final_s": t3 - t2,
               "kernels": kernels_timing}
     return Plan(model=name, source=graph, graph=part, hw=hw, target=problem.target.name,
-                objective=objective, decision=decision, schedules=schedules, cost=cost,
+                objective=objective, offload=offload, decision=decision, schedules=schedules, cost=cost,
                 baselines=baselines, tasks=tuple(summaries), seed=seed,
                 trials=int(sum(measured.values())), search=stats, cost_model=model, timing=timing)
 
@@ -138,4 +161,4 @@ def _check_runnable(problem: Problem, hw: sim.HardwareConfig, name: str) -> None
                     f"(support.ops: {', '.join(hw.support.ops) or 'none'})")
 
 
-__all__ = ["tune", "TuneError"]
+__all__ = ["tune", "TuneError", "OFFLOAD_POLICIES"]

@@ -1,8 +1,13 @@
 """Reading Timeloop input files and merging them by top-level key, as Timeloop does.
 
-Each file is read as untrusted input by ``sim.hw.configfile.read_config`` (size cap, text only, no
-YAML anchors/aliases, no duplicate keys) with Timeloop v0.4's node tags (``!Component``,
-``!Container``, ``!Parallel``, ``!Hierarchical``, ``!Nothing``) accepted. Files are merged by
+Each file is read as untrusted input (``sim.hw.configfile.read_text``: size cap, text only) and
+parsed with the loader a rendered template's files are parsed with (``template.bounded_loader``):
+Timeloop v0.4's node tags (``!Component``, ``!Container``, ``!Parallel``, ``!Hierarchical``,
+``!Nothing``), no key written twice, and YAML anchors, aliases and merge keys (``<<: *name``, as in
+Timeloop's own component files) within a bound that keeps the expansion linear (at most
+``MAX_ALIASES`` aliases, none of a value holding aliases). A JSON or TOML file is read by
+``sim.hw.configfile.read_config``. Hardware configs and sweep specs keep that reader's stricter rule
+(no anchors at all). Files are merged by
 top-level key: a later file's key replaces an earlier one's, except that an empty ``mapping``
 (the processed input of a mapper run) never hides a non-empty one. Jinja2 templates (a top
 ``*.jinja2`` with timeloopfe's include functions, or split files with ``{{ }}`` placeholders)
@@ -16,7 +21,7 @@ from typing import Any, Iterable, Mapping
 
 from ..hw.configfile import read_config, read_text
 from .errors import TimeloopError
-from .template import is_template, render_file
+from .template import bounded_loader, is_template, parse_bounded, render_file
 
 TAGS = ("Component", "Container", "Parallel", "Hierarchical", "Nothing")
 KNOWN_KEYS = frozenset({
@@ -38,9 +43,12 @@ def read_merged(paths: Iterable[str | os.PathLike],
     rendered = False
     for p in paths:
         p = Path(p)
-        if is_template(p) or is_template(p, read_text(p, "Timeloop file", TimeloopError)):
+        text = None if is_template(p) else read_text(p, "Timeloop file", TimeloopError)
+        if text is None or is_template(p, text):
             doc = render_file(p, variables, TAGS)
             rendered = True
+        elif p.suffix.lower() in (".yaml", ".yml"):
+            doc = parse_bounded(text, p, bounded_loader(TAGS))
         else:
             doc = read_config(p, "Timeloop file", TimeloopError, yaml_tags=TAGS)
         if doc is None:

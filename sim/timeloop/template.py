@@ -23,9 +23,11 @@ Differences, each refused with one line rather than guessed: ``setenv`` (it woul
 process's environment), ``<<<`` merges and ``!nomerge``. All file access (includes, globs,
 ``path_exists``, ``{% include %}``) is confined to the top file's folder tree, symbolic links
 resolved: a path outside it is refused, never read or probed. Templates run in Jinja2's sandbox;
-the rendered text of one file is capped at ``MAX_RENDERED_CHARS``; YAML anchors are allowed (the
-exercises' component files use them) but an alias may not point at a value holding aliases and a
-file may hold at most ``MAX_ALIASES`` of them, so the expansion stays linear in the file's size.
+the rendered text of one file is capped at ``MAX_RENDERED_CHARS``; YAML anchors and merge keys
+are allowed (the exercises' component files use them) but an alias may not point at a value
+holding aliases and a file may hold at most ``MAX_ALIASES`` of them, so the expansion stays linear
+in the file's size. That loader (``bounded_loader``, ``parse_bounded``) reads plain Timeloop files
+too (``files.read_merged``).
 """
 from __future__ import annotations
 
@@ -230,58 +232,13 @@ class _Context:
         path = self.inside(path)
         read_text(path, "Timeloop file", TimeloopError)   # a directory, device or binary: its own line
         text, data, dirs = self.render(path, data, dirs)
-        try:
-            doc = yaml.load(text, Loader=self.loader(path, data))  # noqa: S506 - a SafeLoader subclass
-        except TimeloopError:
-            raise
-        except (AliasError, DuplicateKey) as e:
-            raise TimeloopError(f"cannot parse {path} (rendered): {e}") from None
-        except RecursionError:
-            raise TimeloopError(f"cannot parse {path} (rendered): nested too deeply") from None
-        except Exception as e:  # the YAML parser's errors, as one line
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise TimeloopError(f"cannot parse {path} (rendered): {first}") from None
-        _refuse_recursive_merge(doc, path)
-        return doc
+        return parse_bounded(text, path, self.loader(path, data), f"{path} (rendered)")
 
     def loader(self, path: str, data: dict[str, Any]) -> type:
         ctx = self
 
-        class Loader(tagged_loader(self.tags)):
-            aliases = 0
-            nested: set = set()
-
-            def compose_node(self, parent, index):
-                # bounded anchors/aliases instead of the config reader's refusal (see the module doc)
-                event = self.peek_event()
-                if isinstance(event, yaml.AliasEvent):
-                    self.aliases += 1
-                    if self.aliases > MAX_ALIASES:
-                        raise AliasError(f"more than {MAX_ALIASES} YAML aliases")
-                    if event.anchor in self.nested:
-                        raise AliasError(f"line {event.start_mark.line + 1}: alias *{event.anchor} points "
-                                         f"at a value holding aliases")
-                    return yaml.composer.Composer.compose_node(self, parent, index)
-                anchor = getattr(event, "anchor", None)
-                before = self.aliases
-                node = yaml.composer.Composer.compose_node(self, parent, index)
-                if anchor is not None and self.aliases > before:
-                    self.nested = self.nested | {anchor}
-                return node
-
-            def construct_mapping(self, node, deep=False):
-                # YAML merge keys (``<<: *write_action`` in the exercises' component files): a key
-                # given twice is refused among the written keys only; merged keys may be overridden
-                if not any(k.tag == _MERGE_TAG for k, _ in node.value):
-                    return super().construct_mapping(node, deep=deep)
-                seen = set()
-                for k, _ in node.value:
-                    if k.tag != _MERGE_TAG:
-                        key = self.construct_object(k, deep=True)
-                        if isinstance(key, (str, int, float, bool)) and key in seen:
-                            raise DuplicateKey(f"line {k.start_mark.line + 1}: key {key!r} appears twice in one mapping")
-                        seen.add(key) if isinstance(key, (str, int, float, bool)) else None
-                return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
+        class Loader(bounded_loader(self.tags)):
+            pass
 
         def include_loaded(loader, node):
             return copy.deepcopy(_pick(data, str(loader.construct_scalar(node)), path))
@@ -303,6 +260,73 @@ class _Context:
         Loader.add_constructor("!includedir", includedir)
         Loader.add_constructor("!nomerge", nomerge)
         return Loader
+
+
+def bounded_loader(tags: tuple[str, ...]) -> type:
+    """The YAML loader of every Timeloop file, plain or rendered: ``configfile.tagged_loader``
+    (Timeloop's node tags, no key written twice) with anchors, aliases and merge keys (``<<: *a``)
+    allowed, bounded so that the expansion stays linear in the file's size: at most
+    ``MAX_ALIASES`` aliases in a file, and no alias of a value that itself holds aliases (the
+    billion-laughs bomb). A fault raises ``AliasError``/``DuplicateKey``; ``parse_bounded``
+    turns it into one line."""
+
+    class BoundedLoader(tagged_loader(tags)):
+        aliases = 0
+        nested: frozenset = frozenset()
+
+        def compose_node(self, parent, index):
+            # bounded anchors/aliases instead of the config reader's refusal (see the module doc)
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > MAX_ALIASES:
+                    raise AliasError(f"more than {MAX_ALIASES} YAML aliases")
+                if event.anchor in self.nested:
+                    raise AliasError(f"line {event.start_mark.line + 1}: alias *{event.anchor} points "
+                                     f"at a value holding aliases")
+                return yaml.composer.Composer.compose_node(self, parent, index)
+            anchor = getattr(event, "anchor", None)
+            before = self.aliases
+            node = yaml.composer.Composer.compose_node(self, parent, index)
+            if anchor is not None and self.aliases > before:
+                self.nested = self.nested | {anchor}
+            return node
+
+        def construct_mapping(self, node, deep=False):
+            # YAML merge keys (``<<: *write_action`` in the exercises' component files): a key
+            # given twice is refused among the written keys only; merged keys may be overridden
+            if not any(k.tag == _MERGE_TAG for k, _ in node.value):
+                return super().construct_mapping(node, deep=deep)
+            seen = set()
+            for k, _ in node.value:
+                if k.tag != _MERGE_TAG:
+                    key = self.construct_object(k, deep=True)
+                    if isinstance(key, (str, int, float, bool)) and key in seen:
+                        raise DuplicateKey(f"line {k.start_mark.line + 1}: key {key!r} appears twice in one mapping")
+                    seen.add(key) if isinstance(key, (str, int, float, bool)) else None
+            return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
+
+    return BoundedLoader
+
+
+def parse_bounded(text: str, path: str | os.PathLike, loader: type, label: str | None = None) -> Any:
+    """``text``, the content of ``path``, parsed with ``loader`` (a ``bounded_loader``); every
+    fault, and the ``<<<`` recursive merge key, raises ``TimeloopError`` with one line naming the
+    file (``cannot parse LABEL: ...``, ``label`` defaulting to ``Timeloop file PATH``)."""
+    label = label or f"Timeloop file {path}"
+    try:
+        doc = yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    except TimeloopError:
+        raise
+    except (AliasError, DuplicateKey) as e:
+        raise TimeloopError(f"cannot parse {label}: {e}") from None
+    except RecursionError:
+        raise TimeloopError(f"cannot parse {label}: nested too deeply") from None
+    except Exception as e:  # the YAML parser's errors, as one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise TimeloopError(f"cannot parse {label}: {first}") from None
+    _refuse_recursive_merge(doc, str(path))
+    return doc
 
 
 def _pick(data: dict[str, Any], ref: str, path: str) -> Any:

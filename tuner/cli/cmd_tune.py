@@ -58,6 +58,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="kernel measurements in all (default: 16 per tuning task)")
     p.add_argument("--log", metavar="FILE", help="tuning records (JSON lines), read and appended; a rerun resumes")
     p.add_argument("--objective", choices=("latency", "energy", "edp"), default="latency")
+    p.add_argument("--offload", choices=("cost", "all"), default=None,
+                   help="with --model/--onnx: what decides the partition: cost (default: offload what the "
+                        "simulated costs say pays, searched with the tuned kernels) or all (greedy BYOC's "
+                        "partition, every supported op on the device; only the kernels are tuned)")
     p.add_argument("-o", "--output", metavar="PLAN", help="write the packed plan (zip archive) here; with "
                                                           "--timeloop, the mapping (Timeloop YAML)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (same seed, same plan)")
@@ -86,8 +90,8 @@ def run(args) -> int:
     if args.timeloop:
         if args.model or args.onnx or args.hw:
             raise CLIError("tune: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
-        if args.log or args.trials is not None:
-            raise CLIError("tune: --log and --trials apply to --model/--onnx; with --timeloop use --budget")
+        if args.log or args.trials is not None or args.offload is not None:
+            raise CLIError("tune: --log, --trials and --offload apply to --model/--onnx; with --timeloop use --budget")
         from tuner.cli.timeloop_tune import run_timeloop_tune
         return run_timeloop_tune(args)
     if not (args.model or args.onnx):
@@ -127,7 +131,8 @@ def run(args) -> int:
             raise CLIError(f"--log {args.log}: folder {log_dir} does not exist")
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
                 progress=progress_enabled(args), model_name=name, model_use=args.learned_model,
-                measurer=measurer, map_budget=args.budget, measure_top=args.measure_top)
+                measurer=measurer, map_budget=args.budget, measure_top=args.measure_top,
+                offload=args.offload or "cost")
     if args.output:
         plan.save(args.output)
     if args.json:
@@ -213,7 +218,8 @@ def _print_table(plan, args) -> None:
             print(f"  {label:<{w}} {t.weight:>4.0f} {t.default_cycles:>12,} {t.best_cycles:>12,} "
                   f"{sp:>7.2f}x {t.roofline_fraction:>8.1%}")
     d = plan.decision
-    print(f"partition: {len(d.offloaded)} of {d.offloadable} offloadable unit(s) offloaded in "
+    policy = "greedy BYOC's, --offload all" if plan.offload == "all" else "decided by cost"
+    print(f"partition ({policy}): {len(d.offloaded)} of {d.offloadable} offloadable unit(s) offloaded in "
           f"{len(plan.cost.functions)} function(s) ({len(d.functions)} call site(s)); greedy BYOC forms "
           f"{d.candidate_regions}")
     b = plan.cost.total
