@@ -215,7 +215,9 @@ class _Exporter:
         for v, (base, et) in zip(g.inputs, leading):
             nm = self.names.take(base)
             b.env[id(v)] = nm
-            inputs.append(helper.make_tensor_value_info(nm, et, None))
+            # onnxruntime needs the iteration count's and condition's shapes; a carried value keeps its rank
+            dims = [] if v.shape == () else [f"{nm}_d{i}" for i in range(len(v.shape))]
+            inputs.append(helper.make_tensor_value_info(nm, et, dims))
         for v, x in zip(g.inputs[len(leading):], outer):
             b.env[id(v)] = x
         self.write_graph(g, b, scope)
@@ -514,6 +516,7 @@ def packed_from_onnx(src: str | os.PathLike, dst: str | os.PathLike) -> dict:
     missing = sorted(set(manifest.get("externals", {})) - set(ext_docs))
     if missing:
         raise ExportError(f"{label}: region @{missing[0]} named in the manifest has no function in the file")
+    ext_docs = {s: ext_docs[s] for s in manifest["externals"]}  # the plan's order, not the call order
     tensors = _tensors(m)
     for name, orig in derived.items():
         if orig not in tensors and name in tensors:

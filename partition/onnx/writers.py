@@ -68,23 +68,16 @@ def _conv_transpose(b, n, xs, ys):
 
 
 def _dense(b, n, xs, ys):
-    """x[..., K] @ w[N, K].T (+ bias). A constant weight is written pre-transposed into MatMul (how
-    exporters write nn.Linear, and what the importer turns back into dense); a 2-D input with a
-    run-time weight is a Gemm with transB=1."""
+    """x[..., K] @ w[N, K].T (+ bias): on a 2-D input a Gemm with transB=1 (the importer's dense);
+    on an N-D input a MatMul by the weight stored pre-transposed (how exporters write nn.Linear,
+    and what the importer turns back into dense), plus the bias."""
     x, w = n.inputs[0], n.inputs[1]
-    data = b.const_data(xs[1])
-    if data is not None and data.ndim == 2:
-        wt = b.derived(xs[1], "T", np.ascontiguousarray(data.T))
-        if len(xs) == 2:
-            b.node("MatMul", [xs[0], wt], ys)
-        else:
-            mm = b.node("MatMul", [xs[0], wt], 1)[0]
-            b.node("Add", [mm, xs[2]], ys)
-        return
     if len(x.shape) == 2 and len(w.shape) == 2:
         b.node("Gemm", xs, ys, transB=1)
         return
-    wt = b.node("Transpose", [xs[1]], 1, perm=[1, 0])[0]
+    data = b.const_data(xs[1])
+    wt = (b.derived(xs[1], "T", np.ascontiguousarray(data.T)) if data is not None and data.ndim == 2
+          else b.node("Transpose", [xs[1]], 1, perm=[1, 0])[0])
     if len(xs) == 2:
         b.node("MatMul", [xs[0], wt], ys)
     else:
