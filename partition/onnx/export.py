@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..ir import Graph, Value
 from ..packed import (FORMAT_VERSION, PackedFormatError, PackedModule, _param_refs, _without_functions,
-                      parse_version, write_packed)
+                      parse_version, write_atomically, write_packed)
 from ..serialize import function_to_json, graph_from_json, graph_to_json
 from .writers import WRITERS
 
@@ -415,22 +414,7 @@ def write_onnx(mod: PackedModule, path: str | os.PathLike, *, hardware_fingerpri
     nothing half-written is left at ``path``."""
     m = to_onnx(mod, hardware_fingerprint=hardware_fingerprint)
     data = m.SerializeToString()
-    path = os.fspath(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=os.path.dirname(os.path.abspath(path)))
-    except OSError as e:
-        raise ExportError(f"{path}: cannot write the ONNX file: {e.strerror or e}") from None
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise ExportError(f"{path}: cannot write the ONNX file: {e.strerror or e}") from None
-        raise
+    write_atomically(os.fspath(path), lambda f: f.write(data), "the ONNX file", ".onnx", ExportError)
     return m
 
 

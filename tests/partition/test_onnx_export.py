@@ -162,7 +162,7 @@ def test_write_is_atomic_and_names_the_path(demo, tmp_path):
         export.write_onnx(mod, target)
     out = tmp_path / "ok.onnx"
     export.write_onnx(mod, out)
-    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".export-")] == []
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".partial-")] == []
     assert onnx.load(out).functions
 
 

@@ -21,6 +21,18 @@ from partition import interpret, load_onnx, models
 from tuner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _partition_test():
+    """tests/partition/test_onnx_export.py, for its helpers (tests are not a package)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_onnx_export_test", ROOT / "tests" / "partition" / "test_onnx_export.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+assert_close = _partition_test().assert_close
 ZOO = ROOT / "tests" / "data" / "zoo"
 PRESETS = ["edge-npu", "cloud-npu", "tpu-v1-like"]
 FAST_MODELS = ["mobilenet_v3_small", "bert_tiny", "ssd_detector"]
@@ -35,16 +47,6 @@ def tuned(graph, hw, path, name):
 
 def inputs_of(graph, seed=0):
     return list(sim.runtime.example_inputs(graph, seed).values())
-
-
-def assert_close(got, want):
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        assert a.shape == b.shape and a.dtype == b.dtype
-        if a.dtype.kind == "f":
-            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
-        else:
-            np.testing.assert_array_equal(a, b)
 
 
 def ort_outputs(path, graph, xs):
