@@ -131,17 +131,9 @@ def write_packed(path: str | os.PathLike, *, manifest_fields: Mapping[str, Any],
 
 
 def _write_atomically(path: str, members: list[tuple[str, bytes]]) -> None:
-    """Write the zip beside ``path`` and rename it into place: a reader never sees half an archive.
-    A fault names ``path`` (never the temporary file); the archive is readable by all (0644, as
-    its members say), not mkstemp's owner-only 0600 (the umask cannot be read without changing it,
-    which is not thread-safe)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".packed-", suffix=".zip", dir=os.path.dirname(os.path.abspath(path)))
-    except OSError as e:
-        raise PackedFormatError(f"{path}: cannot write the archive: {e.strerror or e}") from None
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w") as zf:
+    """Write the zip beside ``path`` and rename it into place: a reader never sees half an archive."""
+    def write(f):
+        with zipfile.ZipFile(f, "w") as zf:
             for name, data in members:
                 info = zipfile.ZipInfo(name, date_time=_ZIP_EPOCH)
                 # Weights barely deflate (about 7% on float32) and stored arrays can be memory-mapped
@@ -149,11 +141,27 @@ def _write_atomically(path: str, members: list[tuple[str, bytes]]) -> None:
                 info.compress_type = zipfile.ZIP_STORED if name == PARAMS else zipfile.ZIP_DEFLATED
                 info.external_attr = 0o644 << 16
                 zf.writestr(info, data)
+    write_atomically(path, write, "the archive", ".zip", PackedFormatError)
+
+
+def write_atomically(path: str, write, what: str, suffix: str, error: type = ValueError) -> None:
+    """``write(f)`` into a temporary file beside ``path``, renamed into place: nothing half-written
+    is ever at ``path``. A fault is one ``error`` naming ``path`` (never the temporary file); the
+    file is readable by all (0644), not mkstemp's owner-only 0600 (the umask cannot be read without
+    changing it, which is not thread-safe)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".partial-", suffix=suffix, dir=os.path.dirname(os.path.abspath(path)))
+    except OSError as e:
+        raise error(f"{path}: cannot write {what}: {e.strerror or e}") from None
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
         os.replace(tmp, path)
     except OSError as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise PackedFormatError(f"{path}: cannot write the archive: {e.strerror or e}") from None
+        raise error(f"{path}: cannot write {what}: {e.strerror or e}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -10,7 +10,9 @@
 - ``checks`` and ``external``: what an untrusted file must satisfy before import, and its
   external data read only from the model's own folder;
 - ``proto`` and ``errors``: reading protobuf values, and the one-line ``OnnxImportError``;
-- ``conformance``: running onnx's backend test cases through the importer.
+- ``conformance``: running onnx's backend test cases through the importer;
+- ``export`` and ``writers``: the way back, a packed plan as an ONNX file (regions as model-local
+  functions), each canonical op written as standard ONNX ops.
 
 Imports run one way inside: errors, proto <- sizes <- context <- converters <- dynamic <- importer.
 """

@@ -185,6 +185,9 @@ def _read_model(path_or_bytes):
     check_model(model, label)
     if has_external(model):  # only a file has a folder to read from; bytes or a proto are refused
         load_external(model, base_dir, label)
+    if model.functions:  # model-local functions (accel-tune export's regions): their bodies inline
+        from onnx import inliner
+        model = inliner.inline_local_functions(model)
     return model, label
 
 

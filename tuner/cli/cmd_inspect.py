@@ -25,7 +25,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "--dot writes the host graph as Graphviz DOT (host ops and external "
                                    "functions drawn differently), e.g. accel-tune inspect plan.zip --dot | "
                                    "dot -Tsvg > plan.svg")
-    p.add_argument("plan", metavar="PLAN", help="packed plan (zip archive)")
+    p.add_argument("plan", metavar="PLAN", help="packed plan (zip archive), or an ONNX file written by accel-tune export")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object")
     fmt.add_argument("--dot", action="store_true", help="write Graphviz DOT of the host graph to stdout")
@@ -35,8 +35,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     from partition import read_packed
     from sim.graph.runtime import hardware_of, schedules_of
+    from tuner.cli.cmd_export import packed_plan
 
-    mod = read_packed(args.plan)
+    with packed_plan(args.plan) as path:  # an exported .onnx file: the plan rebuilt from its metadata
+        mod = read_packed(path)
     # What run refuses, inspect refuses too: a plan is for one valid machine (an empty or partial
     # hardware object is not one), and its schedules are complete.
     hardware_of(mod.manifest)

@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "with numpy, external functions on the simulated accelerator (numerics by "
                                    "the reference implementation, timing by the simulator with the plan's "
                                    "schedules and hardware). Prints output shapes and the latency breakdown.")
-    p.add_argument("plan", metavar="PLAN", help="packed plan (zip archive)")
+    p.add_argument("plan", metavar="PLAN", help="packed plan (zip archive), or an ONNX file written by accel-tune export")
     p.add_argument("--inputs", metavar="FILE.npz",
                    help="inputs by name (default: deterministic random inputs of the right shapes; token "
                         "ids within the vocabulary, masks all ones)")
@@ -56,6 +56,12 @@ def read_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def run(args) -> int:
+    from tuner.cli.cmd_export import packed_plan
+    with packed_plan(args.plan) as path:  # an exported .onnx file runs as the plan rebuilt from it
+        return _run(args, path)
+
+
+def _run(args, path: str) -> int:
     from sim.graph.runtime import DEFAULT_MAX_OPS, RunInputError, example_inputs, load
 
     max_ops = DEFAULT_MAX_OPS if args.max_ops is None else args.max_ops
@@ -65,7 +71,7 @@ def run(args) -> int:
         check_writable(args.output, "the outputs")
     with Steps(args, "run", 2) as steps:
         steps.step("loading the plan, simulating its functions")
-        mod = load(args.plan, fidelity=args.fidelity)
+        mod = load(path, fidelity=args.fidelity)
         if args.inputs:
             inputs, source = read_inputs(args.inputs), args.inputs
         else:
