@@ -291,6 +291,34 @@ class LinkConfig(_Section):
 
 
 @dataclass(frozen=True)
+class MemoryConfig(_Section):
+    """Device memory as a capacity (weights, KV cache and activations must fit in it); its
+    bandwidth is ``dram.bytes_per_cycle``. Optional: absent from files and fingerprints at its default."""
+    _name = "memory"
+    capacity_bytes: int = _int(0, 0, 2**50, "bytes", "device memory (DRAM/HBM) capacity; 0 = not stated "
+                               "(nothing is refused for size)")
+
+
+INTERCONNECT_TOPOLOGIES = ("ring", "switch", "mesh")
+
+
+@dataclass(frozen=True)
+class InterconnectConfig(_Section):
+    """The links between identical devices (tensor and pipeline parallel). Optional: absent from
+    files and fingerprints at its default, which is one device and no links."""
+    _name = "interconnect"
+    max_devices: int = _int(1, 1, 65536, "devices", "devices the links connect (1 = a single device)")
+    bytes_per_s: float = _num(0.0, 0.0, 1e15, "bytes/s", "device-to-device bandwidth of one device, one "
+                              "direction; 0 = no links")
+    latency_s: float = _num(0.0, 0.0, 1.0, "s", "latency of one message over one hop")
+    topology: str = _R("choice", "ring", "how the devices are wired: ring (each to two neighbours), switch "
+                       "(all through one switch, e.g. NVSwitch), mesh (2-D torus)", choices=INTERCONNECT_TOPOLOGIES)
+    pj_per_byte: float = _num(0.0, *_PJ, "energy of one byte sent to another device")
+    # No cross-field rule here (max_devices > 1 with bytes_per_s = 0): a split that needs the links
+    # is refused where it is asked for, with the split named in the message.
+
+
+@dataclass(frozen=True)
 class EnergyConfig(_Section):
     _name = "energy"
     mac_pj: float = _num(0.23, *_PJ, "one multiply-accumulate")
@@ -448,8 +476,11 @@ def resolved_fanouts(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> tup
 _SECTIONS: dict[str, type] = {
     "array": ArrayConfig, "buffers": BufferConfig, "dram": DramConfig, "vector": VectorConfig,
     "clock": ClockConfig, "host": HostConfig, "link": LinkConfig, "energy": EnergyConfig,
-    "area": AreaConfig, "support": SupportConfig,
+    "area": AreaConfig, "support": SupportConfig, "memory": MemoryConfig, "interconnect": InterconnectConfig,
 }
+# Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
+# fingerprints) while they hold their defaults, and optional in a complete (packed) config.
+_OPTIONAL_SECTIONS = ("memory", "interconnect")
 
 
 @dataclass(frozen=True)
@@ -466,6 +497,8 @@ class HardwareConfig:
     energy: EnergyConfig = field(default_factory=EnergyConfig)
     area: AreaConfig = field(default_factory=AreaConfig)
     support: SupportConfig = field(default_factory=SupportConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    interconnect: InterconnectConfig = field(default_factory=InterconnectConfig)
     # The multi-level hierarchy, outermost first; () = today's one-buffer machine (DRAM ->
     # buffers -> array), costed exactly as before (sim.hw.config_hierarchy derives its hierarchy).
     levels: tuple[LevelConfig, ...] = ()
@@ -520,10 +553,14 @@ class HardwareConfig:
         return self.pes * self.clock_hz
 
     # ------------------------------------------------------------------ (de)serialisation
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, every_section: bool = False) -> dict[str, Any]:
+        """The tree as a file holds it; optional sections at their defaults are left out unless
+        ``every_section`` (``hw show`` prints them all, so a user sees what can be stated)."""
         d: dict[str, Any] = {"name": self.name, "description": self.description}
         for sec in _SECTIONS:
-            d[sec] = _section_dict(getattr(self, sec))
+            v = getattr(self, sec)
+            if every_section or sec not in _OPTIONAL_SECTIONS or v != _SECTIONS[sec]():
+                d[sec] = _section_dict(v)
         if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
             d["levels"] = [_section_dict(lv) for lv in self.levels]
         return d
@@ -545,6 +582,8 @@ class HardwareConfig:
             base = _load(_base_ref(d.pop("base"), "hardware.base"), None, ())
         start = (base or cls()).to_dict()
         start.setdefault("levels", [])
+        for sec in _OPTIONAL_SECTIONS:
+            start.setdefault(sec, _section_dict(_SECTIONS[sec]()))
         for key, val in d.items():
             if key in ("name", "description"):
                 start[key] = val
@@ -563,7 +602,7 @@ class HardwareConfig:
                 raise HardwareError(f"hardware.{_key(key)} is not a known section "
                                     f"(known: name, description, base, {', '.join(_SECTIONS)}, levels)")
         if complete:  # after the unknown-key checks: a typo is the likelier fault, so it is named first
-            missing = [k for k in ("name", *_SECTIONS) if k not in d]
+            missing = [k for k in ("name", *_SECTIONS) if k not in d and k not in _OPTIONAL_SECTIONS]
             missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if sec in d
                         for f in fields(scls) if f.name not in d[sec]]
             if missing:
@@ -762,7 +801,8 @@ def _own_name(hw: HardwareConfig, base: HardwareConfig | None, data: Mapping[str
     if base is None or ("name" in data and "description" in data):
         return hw
     old, new = base.to_dict(), hw.to_dict()
-    changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new[sec].items() if old[sec][k] != v]
+    changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new.get(sec, {}).items()
+               if old.get(sec, {}).get(k) != v]
     if old.get("levels") != new.get("levels"):
         changed.append(f"levels {' > '.join(lv.name for lv in hw.levels) or 'removed'}")
     if not changed:
