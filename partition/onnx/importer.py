@@ -247,7 +247,23 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
         graph.lint()
     except IRError as e:  # an importer bug, but say which file
         raise OnnxImportError(f"{label}: imported graph is malformed: {e}") from None
+    _mark_kv_cache(graph, label)
     return graph
+
+
+def _mark_kv_cache(graph: Graph, label: str) -> None:
+    """A decoder step's KV cache (``kv_cache.find_kv_cache``) lives on the device between steps:
+    its inputs and outputs are marked device-resident (``partition.residency``), and
+    ``meta["kv_cache"]`` describes it. A cache that does not pair up is one line naming the file."""
+    from ..residency import mark_device_resident
+    from .kv_cache import KVCacheError, find_kv_cache
+    try:
+        kv = find_kv_cache(graph)
+    except KVCacheError as e:
+        raise KVCacheError(f"{label}: {e}") from None
+    if kv is not None:
+        graph.meta["kv_cache"] = kv.to_dict()
+        mark_device_resident(graph, kv.inputs + kv.outputs)
 
 
 def _fold_fake_quant(gp) -> int:
