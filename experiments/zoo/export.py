@@ -13,7 +13,7 @@ name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past
 ``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
 ``present.{i}.key|value`` [batch, kv_heads, past_sequence + sequence, head_size], the dims symbolic;
 NAME.npz holds the example inputs by their names (batch 2, past 5, one new token, the first past
-position of row 0 masked) and torch's outputs ('out_0' = logits, then the presents). Needs torch (and onnxscript
+position of row 0 masked), NAME.out.npz torch's outputs by their names. Needs torch (and onnxscript
 for the dynamo exporter) in the running environment; accel-tune does not depend on them. For every
 model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and NAME.dynamo.onnx (torch.export-based
 exporter, opset 18), plus NAME.npz holding the example inputs ('in_0', 'in_1', ...) and torch's own
@@ -105,8 +105,9 @@ def export_cached(name: str, ctor, layers: int, kv_heads: int, head_size: int, v
     xs = (ids, mask, *caches)
     with torch.no_grad():
         ys = model(*xs)
-    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)},
-             **{f"out_{i}": t.numpy() for i, t in enumerate(ys)})
+    # inputs alone, by name, so `accel-tune run PLAN --inputs NAME.npz` reads the file as it is
+    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)})
+    np.savez(out / f"{name}.out.npz", **{n: t.numpy() for n, t in zip(outs, ys)})
     path = out / f"{name}.ts.onnx"
     try:
         torch.onnx.export(model, xs, str(path), input_names=names, output_names=outs, dynamic_axes=dyn,
