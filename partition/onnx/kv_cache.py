@@ -47,7 +47,8 @@ class KVCacheError(OnnxImportError):
 @dataclass(frozen=True)
 class KVPair:
     """One cache tensor of one layer: ``past`` (graph input name) and ``present`` (graph output
-    name), ``kind`` "key" or "value", and its axes: ``batch_axis``, ``seq_axis`` (where the tokens
+    name), ``kind`` "key" or "value" ("state" for an unnamed tensor that pairs with none: a cache
+    that is not attention's), and its axes: ``batch_axis``, ``seq_axis`` (where the tokens
     go), ``heads_axis`` and ``head_size_axis`` (None for a layout without them, e.g. 3-D)."""
     layer: int
     kind: str
@@ -172,9 +173,9 @@ def _axes(past: Value, present: Value, node: Node, form: str) -> tuple[int, int 
 def _check_shapes(past: Value, present: Value, node: Node, form: str, new: Value) -> int:
     """The new tokens of one step; a pair whose shapes do not match its form is a KVCacheError."""
     ps, qs = tuple(past.shape), tuple(present.shape)
-    if len(ps) < 3:
-        raise KVCacheError(f"cache input '{past.name}' has shape {list(ps)}; a cache has a batch, a sequence "
-                           f"and a head-size axis at least")
+    if len(ps) < 2:
+        raise KVCacheError(f"cache input '{past.name}' has shape {list(ps)}; a cache has a batch and a "
+                           f"sequence axis at least")
     if past.dtype != present.dtype:
         raise KVCacheError(f"cache input '{past.name}' is {past.dtype} but its present output "
                            f"'{present.name}' is {present.dtype}")
@@ -231,10 +232,14 @@ def find_kv_cache(graph: Graph) -> KVCache | None:
 
 def _assemble(found: list[tuple[Value, Value, Node, str]], form: str) -> KVCache:
     pairs = []
+    named = [_kind(p.name) or _kind(q.name) for p, q, _, _ in found]
+    # Unnamed tensors alternate key, value; an odd number of them is no key/value cache but some
+    # other state carried from step to step (a lone TensorScatter buffer): kind "state".
+    unnamed_state = sum(k is None for k in named) % 2 == 1
     for order, (past, present, node, _) in enumerate(found):
         new = node.inputs[1]
         n_new = _check_shapes(past, present, node, form, new)
-        kind = _kind(past.name) or _kind(present.name) or ("key" if order % 2 == 0 else "value")
+        kind = named[order] or ("state" if unnamed_state else "key" if order % 2 == 0 else "value")
         layer = _layer(past.name)
         if layer is None:
             layer = _layer(present.name)
@@ -262,13 +267,13 @@ def _assemble(found: list[tuple[Value, Value, Node, str]], form: str) -> KVCache
         slots[(layer, kind)] = p.past
         out.append(KVPair(layer, kind, p.past, p.present, p.past_shape, p.present_shape, p.dtype, p.batch_axis,
                           p.seq_axis, p.heads_axis, p.head_size_axis))
-    for layer in sorted({p.layer for p in out}):
-        kinds = {p.kind for p in out if p.layer == layer}
+    for layer in sorted({p.layer for p in out if p.kind != "state"}):
+        kinds = {p.kind for p in out if p.layer == layer and p.kind != "state"}
         if kinds != {"key", "value"}:
             missing = ({"key", "value"} - kinds).pop()
             have = next(p.past for p in out if p.layer == layer)
             raise KVCacheError(f"layer {layer} has a {kinds.pop()} cache ('{have}') but no {missing} cache")
-    out.sort(key=lambda p: (p.layer, p.kind != "key"))
+    out.sort(key=lambda p: (p.layer, ("key", "value", "state").index(p.kind)))
     first = out[0]
     news = {n for *_, n, _ in pairs}
     for p in out:
