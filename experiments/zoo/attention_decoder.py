@@ -39,7 +39,8 @@ def build(layers: int = 2, hidden: int = 32, heads: int = 4, kv_heads: int = 2, 
         return name
 
     def node(op, ins, outs, **attrs):
-        nodes.append(helper.make_node(op, ins, outs, name=outs[0], **attrs))
+        # node names apart from value names, as exporters write them ("/layers.0/MatMul")
+        nodes.append(helper.make_node(op, ins, outs, name=f"/{outs[0]}/{op}", **attrs))
         return outs[0]
 
     seq_len = "sequence"
@@ -82,7 +83,7 @@ def build(layers: int = 2, hidden: int = 32, heads: int = 4, kv_heads: int = 2, 
         else:
             nodes.append(helper.make_node(
                 "Attention", [q, k, v, "", f"past_key.{i}", f"past_value.{i}"],
-                [f"l{i}.y", f"present_key.{i}", f"present_value.{i}"], name=f"l{i}.attn",
+                [f"l{i}.y", f"present_key.{i}", f"present_value.{i}"], name=f"/l{i}/Attention",
                 q_num_heads=heads, kv_num_heads=kv_heads, is_causal=1))
             y = f"l{i}.y"
         o = node("MatMul", [y, weight(f"l{i}.wo", (hidden, hidden), 0.5 / np.sqrt(hidden))], [f"l{i}.o"])
