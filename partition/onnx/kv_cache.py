@@ -12,10 +12,13 @@ structure, so an exporter's names do not matter:
   cache is a fixed buffer of ``max length`` slots written in place, so past and present have one
   shape.
 
-Names only say which tensor of a pair holds keys and which values, and the layer number; without
-them, pairs alternate key, value in graph order (every exporter writes the key first). A graph
-whose names announce a cache (``past_key_values.0.key``, ``past_key``, ``present.3.value``, ...)
-but whose structure does not match gets one line naming the tensor (``KVCacheError``).
+A concat onto a graph input is a cache write only when the model says so: the concat comes from
+an ``Attention`` op (the importer tags it), or the input or output is named as a cache
+(``past_key_values.0.key``, ``past_key``, ``present.3.value``, ...); a plain Concat model is not a
+decoder. The op or the names say which tensor of a pair holds keys and which values, and names
+give the layer number; without them, pairs alternate key, value in graph order (every exporter
+writes the key first), and a lone unnamed buffer is kind "state". A graph whose names announce a
+cache but whose structure does not match gets one line naming the tensor (``KVCacheError``).
 
 ``find_kv_cache(graph)`` is what the importer uses to mark the cache device-resident
 (``graph.meta["device_resident"]``, docs/PARTITIONING.md); it imports nothing but the IR.
@@ -208,6 +211,12 @@ def find_kv_cache(graph: Graph) -> KVCache | None:
                                    f"(no concat or TensorScatter onto a graph input produces it)")
             continue
         node, src = w
+        # A concat onto an input is a cache write only when the model says so: an Attention op
+        # (its concat carries meta "kv_cache"), or cache names on either end. TensorScatter exists
+        # to write caches.
+        if not (node.op == "tensor_scatter" or node.meta.get("kv_cache") or announces_cache(src.name)
+                or announces_cache(out.name, present=True)):
+            continue
         if id(src) in used_inputs:
             raise KVCacheError(f"cache input '{src.name}' feeds two present outputs, '{used_inputs[id(src)]}' "
                                f"and '{out.name}'")
@@ -232,7 +241,7 @@ def find_kv_cache(graph: Graph) -> KVCache | None:
 
 def _assemble(found: list[tuple[Value, Value, Node, str]], form: str) -> KVCache:
     pairs = []
-    named = [_kind(p.name) or _kind(q.name) for p, q, _, _ in found]
+    named = [n.meta.get("kv_cache") or _kind(p.name) or _kind(q.name) for p, q, n, _ in found]
     # Unnamed tensors alternate key, value; an odd number of them is no key/value cache but some
     # other state carried from step to step (a lone TensorScatter buffer): kind "state".
     unnamed_state = sum(k is None for k in named) % 2 == 1

@@ -149,21 +149,45 @@ def test_generated_decoders(layers, naming, heads, hd, past, new, batch, attenti
     assert set(g.meta["device_resident"]) == {n for _, _, a, b in want for n in (a, b)}
 
 
-def test_unnamed_pairs_alternate_key_value_in_graph_order():
-    """Without key/value words or layer numbers, pairs are key, value per layer in output order."""
-    m = _decoder(2, "transformers", 2, 4, 3, 1, 1, False)
-
-    def ren(name: str) -> str:
-        return (name.replace("past_key_values.", "cache_a").replace("present.", "cache_b")
-                .replace(".key", "x").replace(".value", "y"))
+def _renamed(m, ren):
     for vi in list(m.graph.input) + list(m.graph.output):
         vi.name = ren(vi.name)
     for n in m.graph.node:
         n.input[:] = [ren(x) for x in n.input]
         n.output[:] = [ren(x) for x in n.output]
+    return m
+
+
+def _neutral(name: str) -> str:
+    return (name.replace("past_key_values.", "a").replace("present.", "b")
+            .replace(".key", "x").replace(".value", "y"))
+
+
+def test_attention_op_says_which_is_key_and_value_whatever_the_names():
+    m = _renamed(_decoder(2, "transformers", 2, 4, 3, 1, 1, True), _neutral)
     kv = find_kv_cache(load_onnx(m.SerializeToString()))
-    assert [(p.layer, p.kind, p.past) for p in kv.pairs] == [
-        (0, "key", "cache_a0x"), (0, "value", "cache_a0y"), (1, "key", "cache_a1x"), (1, "value", "cache_a1y")]
+    assert [(p.layer, p.kind, p.past, p.present) for p in kv.pairs] == [
+        (0, "key", "a0x", "b0x"), (0, "value", "a0y", "b0y"), (1, "key", "a1x", "b1x"), (1, "value", "a1y", "b1y")]
+
+
+def test_a_plain_concat_onto_an_input_is_no_cache():
+    """The same graph with the cache written by Concat and neutral names: nothing says it is a
+    cache (ONNX's own Concat cases are such graphs), so there is none and nothing is refused."""
+    g = load_onnx(_renamed(_decoder(2, "transformers", 2, 4, 3, 1, 1, False), _neutral).SerializeToString())
+    assert find_kv_cache(g) is None and "device_resident" not in g.meta
+
+
+def test_unnamed_scatter_buffers_alternate_key_value():
+    """TensorScatter writes caches by definition: two unnamed buffers are a key and a value."""
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 3]) for n in ("bufa", "bufb")]
+    ins.append(helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 2, 1, 3]))
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 4, 3]) for n in ("outa", "outb")]
+    nodes = [helper.make_node("TensorScatter", ["bufa", "u"], ["outa"], name="s0"),
+             helper.make_node("TensorScatter", ["bufb", "u"], ["outb"], name="s1")]
+    m = helper.make_model(helper.make_graph(nodes, "g", ins, outs), opset_imports=[helper.make_opsetid("", 24)])
+    kv = find_kv_cache(load_onnx(m.SerializeToString()))
+    assert [(p.layer, p.kind, p.past) for p in kv.pairs] == [(0, "key", "bufa"), (0, "value", "bufb")]
+    assert (kv.form, kv.past_len, kv.new_tokens) == ("scatter", 4, 1)
 
 
 def test_announcing_names():
