@@ -292,3 +292,29 @@ def test_scatter_cache_with_a_changed_shape_is_refused():
         if vi.name == "present.0.value":
             vi.type.tensor_type.shape.dim[2].dim_value = 3
     assert "mix concat-grown and scatter-written" in _refusal(m)
+
+
+# ---------------------------------------------------------------------------- sizing symbolic dims
+
+def test_eval_dim():
+    from partition.onnx.importer import eval_dim
+    d = {"past_sequence": 7, "sequence": 2, "batch": 3}
+    assert eval_dim("past_sequence + sequence", d) == 9
+    assert eval_dim("past_sequence+1", d) == 8 and eval_dim("2*batch - 1", d) == 5
+    assert eval_dim("batch", d) == 3 and eval_dim("unknown", d) is None
+    assert eval_dim("batch +", d) is None and eval_dim("(batch)", d) is None
+
+
+def test_dims_size_every_input_and_refuse_unknown_symbols():
+    path = KV / "hf_gpt2_kv.ts.onnx"
+    g = load_onnx(path, dims={"batch": 4, "past_sequence": 9, "sequence": 1})
+    shapes = {v.name: v.shape for v in g.inputs}
+    assert shapes["attention_mask"] == (4, 10) and shapes["past_key_values.1.value"] == (4, 4, 9, 16)
+    # an explicit shape wins for its input
+    g = load_onnx(path, dims={"batch": 4, "past_sequence": 9, "sequence": 1}, input_shapes={"input_ids": (4, 1)})
+    assert find_kv_cache(g).past_len == 9
+    with pytest.raises(OnnxImportError, match="no input dimension is named 'past'; its symbolic dimensions are: "
+                                              "batch, past_sequence, sequence"):
+        load_onnx(path, dims={"past": 3})
+    with pytest.raises(OnnxImportError, match="must be an integer >= 1"):
+        load_onnx(path, dims={"batch": 0})
