@@ -256,8 +256,10 @@ def _assemble(found: list[tuple[Value, Value, Node, str]], form: str) -> KVCache
         pairs.append((layer, order, kind, n_new, KVPair(
             -1, kind, past.name, present.name, tuple(past.shape), tuple(present.shape), past.dtype, 0, seq,
             heads, hd)))
-    # Layers by number when every pair names one, else by order (key, value per layer).
-    if all(p[0] is not None for p in pairs):
+    # Layers by number when every pair is named as a cache and names one (a digit in "in4" is no
+    # layer), else by order (key, value per layer).
+    announced = all(announces_cache(p[4].past) or announces_cache(p[4].present, present=True) for p in pairs)
+    if announced and all(p[0] is not None for p in pairs):
         numbers = sorted({p[0] for p in pairs})
         index = {n: i for i, n in enumerate(numbers)}
         layers = [index[p[0]] for p in pairs]
