@@ -310,4 +310,39 @@ def _assemble(found: list[tuple[Value, Value, Node, str]], form: str) -> KVCache
                    first.dtype)
 
 
-__all__ = ["KVCache", "KVPair", "KVCacheError", "find_kv_cache", "announces_cache"]
+def cache_dims(model) -> dict[str, str]:
+    """The symbols an ONNX decoder (a ModelProto) names its dims with, by role, read from its
+    declared inputs before import, so a caller can size one decode step with
+    ``load_onnx(path, dims={syms["batch"]: B, syms["past"]: L, syms["new"]: 1})``: ``batch`` (axis 0
+    of the cache inputs), ``past`` (their other symbolic axis: the past length, or the buffer length
+    of a TensorScatter cache) and ``new`` (the symbolic axis of ``input_ids`` or of the first
+    integer input that is not a mask, besides the batch). A role the file does not name
+    symbolically is left out; cache inputs are those whose names announce a cache."""
+    inits = {t.name for t in model.graph.initializer}
+    inputs = [vi for vi in model.graph.input if vi.name not in inits and vi.type.HasField("tensor_type")]
+
+    def syms(vi) -> list[tuple[int, str]]:
+        return [(a, d.dim_param) for a, d in enumerate(vi.type.tensor_type.shape.dim)
+                if not d.HasField("dim_value") and d.dim_param]
+
+    out: dict[str, str] = {}
+    for vi in inputs:
+        if not announces_cache(vi.name):
+            continue
+        for axis, sym in syms(vi):
+            role = "batch" if axis == 0 else "past"
+            out.setdefault(role, sym)
+    from onnx import TensorProto
+    ints = (TensorProto.INT64, TensorProto.INT32)
+    tokens = sorted((vi for vi in inputs if vi.type.tensor_type.elem_type in ints and "mask" not in vi.name.lower()
+                     and len(vi.type.tensor_type.shape.dim) == 2), key=lambda vi: vi.name != "input_ids")
+    for vi in tokens[:1]:
+        for axis, sym in syms(vi):
+            if axis == 0:
+                out.setdefault("batch", sym)
+            elif sym != out.get("batch"):
+                out.setdefault("new", sym)
+    return out
+
+
+__all__ = ["KVCache", "KVPair", "KVCacheError", "find_kv_cache", "announces_cache", "cache_dims"]

@@ -318,3 +318,14 @@ def test_dims_size_every_input_and_refuse_unknown_symbols():
         load_onnx(path, dims={"past": 3})
     with pytest.raises(OnnxImportError, match="must be an integer >= 1"):
         load_onnx(path, dims={"batch": 0})
+
+
+@pytest.mark.parametrize("fname", sorted(STORED))
+def test_cache_dims_name_the_symbols_that_size_one_step(fname):
+    """cache_dims reads the roles' symbols off the file; importing with them sized gives that step."""
+    import onnx
+    from partition.onnx.kv_cache import cache_dims
+    syms = cache_dims(onnx.load(str(KV / fname)))
+    assert set(syms) == {"batch", "past", "new"}
+    kv = find_kv_cache(load_onnx(KV / fname, dims={syms["batch"]: 5, syms["past"]: 11, syms["new"]: 1}))
+    assert (kv.batch, kv.past_len, kv.new_tokens) == (5, 11, 1)
