@@ -11,7 +11,9 @@ bandwidth)`` cycles (``credited_cycles``); its roofline is then the fused bound
 (``sim.cost.kernel.fused_roofline_for``), so no kernel beats its bound. Otherwise the intermediate
 spills. Each call pays the link transfer of its non-constant inputs and outputs in the device's
 format plus the launch latency, and the host converts each crossing tensor between the graph's
-format and the device's (``sim.graph.transfer``: the one bytes-per-element rule). Weights are loaded
+format and the device's (``sim.graph.transfer``: the one bytes-per-element rule), less the
+device-resident tensors of the call (``partition.residency``: a KV cache stays on the device; the
+host's reads and writes of such tensors are ``resident_transfers``). Weights are loaded
 once, when the module is loaded, so they count in ``weight_bytes`` and not per inference. Host
 ops are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
 """
