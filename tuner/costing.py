@@ -10,7 +10,8 @@
   the host's conversion of each of them between the graph's format and the device's (host time
   and energy, ``sim.graph.transfer.conversion_seconds``) + the simulated cycles of its kernels / clock.
   Weights are constants of the function, converted and loaded once at module load, so they cross
-  the link zero times per inference.
+  the link zero times per inference. Device-resident tensors (a KV cache, ``partition.residency``)
+  cross only where the host reads or makes them.
 - A kernel is a top-level node of an external function (a composite call, or a single op); its cost
   is the kernel simulator's report under its schedule.
 
@@ -29,6 +30,7 @@ from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 from sim.graph.subgraph import kernel_workload as sim_kernel_workload
 from partition import Function, Graph, Node
+from partition.residency import call_residency, host_crossings
 
 
 class CostingError(ValueError):
@@ -232,17 +234,19 @@ class GraphCost:
     functions: dict = field(default_factory=dict)   # symbol -> FunctionCost
 
 
-def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster) -> FunctionCost:
+def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster,
+                  resident: tuple = (frozenset(), frozenset())) -> FunctionCost:
     """One call of an external function: ``sim.simulate_function`` with the coster's schedule of
     every kernel (intermediates kept on chip where they fit), plus launch, link and the host's
-    conversions of the crossing tensors."""
+    conversions of the crossing tensors (less the device-resident ones of the call, ``resident``:
+    ``partition.residency.call_residency``)."""
     hw = coster.hw
     inner = {**scope, **fn.graph.functions}
     chosen = {}
     for n in fn.graph.nodes:
         r = coster(kernel_workload(n, inner))
         chosen[r.workload.key] = r.schedule
-    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol)
+    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol, resident=resident)
     total = Cost(host_s=rep.convert_s, host_j=rep.convert_j, link_s=rep.link_s, launch_s=rep.launch_s,
                  device_s=rep.device_s, link_j=rep.link_energy_j, device_j=rep.device_energy_j,
                  link_bytes=rep.link_bytes, calls=1.0)
@@ -259,8 +263,26 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
     not known before run time)."""
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
-    per_fn = {s: function_cost(s, f, graph.functions, coster) for s, f in externals.items()}
+    # A function's report is of its first call's residency (device-resident arguments and results,
+    # partition.residency); a call with another residency is costed on its own.
+    first: dict[str, tuple] = {}
+    for n in graph.nodes:
+        sym = n.attrs.get("callee") if n.op == "call" else None
+        if sym in externals and sym not in first:
+            first[sym] = call_residency(graph, n)
+    per_fn = {s: function_cost(s, f, graph.functions, coster, first.get(s, (frozenset(), frozenset())))
+              for s, f in externals.items()}
+    variants: dict[tuple, Cost] = {}
     calls = {s: 0.0 for s in externals}
+
+    def call_cost(g: Graph, n: Node, sym: str) -> Cost:
+        res = call_residency(g, n) if g is graph else (frozenset(), frozenset())
+        if res == first.get(sym, (frozenset(), frozenset())):
+            return per_fn[sym].per_call
+        key = (sym, tuple(sorted(res[0])), tuple(sorted(res[1])))
+        if key not in variants:
+            variants[key] = function_cost(sym, externals[sym], graph.functions, coster, res).per_call
+        return variants[key]
 
     def visit(g: Graph, scope: Mapping[str, Function], weight: float) -> Cost:
         scope = {**scope, **g.functions}
@@ -269,7 +291,7 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
             sym = n.attrs.get("callee") if n.op == "call" else None
             if sym in externals:
                 calls[sym] += weight
-                total = total + per_fn[sym].per_call.scaled(weight)
+                total = total + call_cost(g, n, sym).scaled(weight)
                 continue
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
             if n.op == "loop":
@@ -280,6 +302,8 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
         return total
 
     total = visit(graph, {}, 1.0)
+    for v in host_crossings(graph):  # device-resident tensors the host reads or makes
+        total = total + crossing_cost(v.type, hw)
     fns = {s: FunctionCost(s, calls[s], per_fn[s].per_call, per_fn[s].kernels) for s in externals}
     return GraphCost(total, fns)
 

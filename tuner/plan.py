@@ -134,6 +134,9 @@ class Plan:
             "partition": self.decision.to_dict() if self.decision else {},
             "tasks": [t.to_dict() for t in self.tasks],
             "search": dict(self.search),
+            # Tensors that live on the device across inferences (a decoder's KV cache), not moved
+            # per inference (partition.residency).
+            "device_resident": list(self.source.meta.get("device_resident", ())),
         }
 
     # ------------------------------------------------------------------ export

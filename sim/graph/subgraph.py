@@ -11,14 +11,16 @@ bandwidth)`` cycles (``credited_cycles``); its roofline is then the fused bound
 (``sim.cost.kernel.fused_roofline_for``), so no kernel beats its bound. Otherwise the intermediate
 spills. Each call pays the link transfer of its non-constant inputs and outputs in the device's
 format plus the launch latency, and the host converts each crossing tensor between the graph's
-format and the device's (``sim.graph.transfer``: the one bytes-per-element rule). Weights are loaded
+format and the device's (``sim.graph.transfer``: the one bytes-per-element rule), less the
+device-resident tensors of the call (``partition.residency``: a KV cache stays on the device; the
+host's reads and writes of such tensors are ``resident_transfers``). Weights are loaded
 once, when the module is loaded, so they count in ``weight_bytes`` and not per inference. Host
 ops are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping
 
 from ..hw.config import HardwareConfig
 from ..cost.kernel import fused_roofline_for, simulate
@@ -178,9 +180,13 @@ def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
 
 def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
                       fidelity: str = "analytical", symbol: str | None = None,
-                      _cache: dict[str, Schedule] | None = None) -> SubgraphReport:
+                      _cache: dict[str, Schedule] | None = None,
+                      resident: tuple[AbstractSet[int], AbstractSet[int]] = (frozenset(), frozenset())
+                      ) -> SubgraphReport:
     """One call of an external function on the accelerator. ``schedules`` maps workload keys to
-    schedules (default: ``default_schedule`` for each)."""
+    schedules (default: ``default_schedule`` for each). ``resident``: (parameter positions, result
+    positions) that stay in device memory at this call (``partition.residency.call_residency``:
+    a KV cache read and written in place), so they do not cross the link."""
     cache = _cache if _cache is not None else {}
     g = function.graph
     ks = _kernels(function, hw, schedules, fidelity, cache)
@@ -216,7 +222,8 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
         kernels.append(KernelCost(name, label, rep))
         cycles += rep.total_cycles
         energy_pj += sum(rep.energy_pj.values())
-    crossing = [v.type for v in (*g.inputs, *g.outputs)]
+    crossing = ([v.type for i, v in enumerate(g.inputs) if i not in resident[0]]
+                + [v.type for j, v in enumerate(g.outputs) if j not in resident[1]])
     link_bytes = sum(device_bytes(t, hw) for t in crossing)
     return SubgraphReport(
         symbol=symbol or function.attrs.get("global_symbol", g.name), kernels=tuple(kernels),
@@ -225,6 +232,25 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
         device_energy_j=energy_pj * 1e-12, link_energy_j=link_bytes * hw.energy.link_pj_per_byte * 1e-12,
         weight_bytes=_const_bytes(g, hw), convert_s=sum(conversion_seconds(t, hw) for t in crossing),
         convert_j=sum(conversion_joules(t, hw) for t in crossing))
+
+
+RESIDENT_SYMBOL = "(device-resident tensors)"
+
+
+def resident_transfers(graph: Any, hw: HardwareConfig) -> SubgraphReport | None:
+    """The link transfers of device-resident tensors the host touches (``partition.residency.
+    host_crossings``: a resident input a host op reads, a resident output the host makes), once per
+    inference, as a report with no kernels and no launch; None when there are none."""
+    from partition.residency import host_crossings
+    types = [v.type for v in host_crossings(graph)]
+    if not types:
+        return None
+    nbytes = sum(device_bytes(t, hw) for t in types)
+    return SubgraphReport(
+        symbol=RESIDENT_SYMBOL, kernels=(), device_cycles=0, device_s=0.0, link_s=nbytes / hw.link.bytes_per_s,
+        launch_s=0.0, link_bytes=nbytes, spilled_bytes=0, device_energy_j=0.0,
+        link_energy_j=nbytes * hw.energy.link_pj_per_byte * 1e-12, weight_bytes=0,
+        convert_s=sum(conversion_seconds(t, hw) for t in types), convert_j=sum(conversion_joules(t, hw) for t in types))
 
 
 def host_op_work(node: Any) -> tuple[int, int]:
@@ -310,8 +336,9 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
     """Walk a partitioned graph: host ops on the host model, each call of an external function
     (a ``Compiler`` attr) on the accelerator. A loop body counts its maximum trip count times and an
     if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are)."""
+    from partition.residency import call_residency
     cache: dict[str, Schedule] = {}
-    reports: dict[str, SubgraphReport] = {}
+    reports: dict[tuple, SubgraphReport] = {}
 
     def walk(g: Any, scope: dict[str, Any], host: list, calls: list) -> None:
         scope = {**scope, **g.functions}
@@ -319,9 +346,11 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
             fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
             if fn is not None and "Compiler" in fn.attrs:
                 sym = node.attrs["callee"]
-                if sym not in reports:
-                    reports[sym] = simulate_function(fn, hw, schedules, fidelity, sym, cache)
-                calls.append(reports[sym])
+                res = call_residency(g, node)
+                key = (sym, *map(tuple, map(sorted, res)))
+                if key not in reports:
+                    reports[key] = simulate_function(fn, hw, schedules, fidelity, sym, cache, resident=res)
+                calls.append(reports[key])
             elif fn is not None:
                 walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
             elif node.op == "loop":
@@ -350,4 +379,8 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
     host: list[HostOpCost] = []
     calls: list[SubgraphReport] = []
     walk(graph, {}, host, calls)
-    return GraphCost(hw.name, tuple(host), tuple(calls), sum(r.weight_bytes for r in reports.values()))
+    moved = resident_transfers(graph, hw)
+    if moved is not None:
+        calls.append(moved)
+    weights = {key[0]: r.weight_bytes for key, r in reports.items()}  # once per function, whatever its calls
+    return GraphCost(hw.name, tuple(host), tuple(calls), sum(weights.values()))

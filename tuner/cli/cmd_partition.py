@@ -63,7 +63,9 @@ def run(args) -> int:
         print_json({"model": args.model or args.onnx, "target": target.name, **s.to_json(),
                     "candidate_regions": [{"id": r.id, "graph": r.graph, "nodes": list(r.nodes),
                                            "inputs": list(r.inputs), "outputs": list(r.outputs)}
-                                          for r in regions]})
+                                          for r in regions],
+                    "device_resident": list(graph.meta.get("device_resident", ())),
+                    "kv_cache": graph.meta.get("kv_cache")})
         return 0
     print(part)
     print()
@@ -73,6 +75,11 @@ def run(args) -> int:
     for f in s.functions:
         print(f"  @{f.symbol}: {f.calls} call(s), {len(f.ops)} ops, {f.macs_per_call} MACs/call"
               + (f", composites {', '.join(sorted(set(f.composites)))}" if f.composites else ""))
+    kv = graph.meta.get("kv_cache")
+    if kv:
+        print(f"KV cache ({kv['form']}): {kv['layers']} layer(s), batch {kv['batch']}, past {kv['past_len']}, "
+              f"{kv['new_tokens']} new token(s), {kv['heads']} head(s) of {kv['head_size']}; its "
+              f"{2 * len(kv['pairs'])} tensors stay on the device (no link transfer per step)")
     print(f"candidate regions ({len(regions)}; --keep-on-host ID,... leaves them on the host):")
     for r in regions:
         nodes = ", ".join(r.nodes[:4]) + (f", ... ({len(r.nodes)} nodes)" if len(r.nodes) > 4 else "")

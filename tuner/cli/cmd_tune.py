@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from tuner.cli import CLIError, print_json
-from tuner.cli.common import add_input_shape_arg, check_writable, input_shapes
+from tuner.cli.common import add_input_shape_arg, check_writable, input_dims, input_shapes
 from tuner.cli.progress import add_progress_arg, progress_enabled
 from tuner.plan import json_safe
 
@@ -83,7 +83,7 @@ def _load_graph(args):
     if not path.is_file():
         raise CLIError(f"ONNX file not found: {args.onnx}")
     from partition import load_onnx
-    return load_onnx(str(path), input_shapes=shapes, fold_qdq=args.fold_qdq), path.stem
+    return load_onnx(str(path), input_shapes=shapes, fold_qdq=args.fold_qdq, dims=input_dims(args)), path.stem
 
 
 def run(args) -> int:
