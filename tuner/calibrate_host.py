@@ -9,9 +9,9 @@
   its op, its constants as initializers), run by onnxruntime with its *default* session options
   (the contract: the thread count it chose is recorded), on seeded random inputs: warm-up runs,
   then repeats until ``min_repeats`` and ``min_time_s`` are both reached (at most
-  ``max_repeats``), and the median is kept. The median of an empty run (one Identity of one
-  element) is subtracted: it is the cost of ``InferenceSession.run`` itself, paid once per model,
-  not once per op.
+  ``max_repeats``), and the median is kept. The cost of ``InferenceSession.run`` itself, paid
+  once per model and not once per op, is subtracted (``run_overhead``: chains of 1 and 11
+  Neg nodes tell it apart from the dispatch cost each op keeps).
 - Kinds are visited round-robin, small shapes first, so a time budget that runs out leaves every
   kind covered.
 """
@@ -146,6 +146,12 @@ def random_feed(inputs: Sequence[Any], rng: np.random.Generator) -> dict[str, np
 def time_model(model: Any, opts: TimingOptions, feed: dict | None = None) -> tuple[float, int, int]:
     """(median seconds of one ``run``, repeats, intra-op threads) of an ONNX model under
     onnxruntime's default session options."""
+    t = run_times(model, opts, feed)
+    return float(np.median(t["times"])), len(t["times"]), t["threads"]
+
+
+def run_times(model: Any, opts: TimingOptions, feed: dict | None = None) -> dict:
+    """Every timed ``run`` of an ONNX model (after the warm-ups) and the intra-op thread count."""
     import onnxruntime as ort
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     if feed is None:
@@ -160,24 +166,34 @@ def time_model(model: Any, opts: TimingOptions, feed: dict | None = None) -> tup
         dt = time.perf_counter() - t0
         times.append(dt)
         spent += dt
-    threads = int(sess.get_session_options().intra_op_num_threads)
-    return float(np.median(times)), len(times), threads
+    return {"times": times, "threads": int(sess.get_session_options().intra_op_num_threads)}
 
 
-def empty_run_seconds(opts: TimingOptions) -> float:
-    """The median of a run of one Identity on one element: ``InferenceSession.run``'s own cost."""
+def _identity_chain(n: int):
     from onnx import TensorProto, helper
-    g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "empty",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+    names = ["x"] + [f"t{i}" for i in range(1, n)] + ["y"]
+    nodes = [helper.make_node("Neg", [a], [b]) for a, b in zip(names, names[1:])]
+    g = helper.make_graph(nodes, "empty", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    return time_model(m, TimingOptions(warmup=20, min_repeats=200, max_repeats=400, min_time_s=0.05))[0]
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def run_overhead(opts: TimingOptions) -> tuple[float, float]:
+    """(the cost of ``InferenceSession.run`` itself, the dispatch cost of one op): from runs of
+    chains of 1 and 11 Neg nodes on one element (Identity ones the optimizer
+    removes; medians of many runs). A one-node model's
+    time less the first is the op's time with its dispatch, as it runs inside a whole model."""
+    many = TimingOptions(warmup=20, min_repeats=300, max_repeats=2000, min_time_s=0.05)
+    one = time_model(_identity_chain(1), many)[0]
+    eleven = time_model(_identity_chain(11), many)[0]
+    dispatch = max(0.0, (eleven - one) / 10)
+    return max(0.0, one - dispatch), dispatch
 
 
 @dataclass(frozen=True)
 class Measured:
     op: HostOp
-    seconds: float          # median of a run, the empty run's cost subtracted (>= 1 ns)
+    seconds: float          # median of a run less the cost of a run itself (at least half a dispatch)
     raw_seconds: float
     repeats: int
 
@@ -187,7 +203,8 @@ def measure_ops(items: Sequence[HostOp], opts: TimingOptions = TimingOptions(), 
     """Time each op; returns (measured, skipped (key, reason), facts: empty run, threads, wall)."""
     from partition.onnx.export import node_to_onnx
     t0 = time.perf_counter()
-    empty = empty_run_seconds(opts)
+    run_overhead(opts)  # the first sessions of a process pay for loading onnxruntime's kernels
+    empty, dispatch = run_overhead(opts)
     rng = np.random.default_rng(opts.seed)
     fill = lambda shape, dtype: rng.uniform(-1, 1, size=shape).astype(dtype)  # noqa: E731
     out: list[Measured] = []
@@ -205,18 +222,22 @@ def measure_ops(items: Sequence[HostOp], opts: TimingOptions = TimingOptions(), 
         except Exception as e:  # noqa: BLE001 - onnxruntime refuses some ops/shapes; say which and go on
             skipped.append((h.key, str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__))
             continue
-        out.append(Measured(h, max(1e-9, sec - empty), sec, reps))
-    facts = {"empty_run_s": empty, "intra_op_threads": threads, "wall_s": time.perf_counter() - t0}
+        out.append(Measured(h, max(dispatch / 2, 1e-8, sec - empty), sec, reps))
+    facts = {"run_overhead_s": empty, "dispatch_s": dispatch, "intra_op_threads": threads,
+             "wall_s": time.perf_counter() - t0}
     return out, skipped, facts
 
 
-def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repeats=10, min_time_s=0.5)) -> float:
-    """onnxruntime's median latency of a whole graph (``partition.onnx.export.graph_to_onnx``),
-    default session options, seeded random inputs."""
+def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repeats=10, min_time_s=0.5)) -> dict:
+    """onnxruntime's latency of a whole graph (``partition.onnx.export.graph_to_onnx``), default
+    session options, seeded random inputs: ``median_s`` (the figure compared) and ``best_s`` (the
+    fastest run: on a loaded machine the median of a long run also counts the time its threads
+    waited to be scheduled)."""
     from partition.onnx.export import graph_to_onnx
-    return time_model(graph_to_onnx(graph), opts)[0]
+    t = run_times(graph_to_onnx(graph), opts)["times"]
+    return {"median_s": float(np.median(t)), "best_s": float(np.min(t)), "runs": len(t)}
 
 
 __all__ = ["HostOp", "TimingOptions", "Measured", "default_sources", "load_source", "source_label", "walk_nodes",
-           "op_key", "collect_ops", "random_feed", "time_model", "empty_run_seconds", "measure_ops",
+           "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
            "whole_model_seconds"]

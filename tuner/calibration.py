@@ -49,7 +49,9 @@ KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity")
-FIT_PARAMS = {"objective": "reg:squarederror", "max_depth": 4, "eta": 0.08, "min_child_weight": 2,
+# Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
+# under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
+FIT_PARAMS = {"objective": "reg:pseudohubererror", "huber_slope": 0.3, "max_depth": 4, "eta": 0.08, "min_child_weight": 2,
               "subsample": 0.9, "colsample_bytree": 0.9, "lambda": 1.0, "seed": 0, "nthread": 1}
 FIT_ROUNDS = 300
 MIN_ROWS = 4

@@ -42,7 +42,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "model and the zoo's ONNX files)")
     p.add_argument("--ops", metavar="OP,...", help="with --host: time only these op kinds (IR names, e.g. conv2d,add)")
     p.add_argument("--max-per-op", type=int, default=100, metavar="N",
-                   help="with --host: at most N shapes of one op kind, spread over its sizes (default 60)")
+                   help="with --host: at most N shapes of one op kind, spread over its sizes (default 100)")
     p.add_argument("--time-budget", type=float, default=240.0, metavar="S",
                    help="with --host: stop timing after S seconds; kinds are visited round-robin, so each keeps "
                         "shapes (default 240)")
@@ -139,7 +139,8 @@ def _host(args) -> dict:
                           hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows,
                           reference_host=reference_host_of(host),
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
-                                "intra_op_threads": facts["intra_op_threads"], "empty_run_s": facts["empty_run_s"],
+                                "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
+                                "dispatch_s": facts["dispatch_s"],
                                 "models": [label for label, _ in graphs], "timing_s": facts["wall_s"]})
     cal.save(args.output)
     kinds: dict[str, int] = {}
@@ -148,7 +149,8 @@ def _host(args) -> dict:
     return {"output": args.output, "kind": "host", "hardware": cal.hardware, "fingerprint": cal.fingerprint,
             "data_sha256": cal.data_sha256, "rows": len(rows), "ops": kinds,
             "skipped": [{"key": k, "reason": r} for k, r in skipped], "intra_op_threads": facts["intra_op_threads"],
-            "empty_run_s": facts["empty_run_s"], "onnxruntime": ort.__version__,
+            "run_overhead_s": facts["run_overhead_s"], "dispatch_s": facts["dispatch_s"],
+            "onnxruntime": ort.__version__,
             "fit": _fit_summary(cal, samples, [m.seconds for m in measured]), "wall_s": time.perf_counter() - t0}
 
 
