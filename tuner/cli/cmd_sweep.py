@@ -39,11 +39,11 @@ def run(args) -> int:
         raise CLIError(f"--limit must be >= 0, got {args.limit}")
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be >= 1, got {args.workers}")
-    spec = load_spec(args.spec)
     cal = load_calibration_arg(args)
     if cal is not None and cal.kind != "host":
         raise CLIError("sweep: --calibration takes a host calibration (calibrate --host); a device calibration is "
                        "tied to one hardware config and the sweep varies it")
+    spec = load_spec(args.spec)
     res = run_sweep(spec, args.out, processes=args.processes or 1, workers=args.workers,
                     scheduler=args.scheduler, progress=not args.no_progress and not args.json,
                     limit=args.limit, calibration=cal)

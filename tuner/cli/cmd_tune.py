@@ -91,8 +91,10 @@ def run(args) -> int:
     if args.timeloop:
         if args.model or args.onnx or args.hw:
             raise CLIError("tune: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
-        if args.log or args.trials is not None or args.offload is not None or args.calibration:
-            raise CLIError("tune: --log, --trials, --offload and --calibration apply to --model/--onnx; with --timeloop use --budget")
+        if args.log or args.trials is not None or args.offload is not None:
+            raise CLIError("tune: --log, --trials and --offload apply to --model/--onnx; with --timeloop use --budget")
+        if args.calibration:
+            raise CLIError("tune: --calibration applies to --model/--onnx, not --timeloop")
         from tuner.cli.timeloop_tune import run_timeloop_tune
         return run_timeloop_tune(args)
     if not (args.model or args.onnx):
