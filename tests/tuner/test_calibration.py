@@ -2,6 +2,7 @@
 a mismatched or corrupt copy, the fit removes a known bias, the costs and every JSON it touches
 say ``calibrated``, device rows are read (and malformed ones refused in one line)."""
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +36,20 @@ def synthetic(n: int, seed: int):
     return samples, np.array(truth)
 
 
-def host_cal(tmp_path, n=240, fingerprint=None):
-    s, t = synthetic(n, 0)
-    cal = fit_calibration(s, t, kind="host", fingerprint=fingerprint or machine_fingerprint()["fingerprint"],
-                          hardware="test host", rows=[{"i": i, "t": float(v)} for i, v in enumerate(t)],
-                          reference_host=REF)
+_FITTED: dict = {}
+
+
+def host_cal(tmp_path, fingerprint=None):
+    """A host calibration fitted once per session on the synthetic rows, saved under
+    ``tmp_path`` with this machine's fingerprint (or ``fingerprint``)."""
+    if "cal" not in _FITTED:
+        s, t = synthetic(180, 0)
+        _FITTED["cal"] = fit_calibration(s, t, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
+                                         hardware="test host", rows=[{"i": i, "t": float(v)} for i, v in enumerate(t)],
+                                         reference_host=REF, rounds=150)
+    cal = _FITTED["cal"]
+    if fingerprint is not None:
+        cal = replace(cal, fingerprint=fingerprint, _state={})
     path = tmp_path / "cal.json"
     cal.save(path)
     return cal, path
@@ -69,8 +79,8 @@ def test_round_trip_keeps_predictions_and_hash(tmp_path):
 
 def test_the_data_hash_depends_on_the_data(tmp_path):
     s, t = synthetic(30, 0)
-    a = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 1.0}], reference_host=REF)
-    b = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 2.0}], reference_host=REF)
+    a = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 1.0}], reference_host=REF, rounds=5)
+    b = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 2.0}], reference_host=REF, rounds=5)
     assert a.data_sha256 != b.data_sha256 and len(a.data_sha256) == 64
 
 
@@ -81,7 +91,7 @@ def test_refuses_another_machine_and_another_hardware(tmp_path):
     assert load_calibration(path, machine="0" * 64).kind == "host"
     s, t = synthetic(30, 0)
     dev = fit_calibration(s, t, kind="device", fingerprint=sim.load_hw("cloud-npu").fingerprint(),
-                          hardware="cloud-npu", rows=[])
+                          hardware="cloud-npu", rows=[], rounds=5)
     dev.save(tmp_path / "dev.json")
     assert load_calibration(tmp_path / "dev.json", sim.load_hw("cloud-npu")).kind == "device"
     with pytest.raises(CalibrationError, match="fitted for hardware cloud-npu"):
