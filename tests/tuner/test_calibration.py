@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("xgboost")
 
 import sim  # noqa: E402
-from tuner.calibration import (Calibration, CalibrationError, OpSample, fit_calibration, host_sample,  # noqa: E402
+from tuner.calibration import (CalibrationError, fit_calibration, host_sample,  # noqa: E402
                                load_calibration, machine_fingerprint, read_calibration, roofline_sample)
 from tuner.cli import main  # noqa: E402
 
