@@ -15,20 +15,25 @@
 - A kernel is a top-level node of an external function (a composite call, or a single op); its cost
   is the kernel simulator's report under its schedule.
 
+A calibration (``CostOptions.calibration``, a ``tuner.calibration.Calibration``) replaces the host
+model of each host op by the measured host's prediction (a host file) or scales each device
+kernel's cycles (a device file): in the partition search, the kernel costs and ``graph_cost``
+alike, so the partition is decided on the calibrated costs.
+
 ``graph_cost`` applies this to a partitioned graph and is the reference the partition search's
 fast evaluator is tested against (and what a plan reports).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 import sim
 from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
-from sim.graph.subgraph import kernel_workload as sim_kernel_workload
+from sim.graph.subgraph import kernel_workload as sim_kernel_workload, scaled_report
 from partition import Function, Graph, Node
 from partition.residency import call_residency, host_crossings
 
@@ -40,8 +45,10 @@ class CostingError(ValueError):
 @dataclass(frozen=True)
 class CostOptions:
     """Modelling choices not in the hardware config. ``fidelity``: kernel simulator fidelity for device costs (``tile`` = the measurement the tuner
-    uses, ``analytical`` = the fast model)."""
+    uses, ``analytical`` = the fast model). ``calibration``: a learned calibration of the host
+    or device costs (``tuner.calibration``), or None."""
     fidelity: str = "tile"
+    calibration: Any = None
 
     def __post_init__(self):
         if self.fidelity not in ("tile", "analytical"):
@@ -103,7 +110,9 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions) -> Cost:
     """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
     costed node by node)."""
-    return Cost(host_s=host_op_seconds(node, hw), host_j=host_op_joules(node, hw))
+    cal = opts.calibration
+    seconds = cal.host_seconds(node, hw) if cal is not None else host_op_seconds(node, hw)
+    return Cost(host_s=seconds, host_j=host_op_joules(node, hw))
 
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
@@ -173,8 +182,11 @@ class KernelCoster:
             cands = [given] if given is not None and given.mapping is not None else [sim.default_schedule(wl, self.hw)]
             if given is not None and given != cands[0]:
                 cands.append(given)
+            cal = self.opts.calibration
             for s in cands:
                 rep = sim.simulate(wl, self.hw, s, fidelity=self.opts.fidelity)
+                if cal is not None:
+                    rep = scaled_report(rep, cal.kernel_scale(wl, rep, self.hw))
                 k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction,
                                  rep.compute_cycles, float(rep.energy_pj.get("dram", 0.0)), rep.dram_read_bytes,
                                  rep.dram_write_bytes, rep.bytes_by_operand["dram"]["weight"])
@@ -246,7 +258,9 @@ def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], cost
     for n in fn.graph.nodes:
         r = coster(kernel_workload(n, inner))
         chosen[r.workload.key] = r.schedule
-    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol, resident=resident)
+    cal = coster.opts.calibration
+    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol, resident=resident,
+                                kernel_scale=cal.kernel_scale if cal is not None else None)
     total = Cost(host_s=rep.convert_s, host_j=rep.convert_j, link_s=rep.link_s, launch_s=rep.launch_s,
                  device_s=rep.device_s, link_j=rep.link_energy_j, device_j=rep.device_energy_j,
                  link_bytes=rep.link_bytes, calls=1.0)

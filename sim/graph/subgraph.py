@@ -16,11 +16,16 @@ device-resident tensors of the call (``partition.residency``: a KV cache stays o
 host's reads and writes of such tensors are ``resident_transfers``). Weights are loaded
 once, when the module is loaded, so they count in ``weight_bytes`` and not per inference. Host
 ops are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
+
+A learned calibration (``tuner.calibration``) is passed down as two optional callables, never
+held globally: ``host_seconds(node, hw)`` replaces the host model of one host op, and
+``kernel_scale(workload, report, hw)`` multiplies one device kernel's cycles (before the on-chip
+credit of its function).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import AbstractSet, Any, Mapping
+from typing import AbstractSet, Any, Callable, Mapping
 
 from ..hw.config import HardwareConfig
 from ..cost.kernel import fused_roofline_for, simulate
@@ -163,7 +168,22 @@ def _pick_schedule(wl: Workload, hw: HardwareConfig, schedules: Mapping[str, Sch
     return cache[wl.key]
 
 
-def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
+def scaled_report(rep: KernelReport, k: float) -> KernelReport:
+    """A kernel report with its time multiplied by ``k`` (a calibration): the steady state and the
+    stall absorb the change, so the four parts still add up to the total."""
+    if k == 1.0:
+        return rep
+    total = max(1, int(round(rep.total_cycles * k)))
+    compute = max(1, int(round(rep.compute_cycles * k))) if rep.compute_cycles else 0
+    pro = min(rep.prologue_cycles, total)
+    epi = min(rep.epilogue_cycles, total - pro)
+    compute = min(compute, total - pro - epi)
+    return replace(rep, total_cycles=total, compute_cycles=compute, prologue_cycles=pro, epilogue_cycles=epi,
+                   stall_cycles=total - pro - epi - compute,
+                   utilization=rep.utilization * rep.total_cycles / total)
+
+
+def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache, kernel_scale=None):
     """(name, op, workload, report, node whose outputs the kernel produces)."""
     g = fn.graph
     out = []
@@ -174,6 +194,8 @@ def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
         else:
             label = node.op
         rep = simulate(wl, hw, _pick_schedule(wl, hw, schedules, cache), fidelity)
+        if kernel_scale is not None:
+            rep = scaled_report(rep, kernel_scale(wl, rep, hw))
         out.append((node.name, label, wl, rep, node))
     return out
 
@@ -181,15 +203,17 @@ def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
 def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
                       fidelity: str = "analytical", symbol: str | None = None,
                       _cache: dict[str, Schedule] | None = None,
-                      resident: tuple[AbstractSet[int], AbstractSet[int]] = (frozenset(), frozenset())
+                      resident: tuple[AbstractSet[int], AbstractSet[int]] = (frozenset(), frozenset()),
+                      kernel_scale: Callable[[Workload, KernelReport, HardwareConfig], float] | None = None
                       ) -> SubgraphReport:
     """One call of an external function on the accelerator. ``schedules`` maps workload keys to
     schedules (default: ``default_schedule`` for each). ``resident``: (parameter positions, result
     positions) that stay in device memory at this call (``partition.residency.call_residency``:
-    a KV cache read and written in place), so they do not cross the link."""
+    a KV cache read and written in place), so they do not cross the link. ``kernel_scale``: a
+    calibration's factor on each kernel's cycles."""
     cache = _cache if _cache is not None else {}
     g = function.graph
-    ks = _kernels(function, hw, schedules, fidelity, cache)
+    ks = _kernels(function, hw, schedules, fidelity, cache, kernel_scale)
     cap = on_chip_capacity(hw)
     graph_outs = {id(v) for v in g.outputs}
     index = {id(k[4]): i for i, k in enumerate(ks)}
@@ -332,11 +356,15 @@ class GraphCost:
 
 
 def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
-               fidelity: str = "analytical") -> GraphCost:
+               fidelity: str = "analytical",
+               host_seconds: Callable[[Any, HardwareConfig], float] | None = None,
+               kernel_scale: Callable[[Workload, KernelReport, HardwareConfig], float] | None = None) -> GraphCost:
     """Walk a partitioned graph: host ops on the host model, each call of an external function
     (a ``Compiler`` attr) on the accelerator. A loop body counts its maximum trip count times and an
-    if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are)."""
+    if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are).
+    ``host_seconds`` / ``kernel_scale``: a calibration (module docstring)."""
     from partition.residency import call_residency
+    host_time = host_seconds or host_op_seconds
     cache: dict[str, Schedule] = {}
     reports: dict[tuple, SubgraphReport] = {}
 
@@ -349,7 +377,8 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
                 res = call_residency(g, node)
                 key = (sym, *map(tuple, map(sorted, res)))
                 if key not in reports:
-                    reports[key] = simulate_function(fn, hw, schedules, fidelity, sym, cache, resident=res)
+                    reports[key] = simulate_function(fn, hw, schedules, fidelity, sym, cache, resident=res,
+                                                     kernel_scale=kernel_scale)
                 calls.append(reports[key])
             elif fn is not None:
                 walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
@@ -373,7 +402,7 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
                 host.extend(h2)
                 calls.extend(c2)
             else:
-                host.append(HostOpCost(node.name, node.op, host_op_seconds(node, hw),
+                host.append(HostOpCost(node.name, node.op, host_time(node, hw),
                                        host_op_joules(node, hw)))
 
     host: list[HostOpCost] = []

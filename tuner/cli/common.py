@@ -104,3 +104,20 @@ def check_writable(path: str, what: str) -> None:
             pass
     except OSError as e:
         raise ValueError(f"cannot write {what} {path}: {e.strerror or e}") from None
+
+
+def add_calibration_arg(p: argparse.ArgumentParser) -> None:
+    """``--calibration FILE``: a learned calibration (``accel-tune calibrate``)."""
+    p.add_argument("--calibration", metavar="FILE",
+                   help="a calibration file from `accel-tune calibrate` (--host: this machine's host ops "
+                        "measured with onnxruntime; --measurements: a device's measured kernels): the costs "
+                        "use it and the JSON says calibrated: true")
+
+
+def load_calibration_arg(args: argparse.Namespace, hw=None):
+    """The ``--calibration`` file checked for ``hw`` (``tuner.calibration.load_calibration``), or None."""
+    path = getattr(args, "calibration", None)
+    if not path:
+        return None
+    from tuner.calibration import load_calibration
+    return load_calibration(path, hw)

@@ -34,12 +34,17 @@ class EvalSettings:
     out_dir: str  # where tuning records live (<out_dir>/records/<point>.jsonl)
     share_cost_model: bool = True
     warm_start: bool = True
+    # A host calibration (tuner.calibration) every point's costs use, or None; it is part of the
+    # key of a result (its data's sha256), so a calibrated rerun never reuses uncalibrated rows.
+    calibration: Any = None
 
     def blob(self) -> str:
-        return json.dumps({"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
-                           "objective": self.objective, "seed": self.seed,
-                           "share_cost_model": self.share_cost_model, "warm_start": self.warm_start},
-                          sort_keys=True)
+        d = {"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
+             "objective": self.objective, "seed": self.seed,
+             "share_cost_model": self.share_cost_model, "warm_start": self.warm_start}
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.data_sha256
+        return json.dumps(d, sort_keys=True)
 
 
 SHARED_MODEL_ROWS = 1000
@@ -145,7 +150,7 @@ def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, cost_model, log:
                                   seed=settings.seed, progress=False)
     if settings.share_cost_model:
         kwargs["cost_model"] = cost_model
-    return tune(graph, hw, **kwargs)
+    return tune(graph, hw, calibration=settings.calibration, **kwargs)
 
 
 def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
@@ -179,7 +184,8 @@ def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[
         "pes": hw.pes, "sram_kib": hw.buffers.total_bytes / 1024,
         "peak_gmacs": hw.peak_macs_per_s() / 1e9, "clock_mhz": hw.clock.freq_mhz,
         "dram_gb_per_s": hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
-        "chain_after": [r["index"] for r in history], "models": {}, "error": None}
+        "chain_after": [r["index"] for r in history], "models": {}, "error": None,
+        "calibrated": settings.calibration is not None}
     earlier = [warm.load_solved(state_paths(settings.out_dir, r["point"])[0]) for r in history] \
         if settings.warm_start else []
     cost_model = _start_model(settings, history) if settings.share_cost_model else None
