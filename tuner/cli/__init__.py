@@ -9,7 +9,7 @@ import os
 import sys
 import warnings
 
-SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "export", "sweep", "report"]
+SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "export", "sweep", "report", "llm"]
 
 
 class CLIError(Exception):
