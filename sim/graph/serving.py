@@ -17,9 +17,12 @@ steps, on ``tp x pp`` identical devices (docs/LLM.md has the whole model).
   every stage); the bubble is the idle share of the stages.
 - Memory per device (the fullest stage): weights (linear-layer weights in ``--dtype``'s storage,
   the rest in the compute type), the KV cache of every sequence at ``I + O - 1`` tokens, and the
-  peak of live activations of a prefill pass (liveness over the layer's graph). When weights, KV
-  and activations do not fit but KV and activations with two layers of weights do, the weights
-  stream over the host link every pass (``max(device, weights / link)``, layer by layer overlapped).
+  peak of live activations of a prefill pass (liveness over the layer's graph). When the weights
+  and one pass's activations alone exceed the capacity, the weights stream over the host link every
+  pass (two layers resident, double-buffered; ``max(device, weights / link)``, overlapped layer by
+  layer). ``fits`` says whether what stays resident, the KV cache and the activations fit;
+  ``max_batch`` and ``max_context`` are the largest batch (at this context) and context (at this
+  batch) that would.
 - A launch (``hw.link.launch_latency_s``) per forward pass of a stage.
 """
 from __future__ import annotations
@@ -333,13 +336,10 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         kv_seq = wstage.layers * kv_tok_dev * ctx_tokens
         act_seq = act / bm
         resident = weights
-        if weights + kv + act > cap:
-            if 2 * layer_w + kv + act <= cap and weights > 2 * layer_w:
-                streamed, resident = True, 2 * layer_w
-            else:
-                fits = False
-                if weights + act > cap and 2 * layer_w + act <= cap:
-                    resident = 2 * layer_w
+        if weights + act > cap and weights > 2 * layer_w:
+            # the weights themselves do not fit: two layers' worth stay on the device, double-buffered
+            streamed, resident = True, 2 * layer_w
+        fits = resident + kv + act <= cap
         room = cap - resident
         max_batch = max(0, int(room // (kv_seq + act_seq / m))) if room > 0 else 0
         kv_tok_all = wstage.layers * kv_tok_dev * b
