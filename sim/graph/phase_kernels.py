@@ -18,12 +18,16 @@ storage hierarchy, the default mapping; equal workloads are costed once). Then:
   is the other end of a send (free); the head split/merge views are free.
 
 A kernel's time splits into ``compute_s`` (the array or vector unit busy) and ``memory_s`` (DRAM
-time not hidden behind it), or ``interconnect_s`` for a collective; ``once_s`` is its first load
-and last store, which a kernel iterating over KV blocks pays once, not per block.
+time not hidden behind it), or ``interconnect_s`` for a collective.
+
+``per_block`` turns an attention kernel costed over one and over two KV blocks into its fixed part
+(first load, last store, any per-kernel overhead the hardware model charges) and its cost per
+block: ``fixed + n x per`` is exact at one and two blocks and the kernel streams on at the
+marginal cost of a block (what paged and flash attention kernels do).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..cost.kernel import simulate
@@ -49,7 +53,6 @@ class KernelTime:
     compute_s: float
     memory_s: float
     interconnect_s: float
-    once_s: float             # first load + last store (paid once per kernel, not per block)
     energy_j: float
     bytes_sent: float = 0.0   # over the interconnect, per device
 
@@ -127,7 +130,7 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
                 c = collective.send(nbytes, hw)
             else:
                 c = collective.CollectiveCost(0.0, 0.0, 0.0)
-            out.append(KernelTime(node.name, node.op, part, att, "", c.seconds, 0.0, 0.0, c.seconds, 0.0, c.joules,
+            out.append(KernelTime(node.name, node.op, part, att, "", c.seconds, 0.0, 0.0, c.seconds, c.joules,
                                   c.bytes_sent))
             continue
         wl = workload_of(node)
@@ -158,10 +161,31 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
             else:
                 delta -= (rep.dram_read_bytes + rep.dram_write_bytes) * storage.act_bytes / word
         cycles, comp, joules = _retimed(rep, hw, delta)
-        once = min(rep.prologue_cycles + rep.epilogue_cycles, cycles - comp)
         out.append(KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
-                              (cycles - comp) / clock, 0.0, max(0.0, once) / clock, joules))
+                              (cycles - comp) / clock, 0.0, joules))
     return out
 
 
-__all__ = ["KernelTime", "Storage", "Coster", "default_coster", "kernel_times"]
+def per_block(one: list[KernelTime], two: list[KernelTime]) -> list[tuple[KernelTime, KernelTime]]:
+    """(fixed, per block) of each kernel of ``one`` (costed over one KV block), matched by name in
+    ``two`` (the same kernels over two blocks). A cost that does not grow gives no per-block part;
+    one that more than doubles is all per-block (neither part is ever negative)."""
+    by_name = {k.name: k for k in two}
+    out = []
+    for k1 in one:
+        k2 = by_name[k1.name]
+
+        def split(a: float, b: float) -> tuple[float, float]:
+            per = max(b - a, 0.0)
+            return max(a - per, 0.0), (per if a - per >= 0 else a)
+        fs, ps = split(k1.seconds, k2.seconds)
+        fc, pc = split(k1.compute_s, k2.compute_s)
+        fc, pc = min(fc, fs), min(pc, ps)
+        fe, pe = split(k1.energy_j, k2.energy_j)
+        fixed = replace(k1, seconds=fs, compute_s=fc, memory_s=fs - fc, energy_j=fe)
+        per = replace(k1, seconds=ps, compute_s=pc, memory_s=ps - pc, energy_j=pe)
+        out.append((fixed, per))
+    return out
+
+
+__all__ = ["KernelTime", "Storage", "Coster", "default_coster", "kernel_times", "per_block"]

@@ -5,8 +5,9 @@ steps, on ``tp x pp`` identical devices (docs/LLM.md has the whole model).
   or ``recv``, its LM head or ``send``; every kernel is costed once (``sim.graph.phase_kernels``) and
   a stage costs ``embed + layers x layer + head``.
 - Attention iterates over KV blocks of ``kv_block`` tokens (paged / flash attention): a step at
-  context ``L`` runs ``ceil(L / block)`` blocks, each at the steady cost of the block kernels, and
-  pays their first load and last store once. Decode step ``j = 1 .. O-1`` attends to ``L = I + j``
+  context ``L`` runs ``ceil(L / block)`` blocks. Each attention kernel is costed over one and over
+  two blocks, which gives its fixed part and its cost per block (``phase_kernels.per_block``); a
+  pass over ``n`` blocks costs ``fixed + n x per``. Decode step ``j = 1 .. O-1`` attends to ``L = I + j``
   positions; the sum over every step is evaluated exactly (numpy over every ``L``), never sampled.
   Prefill is causal: ``n (n + 1) / 2`` (query tile, KV block) pairs of ``n = ceil(I / block)``.
   The fused form (scores and probabilities on chip) is taken when one sequence-head tile of a block
@@ -35,7 +36,7 @@ import numpy as np
 
 from ..hw.config import HardwareConfig
 from .collective import check_devices
-from .phase_kernels import Coster, KernelTime, Storage, default_coster, kernel_times
+from .phase_kernels import Coster, KernelTime, Storage, default_coster, kernel_times, per_block
 from .subgraph import on_chip_capacity
 
 DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -181,32 +182,32 @@ def _sum(ks: list[KernelTime], attr: str = "seconds", **match) -> float:
     return sum(getattr(k, attr) for k in ks if all(getattr(k, a) == v for a, v in match.items()))
 
 
-def _blocks(ks: list[KernelTime], n) -> tuple[Any, Any]:
-    """(seconds, joules) of the attention kernels over ``n`` KV blocks (scalar or array)."""
-    steady = sum(k.seconds - k.once_s for k in ks)
-    once = sum(k.once_s for k in ks)
-    joules = sum(k.energy_j for k in ks)
-    return n * steady + once, n * joules
+def _blocks(pairs: list[tuple[KernelTime, KernelTime]], n) -> tuple[Any, Any]:
+    """(seconds, joules) of attention kernels, given as (fixed, per block), over ``n`` KV blocks
+    (a scalar or an array)."""
+    return (sum(f.seconds for f, _ in pairs) + n * sum(p.seconds for _, p in pairs),
+            sum(f.energy_j for f, _ in pairs) + n * sum(p.energy_j for _, p in pairs))
 
 
-def _kernel_rows(ks: list[KernelTime], att_blocks: float, passes: float, layers: int) -> list[dict[str, Any]]:
-    """Per-layer kernels of one device with their seconds summed over the phase (``passes``
-    executions; attention over ``att_blocks`` blocks in all)."""
+def _kernel_rows(ks: list[KernelTime], att: list[tuple[KernelTime, KernelTime]], att_blocks: float,
+                 passes: float) -> list[dict[str, Any]]:
+    """The per-layer kernels of one device, seconds summed over the phase: ``passes`` executions
+    of each; the attention kernels (fixed, per block) over ``att_blocks`` blocks in all."""
     rows = []
+
+    def row(k, secs, comp, mem, link, joules):
+        return {"name": k.name, "op": k.op, "attention": k.attention, "workload": k.workload, "seconds": secs,
+                "compute_s": comp, "memory_s": mem, "interconnect_s": link, "energy_j": joules}
     for k in ks:
-        if k.part != "layer":
-            continue
-        if k.attention:
-            scale = att_blocks
-            secs = att_blocks * (k.seconds - k.once_s) + passes * k.once_s
-            mem = secs - att_blocks * k.compute_s
-            comp = att_blocks * k.compute_s
-        else:
-            scale = passes
-            secs, comp, mem = passes * k.seconds, passes * k.compute_s, passes * k.memory_s
-        rows.append({"name": k.name, "op": k.op, "attention": k.attention, "workload": k.workload,
-                     "seconds": secs, "compute_s": comp, "memory_s": max(0.0, mem),
-                     "interconnect_s": passes * k.interconnect_s, "energy_j": scale * k.energy_j})
+        if k.part == "layer" and not k.attention:
+            rows.append(row(k, passes * k.seconds, passes * k.compute_s, passes * k.memory_s,
+                            passes * k.interconnect_s, passes * k.energy_j))
+    for f, p in att:
+        if f.part == "layer":
+            rows.append(row(f, passes * f.seconds + att_blocks * p.seconds,
+                            passes * f.compute_s + att_blocks * p.compute_s,
+                            passes * f.memory_s + att_blocks * p.memory_s, 0.0,
+                            passes * f.energy_j + att_blocks * p.energy_j))
     return rows
 
 
@@ -289,13 +290,19 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         kw = dict(tp=point.tp, first_layer=s.first_layer, layers=1, embed=s.embed, head=s.head, dtype=gdt)
         pre = source.graph(bm, i_len, i_len, **kw)
         pre_att = source.graph(bm, blk_pre, blk_pre, **kw)
+        pre_att2 = source.graph(bm, blk_pre, 2 * blk_pre, **kw)
         dec = source.graph(bm, 1, blk_dec, **kw)
+        dec2 = source.graph(bm, 1, 2 * blk_dec, **kw)
         not_att = lambda n: not n.meta.get("attention")  # noqa: E731
         is_att = lambda n: bool(n.meta.get("attention"))  # noqa: E731
+        fp, fd = forms["prefill"] == "fused", forms["decode"] == "fused"
         kinds[key] = {
-            "pre": kernel_times(pre, hw, coster, storage, forms["prefill"] == "fused", sources, not_att),
-            "pre_att": kernel_times(pre_att, hw, coster, storage, forms["prefill"] == "fused", sources, is_att),
-            "dec": kernel_times(dec, hw, coster, storage, forms["decode"] == "fused", sources),
+            "pre": kernel_times(pre, hw, coster, storage, fp, sources, not_att),
+            "pre_att": per_block(kernel_times(pre_att, hw, coster, storage, fp, sources, is_att),
+                                 kernel_times(pre_att2, hw, coster, storage, fp, sources, is_att)),
+            "dec": kernel_times(dec, hw, coster, storage, fd, sources, not_att),
+            "dec_att": per_block(kernel_times(dec, hw, coster, storage, fd, sources, is_att),
+                                 kernel_times(dec2, hw, coster, storage, fd, sources, is_att)),
             "graph": pre, "att_graph": pre_att}
 
     # ---------------------------------------------------------------- memory (per device)
@@ -364,13 +371,13 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         stream = s_weights / hw.link.bytes_per_s if streamed else 0.0
         pre_fixed = _sum([k for k in kd["pre"] if k.part != "layer"])
         pre_layer = _sum([k for k in kd["pre"] if k.part == "layer"])
-        att_pre_t, att_pre_j = _blocks([k for k in kd["pre_att"] if k.part == "layer"], pairs)
+        att_pre_t, att_pre_j = _blocks(kd["pre_att"], pairs)
         tp_ = pre_fixed + s.layers * (pre_layer + att_pre_t) + launch
         t_pre.append(max(tp_, stream))
         stream_pre.append(stream)
         dec_fixed = _sum([k for k in kd["dec"] if k.part != "layer"])
-        dec_layer = _sum([k for k in kd["dec"] if k.part == "layer" and not k.attention])
-        att_dec_t, att_dec_j = _blocks([k for k in kd["dec"] if k.part == "layer" and k.attention], nb_dec)
+        dec_layer = _sum([k for k in kd["dec"] if k.part == "layer"])
+        att_dec_t, att_dec_j = _blocks(kd["dec_att"], nb_dec)
         td = dec_fixed + s.layers * (dec_layer + att_dec_t) + launch
         t_dec.append(np.maximum(td, stream))
         stream_dec.append(stream)
@@ -379,7 +386,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         e_pre += m * point.tp * (ej([k for k in kd["pre"] if k.part != "layer"])
                                  + s.layers * (ej([k for k in kd["pre"] if k.part == "layer"]) + att_pre_j) + link_j)
         e_dec = e_dec + m * point.tp * (ej([k for k in kd["dec"] if k.part != "layer"])
-                                        + s.layers * (ej([k for k in kd["dec"] if k.part == "layer" and not k.attention])
+                                        + s.layers * (ej([k for k in kd["dec"] if k.part == "layer"])
                                                       + att_dec_j) + link_j)
     t_pre_a = np.array(t_pre)
     ttft = float(t_pre_a.sum() + (m - 1) * t_pre_a.max())
@@ -394,9 +401,8 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
 
     # ---------------------------------------------------------------- report
     first = kinds[(stages[0].embed, stages[0].head)]
-    pre_rows = _kernel_rows(first["pre"], 0, m, stages[0].layers) + \
-        _kernel_rows([k for k in first["pre_att"]], m * pairs, m, stages[0].layers)
-    dec_rows = _kernel_rows(first["dec"], float(m * nb_dec.sum()), m * len(steps), stages[0].layers)
+    pre_rows = _kernel_rows(first["pre"], first["pre_att"], m * pairs, m)
+    dec_rows = _kernel_rows(first["dec"], first["dec_att"], float(m * nb_dec.sum()), m * len(steps))
     stage_rows = [{"stage": i, "first_layer": s.first_layer, "layers": s.layers, "embed": s.embed, "head": s.head,
                    "prefill_s": float(t_pre[i]),
                    "decode_first_step_s": float(t_dec_a[i][0]) if len(steps) else 0.0,

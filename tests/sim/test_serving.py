@@ -156,3 +156,20 @@ def test_fused_attention_choice(hw):
     assert serve(s, tiny, ServingPoint(2, 256, 4)).phases["prefill"]["attention_form"] == "unfused"
     with pytest.raises(ServingError, match="does not fit the on-chip"):
         serve(s, tiny, ServingPoint(2, 256, 4, attention="fused"))
+
+
+def test_per_block_is_exact_at_one_and_two_blocks(hw):
+    from sim.graph.phase_kernels import Storage, default_coster, kernel_times, per_block
+    cfg = BUILTINS["llama-3.2-1b"]
+    from partition.llm.graph import decoder_graph
+    att = lambda n: bool(n.meta.get("attention"))  # noqa: E731
+    st = Storage(2.0, 2.0, 2.0)
+    c = default_coster(hw)
+    one = kernel_times(decoder_graph(cfg, 4, 1, 64, layers=1), hw, c, st, True, None, att)
+    two = kernel_times(decoder_graph(cfg, 4, 1, 128, layers=1), hw, c, st, True, None, att)
+    for (f, p), k1, k2 in zip(per_block(one, two), one, two):
+        assert f.seconds >= 0 and p.seconds >= 0
+        assert f.seconds + p.seconds == pytest.approx(k1.seconds, rel=1e-12)
+        if k2.seconds <= 2 * k1.seconds:
+            assert f.seconds + 2 * p.seconds == pytest.approx(k2.seconds, rel=1e-12)
+        assert f.compute_s + f.memory_s == pytest.approx(f.seconds)
