@@ -31,6 +31,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..cost.kernel import simulate
+from ..cost.multilevel import kernel_mapping
+from ..mapping.defaults import default_schedule
 from ..cost.report import KernelReport
 from ..hw.config import HardwareConfig
 from ..mapping.schedule import Schedule
@@ -62,20 +64,32 @@ class KernelTime:
                 "memory_s": self.memory_s, "interconnect_s": self.interconnect_s, "energy_j": self.energy_j}
 
 
-def default_coster(hw: HardwareConfig, schedules: dict[str, Schedule] | None = None) -> Coster:
-    """``simulate`` each workload once: under ``schedules[key]`` when given ('tuned'), else the
-    default schedule ('default schedule') or, for MAC kernels on a storage hierarchy, the default
-    mapping ('default mapping')."""
+def default_coster(hw: HardwareConfig, schedules: dict[str, Schedule] | None = None,
+                   labels: dict[str, str] | None = None,
+                   on_default: Callable[[Workload, Schedule, KernelReport], None] | None = None) -> Coster:
+    """``simulate`` each workload once: under ``schedules[key]`` when given (its source
+    ``labels[key]``, default 'tuned'), else the default schedule ('default schedule') or, for MAC
+    kernels on a storage hierarchy, the default mapping ('default mapping'); ``on_default`` is told
+    the schedule (with its mapping) each default kernel ran with, so a caller can keep it."""
     cache: dict[str, tuple[KernelReport, str]] = {}
     given = dict(schedules or {})
+    names = dict(labels or {})
 
     def cost(wl: Workload) -> tuple[KernelReport, str]:
         hit = cache.get(wl.key)
         if hit is None:
             s = given.get(wl.key)
-            src = "tuned" if s is not None else (
-                "default mapping" if hw.levels and wl.is_mac else "default schedule")
-            hit = cache[wl.key] = (simulate(wl, hw, s), src)
+            if s is not None:
+                hit = cache[wl.key] = (simulate(wl, hw, s), names.get(wl.key, "tuned"))
+            else:
+                mapped = bool(hw.levels) and wl.is_mac
+                rep = simulate(wl, hw)
+                hit = cache[wl.key] = (rep, "default mapping" if mapped else "default schedule")
+                if on_default is not None:
+                    s = default_schedule(wl, hw)
+                    if mapped:
+                        s = s.replace(mapping=kernel_mapping(wl, hw)[0])
+                    on_default(wl, s, rep)
         return hit
     return cost
 
