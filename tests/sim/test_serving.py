@@ -173,3 +173,13 @@ def test_per_block_is_exact_at_one_and_two_blocks(hw):
         if k2.seconds <= 2 * k1.seconds:
             assert f.seconds + 2 * p.seconds == pytest.approx(k2.seconds, rel=1e-12)
         assert f.compute_s + f.memory_s == pytest.approx(f.seconds)
+
+
+@pytest.mark.slow
+def test_storage_hierarchy_machine():
+    """On a machine with storage levels the MAC kernels run at their default mappings."""
+    from partition.llm.config import DecoderConfig
+    cfg = DecoderConfig("tiny", 2, 64, 4, 2, 128, 500, max_positions=256)
+    r = serve(ConfigSource(cfg), sim.load_hw("simba-like"), ServingPoint(2, 16, 4, dtype="int8"))
+    assert r.compute_dtype == "int8" and r.ttft_s > 0 and len(r.step_s) == 3
+    assert any(s["source"] == "default mapping" and "mapping" in s for s in r.schedules)

@@ -1,6 +1,8 @@
 """accel-tune llm: the JSON fields of the issue, the table, records reuse, one-line errors."""
 import json
 
+import numpy as np
+
 import pytest
 
 from tuner.cli import main
@@ -127,3 +129,20 @@ def test_models_lists_llms(capsys):
     rc, out, _ = run(capsys, "models", "--llm", "--json")
     rows = json.loads(out)
     assert rc == 0 and len(rows) == 12 and {r["name"] for r in rows} >= {"falcon-180b", "mixtral-8x7b"}
+
+
+def test_defaults_cached_in_the_log(tmp_path, hwfile):
+    import sim
+    from partition.llm.source import source_for
+    from sim.graph.serving import ServingPoint
+    from tuner.llm import serve_llm
+    from tuner.records import load_records
+    hw, log = sim.load_hw(hwfile), tmp_path / "log.jsonl"
+    p = ServingPoint(2, 16, 4, tp=2, dtype="bf16")
+    a = serve_llm(source_for("gpt2"), hw, p, log=log)
+    recs = load_records(log)
+    assert {r.measurer for r in recs} == {"default"} and len(recs) == len(a.schedules)
+    b = serve_llm(source_for("gpt2"), hw, p, log=log)
+    assert {s["source"] for s in b.schedules} == {"cached default"}
+    assert b.ttft_s == a.ttft_s and np.array_equal(b.step_s, a.step_s)
+    assert len(load_records(log)) == len(recs)  # nothing new to keep
