@@ -14,6 +14,7 @@ storage hierarchy, the default mapping; equal workloads are costed once). Then:
 - the fused (flash-attention) form keeps the scores and probabilities of a KV block on chip: the
   scores product does not write them, the mask and softmax neither read nor write DRAM, the
   context product does not read them;
+- a ``gather`` (embedding lookup, expert dispatch) reads the rows it gathers, not its whole table;
 - ``all_reduce`` and ``send`` are costed on the interconnect (``sim.graph.collective``); ``recv``
   is the other end of a send (free); the head split/merge views are free.
 
@@ -164,6 +165,11 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
             delta += (dram.get("ifmap", 0) + dram.get("output", 0)) * (storage.act_bytes / word - 1.0)
         elif node.op == "kv_append":
             delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.kv_bytes / word - 1.0)
+        elif node.op == "gather":
+            # an embedding lookup (or an expert's dispatch) reads the rows it gathers, not the table
+            # (the one-buffer data-move workload counts the whole data input)
+            rows = node.outputs[0].type.size * storage.act_bytes
+            delta += rows + rep.dram_write_bytes * (storage.act_bytes / word - 1.0) - rep.dram_read_bytes
         else:
             delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.act_bytes / word - 1.0)
         if fused and att:

@@ -19,8 +19,8 @@ steps, on ``tp x pp`` identical devices (docs/LLM.md has the whole model).
 - Memory per device (the fullest stage): weights (linear-layer weights in ``--dtype``'s storage,
   the rest in the compute type), the KV cache of every sequence at ``I + O - 1`` tokens, and the
   peak of live activations of a prefill pass (liveness over the layer's graph). When the weights
-  and one pass's activations alone exceed the capacity, the weights stream over the host link every
-  pass (two layers resident, double-buffered; ``max(device, weights / link)``, overlapped layer by
+  do not fit beside even one sequence's KV cache and activations, the weights stream over the host
+  link every pass (two layers resident, double-buffered; ``max(device, weights / link)``, overlapped layer by
   layer). ``fits`` says whether what stays resident, the KV cache and the activations fit;
   ``max_batch`` and ``max_context`` are the largest batch (at this context) and context (at this
   batch) that would.
@@ -343,8 +343,9 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         kv_seq = wstage.layers * kv_tok_dev * ctx_tokens
         act_seq = act / bm
         resident = weights
-        if weights + act > cap and weights > 2 * layer_w:
-            # the weights themselves do not fit: two layers' worth stay on the device, double-buffered
+        if weights + kv_seq + act_seq > cap and weights > 2 * layer_w:
+            # the weights do not fit even beside one sequence: two layers' worth stay on the device,
+            # double-buffered, the rest streams
             streamed, resident = True, 2 * layer_w
         fits = resident + kv + act <= cap
         room = cap - resident
@@ -403,6 +404,21 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     first = kinds[(stages[0].embed, stages[0].head)]
     pre_rows = _kernel_rows(first["pre"], first["pre_att"], m * pairs, m)
     dec_rows = _kernel_rows(first["dec"], first["dec_att"], float(m * nb_dec.sum()), m * len(steps))
+    def outside(key: str, passes: float) -> list[dict[str, Any]]:
+        rows, seen = [], set()
+        for i, st in enumerate(stages):
+            kind = (st.embed, st.head)
+            if kind in seen:
+                continue
+            seen.add(kind)
+            for k in kinds[kind][key]:
+                if k.part != "layer":
+                    rows.append({"stage": i, "name": k.name, "op": k.op, "part": k.part, "workload": k.workload,
+                                 "seconds": passes * k.seconds, "compute_s": passes * k.compute_s,
+                                 "memory_s": passes * k.memory_s, "interconnect_s": passes * k.interconnect_s,
+                                 "energy_j": passes * k.energy_j})
+        return rows
+
     stage_rows = [{"stage": i, "first_layer": s.first_layer, "layers": s.layers, "embed": s.embed, "head": s.head,
                    "prefill_s": float(t_pre[i]),
                    "decode_first_step_s": float(t_dec_a[i][0]) if len(steps) else 0.0,
@@ -412,7 +428,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         "prefill": {"seconds": ttft, "tokens": i_len, "micro_batches": m, "micro_batch": bm,
                     "attention_form": forms["prefill"], "kv_block": blk_pre, "attention_blocks": pairs,
                     "kernels_per_layer_of": "stage 0, one device, summed over the phase",
-                    "kernels": pre_rows},
+                    "kernels": pre_rows, "outside_layers": outside("pre", m)},
         "decode": {"seconds": float(step.sum()), "steps": int(len(steps)),
                    "context_first": int(ctx[0]) if len(steps) else None,
                    "context_last": int(ctx[-1]) if len(steps) else None,
@@ -420,7 +436,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
                    "last_step_s": float(step[-1]) if len(steps) else 0.0,
                    "attention_form": forms["decode"], "kv_block": blk_dec,
                    "attention_blocks": int(nb_dec.sum()), "pipeline_bubble": bubble,
-                   "kernels": dec_rows},
+                   "kernels": dec_rows, "outside_layers": outside("dec", m * len(steps))},
         "stages": stage_rows,
         "weights_streamed": streamed,
         "weights_stream_s_per_pass": max(stream_pre) if streamed else 0.0,

@@ -103,8 +103,10 @@ def _print(d: dict) -> None:
           f"tp {d['tp']} x pp {d['pp']} = {d['devices']} device(s), {d['dtype']} "
           f"(compute {d['compute_dtype']}, KV {d['kv_dtype']})")
     print(f"  time to first token   {d['ttft_ms']:12.3f} ms")
-    print(f"  time per output token {d['tpot_ms']:12.3f} ms  (steps at context {ph['decode']['context_first']}.."
-          f"{ph['decode']['context_last']})")
+    steps = ph["decode"]["steps"]
+    print(f"  time per output token {d['tpot_ms']:12.3f} ms  " + (
+        f"({steps} steps at context {ph['decode']['context_first']}..{ph['decode']['context_last']})" if steps
+        else "(no decode step: --output-len 1)"))
     print(f"  end to end            {d['e2e_ms']:12.3f} ms")
     print(f"  throughput            {d['throughput_tok_s']:12.1f} tok/s  ({d['throughput_tok_s_per_device']:.1f} "
           f"per device)")
