@@ -309,7 +309,13 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     w_pp = {}
     for key, kd in kinds.items():
         g = kd["graph"]
-        quant = {n.inputs[1].name for n in g.nodes if n.op in ("dense", "batch_matmul") and len(n.inputs) > 1}
+        quant = set()   # the weight operands of the linear layers (through a view: an expert slice)
+        for n in g.nodes:
+            if n.op in ("dense", "batch_matmul") and len(n.inputs) > 1:
+                w = n.inputs[1]
+                while w.producer is not None and w.producer.meta.get("view"):
+                    w = w.producer.inputs[0]
+                quant.add(w.name)
         per = {"layer": 0.0, "other": 0.0}
         users_part = {}
         for n in g.nodes:

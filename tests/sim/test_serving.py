@@ -183,3 +183,15 @@ def test_storage_hierarchy_machine():
     r = serve(ConfigSource(cfg), sim.load_hw("simba-like"), ServingPoint(2, 16, 4, dtype="int8"))
     assert r.compute_dtype == "int8" and r.ttft_s > 0 and len(r.step_s) == 3
     assert any(s["source"] == "default mapping" and "mapping" in s for s in r.schedules)
+
+
+def test_moe_weights_quantized_and_counted(hw):
+    cfg = BUILTINS["mixtral-8x7b"]
+    r16 = serve(src("mixtral-8x7b"), hw, ServingPoint(1, 16, 2, dtype="bf16"))
+    r4 = serve(src("mixtral-8x7b"), hw, ServingPoint(1, 16, 2, dtype="int4"))
+    assert r16.memory.weights_bytes == 2 * cfg.params()
+    embed = cfg.vocab * cfg.hidden
+    norms = (2 * cfg.layers + 1) * cfg.hidden
+    # every matrix of a linear layer (experts and router included) at half a byte; the embedding
+    # table and the norms stay at the compute type's 2 bytes
+    assert r4.memory.weights_bytes == pytest.approx(0.5 * (cfg.params() - embed - norms) + 2 * (embed + norms))
