@@ -70,3 +70,18 @@ def test_sweep_rows_are_llm_points(tmp_path, capsys):
     # a rerun finds every point finished
     assert main(["sweep", str(tmp_path / "s.toml"), "-o", str(out), "--json"]) == 0
     assert len((out / "results.jsonl").read_text().splitlines()) == 2
+
+
+def test_report_plots_llm_points(tmp_path):
+    from tuner.sweep.report import build_report
+    mem = {"peak_bytes": 2 ** 30, "capacity_bytes": 2 ** 34, "fits": True}
+    rows = [{"index": i, "point": f"p{i}", "key": f"k{i}", "params": {"dram.bytes_per_cycle": 256.0 * (i + 1)},
+             "area_mm2": 10.0, "pes": 16, "sram_kib": 1.0, "peak_gmacs": 1.0, "latency_s": 1.0 + i,
+             "energy_j": 2.0 - i / 2, "edp": 2.0, "error": None,
+             "models": {"gpt2.b1.i8.o2": {"latency_s": 1.0 + i, "energy_j": 2.0 - i / 2,
+                                          "llm": {"model": "gpt2", "batch": 1 + 3 * i, "ttft_ms": 5.0 + i,
+                                                  "throughput_tok_s": 100.0 * (i + 1),
+                                                  "memory": {**mem, "fits": i == 0}}}}}
+            for i in range(2)]
+    rep = build_report(rows)
+    assert "llm" in [f.id for f in rep.figures]
