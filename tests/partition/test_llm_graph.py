@@ -1,7 +1,5 @@
 """Shape-only decoder graphs: weights are inputs (no arrays), the KV cache is device state, FLOPs of
 a decode step, tensor-parallel shards, and the numerics of the LLM ops."""
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -25,13 +23,10 @@ def test_graph_weights_are_the_params(name):
     assert _weight_elems(g) == cfg.params() - (cfg.layers - 2) * per_layer
 
 
-def test_180b_builds_in_megabytes():
-    tracemalloc.start()
+def test_180b_builds_without_weight_arrays():
     g = decoder_graph(BUILTINS["falcon-180b"], 64, 1, 4096)
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
     assert _weight_elems(g) == BUILTINS["falcon-180b"].params()
-    assert peak < 64 * 2 ** 20
+    assert sum(c.data.nbytes for c in g.constants) <= 64  # only scalars: the weights are shapes
 
 
 def test_kv_bytes_per_token_llama_2_7b():
