@@ -195,3 +195,15 @@ def test_moe_weights_quantized_and_counted(hw):
     # every matrix of a linear layer (experts and router included) at half a byte; the embedding
     # table and the norms stay at the compute type's 2 bytes
     assert r4.memory.weights_bytes == pytest.approx(0.5 * (cfg.params() - embed - norms) + 2 * (embed + norms))
+
+
+def test_phase_kernels_add_up_to_the_phases(hw):
+    cfg = BUILTINS["llama-3.2-1b"]
+    r = serve(src(), hw, ServingPoint(4, 300, 20, tp=2, kv_block=64, dtype="bf16"))
+    launch = hw.link.launch_latency_s
+    for phase, passes in (("prefill", 1), ("decode", 19)):
+        ph = r.phases[phase]
+        total = cfg.layers * sum(k["seconds"] for k in ph["kernels"]) + sum(k["seconds"] for k in ph["outside_layers"])
+        assert total + passes * launch == pytest.approx(ph["seconds"], rel=1e-9)
+        for k in ph["kernels"]:
+            assert k["compute_s"] + k["memory_s"] + k["interconnect_s"] == pytest.approx(k["seconds"], rel=1e-9)
