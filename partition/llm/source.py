@@ -27,6 +27,8 @@ class DecoderSource(Protocol):
 
     def check_split(self, tp: int, pp: int) -> None: ...
 
+    def check_context(self, tokens: int) -> None: ...
+
     def kv_bytes_per_token(self, elem_bytes: float) -> float: ...
 
     def params(self) -> int: ...
@@ -55,6 +57,14 @@ class ConfigSource:
     def check_split(self, tp: int, pp: int) -> None:
         Shard.of(self.config, tp)
         stage_layers(self.config.layers, pp)
+
+    def check_context(self, tokens: int) -> None:
+        """Learned positions end at the table: a longer context has no position to embed (rotary
+        positions extend, so a rotary model takes any context, its quality aside)."""
+        c = self.config
+        if c.positions == "learned" and tokens > c.max_positions:
+            raise ConfigError(f"{c.name} has {c.max_positions} learned positions; input + output - 1 = "
+                              f"{tokens} tokens do not fit")
 
     def kv_bytes_per_token(self, elem_bytes: float) -> float:
         """K and V of every layer for one token of one sequence (the whole model, no split)."""

@@ -45,6 +45,10 @@ GRAPH_DTYPE = {4.0: "float32", 2.0: "float16", 1.0: "float16"}  # a shape-only g
 ATTENTION_FORMS = ("auto", "fused", "unfused")
 
 
+_LIMITS = {"batch": 1 << 20, "input_len": 1 << 24, "output_len": 1 << 24, "tp": 65536, "pp": 65536,
+           "kv_block": 1 << 20}
+
+
 class ServingError(ValueError):
     """A serving point that cannot be costed: one line naming the problem."""
 
@@ -67,6 +71,8 @@ class ServingPoint:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ServingError(f"{f.replace('_', '-')} must be an integer >= 1, got {v!r}")
+            if v > _LIMITS[f]:  # sizes past these overflow the shapes' 64-bit products; no real point needs them
+                raise ServingError(f"{f.replace('_', '-')} must be at most {_LIMITS[f]:,}, got {v:,}")
         if isinstance(self.micro_batches, bool) or not isinstance(self.micro_batches, int) or self.micro_batches < 0:
             raise ServingError(f"micro-batches must be an integer >= 1, got {self.micro_batches!r}")
         if self.micro_batches > self.batch:
@@ -250,6 +256,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     and passes ``calibrated=True`` so the report says so."""
     check_devices(hw, point.tp, point.pp)
     source.check_split(point.tp, point.pp)
+    source.check_context(point.input_len + point.output_len - 1)
     comp = compute_dtype(point.dtype, hw)
     kv_dtype = point.kv_dtype or comp
     act_b = DTYPE_BYTES[comp]

@@ -207,3 +207,12 @@ def test_phase_kernels_add_up_to_the_phases(hw):
         assert total + passes * launch == pytest.approx(ph["seconds"], rel=1e-9)
         for k in ph["kernels"]:
             assert k["compute_s"] + k["memory_s"] + k["interconnect_s"] == pytest.approx(k["seconds"], rel=1e-9)
+
+
+def test_absurd_sizes_and_learned_positions_one_line(hw):
+    with pytest.raises(ServingError, match="input-len must be at most 16,777,216"):
+        ServingPoint(1, 10 ** 13, 2)
+    from partition.llm.config import ConfigError
+    with pytest.raises(ConfigError, match="gpt2 has 1024 learned positions"):
+        serve(src("gpt2"), hw, ServingPoint(1, 1020, 8, dtype="bf16"))
+    assert serve(src("gpt2"), hw, ServingPoint(1, 1017, 8, dtype="bf16")).ttft_s > 0  # 1024 positions exactly
