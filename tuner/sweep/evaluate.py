@@ -39,7 +39,8 @@ class EvalSettings:
     calibration: Any = None
 
     def blob(self) -> str:
-        d = {"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
+        d = {"models": [[m.label, m.name, m.onnx, m.trials] + ([m.llm.to_dict()] if m.llm else [])
+                        for m in self.models],
              "objective": self.objective, "seed": self.seed,
              "share_cost_model": self.share_cost_model, "warm_start": self.warm_start}
         if self.calibration is not None:
@@ -168,6 +169,28 @@ def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
     return CostModel(CostModelConfig(max_rows=SHARED_MODEL_ROWS))
 
 
+def llm_metrics(m: ModelSpec, hw, log: Path) -> dict[str, Any]:
+    """One serving point of a decoder LLM (``tuner.llm.serve_llm``) as a sweep's model figures:
+    ``latency_s`` is the end-to-end time of the batch, ``energy_j`` its energy; the serving figures
+    (``ttft_ms``, ``tpot_ms``, throughput, memory, ...) under ``llm``."""
+    from partition.llm.source import source_for
+    from sim.graph.serving import ServingPoint
+    from tuner.llm import serve_llm
+    p = m.llm
+    point = ServingPoint(p.batch, p.input_len, p.output_len, tp=p.tp, pp=p.pp, dtype=p.dtype, kv_dtype=p.kv_dtype)
+    r = serve_llm(source_for(p.model), hw, point, log=str(log) if m.trials else None, trials=m.trials)
+    d = r.to_dict()
+    lat, en = r.e2e_s, d["energy_j_per_token"] * p.batch * p.output_len
+    keep = ("ttft_ms", "tpot_ms", "e2e_ms", "throughput_tok_s", "throughput_tok_s_per_device",
+            "energy_j_per_token", "memory", "calibrated")
+    return json_safe({
+        "latency_s": lat, "energy_j": en, "edp": lat * en, "utilization": None, "macs": None,
+        "measurements": int(m.trials),
+        "breakdown": {"accelerator": {"latency_s": lat, "energy_j": en}},
+        "kernels": [], "summary": {}, "llm": {**p.to_dict(), **{k: d[k] for k in keep},
+                                             "attention": d["phases"]["decode"]["attention_form"]}})
+
+
 def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """One results row. ``history``: the finished rows of the points before this one in its chain
     (see the module docstring). A model that cannot run on this machine (a ValueError: nothing fits
@@ -192,6 +215,12 @@ def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[
     solved: dict[str, warm.Solved] = {}
     try:
         for m in settings.models:
+            if m.llm is not None:
+                t1 = time.perf_counter()
+                res = llm_metrics(m, hw, rec_dir / f"{point.key}.{m.label}.jsonl")
+                res["tune_s"] = time.perf_counter() - t1
+                row["models"][m.label] = res
+                continue
             g = model_graph(m, state)
             t1 = time.perf_counter()
             # One log per point and model: records are keyed by hardware, so a point only ever
