@@ -14,7 +14,7 @@ error on the total latency (target: median <= 20 %).
 The chip compresses ifmaps and ofmaps on its link by run-length coding (RLC) and the preset does
 not; ``--rlc-zeros Z`` (default 0.4, the middle of the 0-80 % of zeros the paper reports) shows
 what that compression would change: Eyeriss's RLC packs three (5-bit run, 16-bit value) pairs in
-a 64-bit word (JSSC 2017 Sec. V-B), so a stream with a fraction Z of zeros (runs of up to 31
+a 64-bit word (JSSC 2017, its RLC description), so a stream with a fraction Z of zeros (runs of up to 31
 zeros folded into the next pair) takes (1 - Z) x 21/16 x 64/63 of its raw bits (never more than
 raw: the chip may send raw data); weights are not compressed. Our per-tensor DRAM words of the
 layer give the link's effective speed-up, applied to the DRAM level's bandwidths.
@@ -22,7 +22,7 @@ layer give the link's effective speed-up, applied to the DRAM level's bandwidths
 A second table costs the 13 convolutions of VGG-16 at batch 3 with the mapping left to the tool,
 beside the chip's measured total latency per layer from JSSC 2017 Table VI (as transcribed in
 cucapra/fodlam, data/eyeriss-vgg16.csv); there the chip ran at 20-40 % of its MAC peak on the
-layers with wide feature maps (its global-buffer accesses per MAC are four times AlexNet's), which
+layers with wide feature maps (its global-buffer accesses per MAC are 2.6-5 times AlexNet's), which
 the tool's own mapping avoids, so ours is faster there: the table says so rather than hide it.
 
 The core is ``sim.validate.eyeriss`` (``compare``, ``vgg16``; tests/sim/test_validate_eyeriss.py

@@ -26,6 +26,7 @@ start from them, so the mapper's space holds the chip's own dataflow.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -125,16 +126,21 @@ def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 256) -> 
     or as many filter sets as the rows hold, r filling the rows left; the widest PE set e; n = 1
     or all; m from p t upward until the buffer is full), at most ``limit`` of them, the
     largest p and q first; [] when RS does not apply."""
+    return list(_candidates(hier, nest, limit))
+
+
+@functools.lru_cache(maxsize=512)   # pure in frozen values; the default policy and the tuner both ask
+def _candidates(hier: Hierarchy, nest: Nest, limit: int) -> tuple[Mapping, ...]:
     bounds = dict(nest.bounds)
     if not all(d in bounds for d in CONV_DIMS):
-        return []
+        return ()
     g = _fanout_level(hier)
     if g is None or g == len(hier.levels) - 1:
-        return []
+        return ()
     fx, fy = hier.fanout(g)
     R, M, C, N, P = (bounds[d] for d in ("R", "M", "C", "N", "P"))
     if R > fy:
-        return []
+        return ()
     e = _divisor(P, fx)
     out: list[Mapping] = []
 
@@ -157,8 +163,8 @@ def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 256) -> 
                         break
                     out.append(m)
                     if len(out) >= limit:
-                        return out
-    return out
+                        return tuple(out)
+    return tuple(out)
 
 
 __all__ = ["RowStationary", "row_stationary", "row_stationary_candidates"]

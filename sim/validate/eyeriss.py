@@ -10,7 +10,7 @@ has the row-stationary candidates in its space), every figure walked tile by til
 
 RLC: the chip compresses ifmaps and ofmaps on its link by run-length coding and the presets do
 not; ``rlc_hardware`` shows what that would change. Eyeriss's RLC packs three (5-bit run, 16-bit
-value) pairs in a 64-bit word (JSSC 2017 Sec. V), so a stream with a fraction Z of zeros (runs of
+value) pairs in a 64-bit word (JSSC 2017, its RLC description), so a stream with a fraction Z of zeros (runs of
 up to 31 zeros folded into the next pair) takes (1 - Z) x 21/16 x 64/63 of its raw bits (never
 more than raw); weights go raw. Our per-tensor DRAM words of the layer give the link's effective
 speed-up, applied to the outermost level's bandwidths.

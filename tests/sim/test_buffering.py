@@ -5,12 +5,14 @@ import dataclasses
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from sim.cost.movement import evaluate
 from sim.cost.walk import walk
 from sim.hw.config import HardwareConfig, HardwareError, load_hw
 from sim.hw.config_hierarchy import hierarchy_of
 from sim.hw.hierarchy import HierarchyError, StorageLevel, parse_buffering
-from tests.sim.test_walk import _two_level
+from tests.sim.test_walk import _counts, _two_level, bounded_cases
 
 
 def _with(buffer_words: int, mode: str, dram_bw: float = 1.0):
@@ -114,3 +116,24 @@ def test_eyeriss_states_what_the_chip_does():
     modes = {lv.name: lv.buffering for lv in load_hw("eyeriss").levels}
     assert modes == {"DRAM": "auto", "shared_glb": "auto", "ifmap_spad": "stream", "weights_spad": "stream",
                      "psum_spad": "stream"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(bounded_cases(), st.sampled_from([1, 4, 1 << 14]), st.data())
+def test_any_stated_buffering_keeps_the_counts_and_the_bound(case, cap, data):
+    """Random nests, hierarchies with bounded ports and random per-level modes: the counts are
+    the closed form's and the walk is never faster than the closed form; streaming every level
+    (no transfer ever holds a block up) never costs more than single-buffering every level."""
+    hier, nest, mapping = case
+    modes = ("auto", "single", "double", "stream")
+    levels = tuple(dataclasses.replace(lv, buffering=data.draw(st.sampled_from(modes))) for lv in hier.levels)
+    stated = dataclasses.replace(hier, levels=levels)
+    ev = evaluate(stated, nest, mapping)
+    w = walk(stated, nest, mapping, max_steps=cap)
+    assert _counts(w.evaluation.levels) == _counts(ev.levels)
+    assert w.cycles >= ev.cycles
+    # streaming everywhere never costs more than single-buffering everywhere
+    every = {m: walk(dataclasses.replace(hier, levels=tuple(dataclasses.replace(lv, buffering=m) for lv in
+                                                                   hier.levels)), nest, mapping, max_steps=cap).cycles
+             for m in ("single", "stream")}
+    assert ev.cycles <= every["stream"] <= every["single"]
