@@ -25,6 +25,7 @@ model's cycles) exceed the best cycles so far cannot win and is not evaluated. M
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -209,6 +210,12 @@ def row_stationary_rows(space: Mapspace, hier: Hierarchy, nest: Nest) -> np.ndar
     """The gene rows of the legal row-stationary mappings (``sim.mapping.row_stationary``) that
     lie in ``space``: a convolution on a hierarchy with one fan-out level always has Eyeriss's
     own dataflow among its candidates, however few samples a search draws."""
+    return _row_stationary_rows(hier, nest, space.spec).copy()
+
+
+@functools.lru_cache(maxsize=512)   # pure in frozen values; the default policy and the tuner's mapper both ask
+def _row_stationary_rows(hier: Hierarchy, nest: Nest, spec) -> np.ndarray:
+    space = Mapspace.build(spec)
     rows = []
     for m in row_stationary_candidates(hier, nest):
         try:

@@ -121,7 +121,7 @@ def _divisors(x: int, at_most: int) -> list[int]:
     return [d for d in range(1, min(x, at_most) + 1) if x % d == 0]
 
 
-def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 256) -> list[Mapping]:
+def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 128) -> list[Mapping]:
     """Legal RS mappings of ``nest`` on ``hier`` over a grid of the parameters (every p, q; t = 1
     or as many filter sets as the rows hold, r filling the rows left; the widest PE set e; n = 1
     or all; m from p t upward until the buffer is full), at most ``limit`` of them, the
