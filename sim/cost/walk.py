@@ -36,7 +36,13 @@ block, which shares the ports with the next step's prefetch. ``W_j[x]``: the buf
 fills must be free. Double-buffered (the level's capacity holds two of each tile it keeps, and
 so does every level it fills), the tile it replaces is the one before the previous load: W =
 C[p-1] with p the engine's previous job step, so the load overlaps the compute on the current
-tile. Single-buffered: W = C[x-1], it waits until that compute is done. The feeders of level j
+tile. Single-buffered: W = C[x-1], it waits until that compute is done. Each level states its
+buffering per tensor (``StorageLevel.buffering``): ``double`` and ``single`` as above, ``auto``
+double exactly when the capacity holds two of each tile (the rule before levels stated it), and
+``stream`` (a FIFO or line buffer): the tensor's fills, the parent reads feeding them and the
+partial sums it drains are the traffic of the blocks that use the tile, spread evenly over the
+walked steps it stays resident, so they lengthen a block only where its ports need longer than
+its compute and never hold one up before it starts. The feeders of level j
 are the levels its tensors come from (each one's next outer keeper): a scratchpad fills from the
 buffer above only once that buffer has the data, which is the serial pipeline fill; sibling
 scratchpads fed by the same buffer fill side by side. A block lasts

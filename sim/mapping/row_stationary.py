@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from ..hw.hierarchy import Hierarchy
 from ..workload.nest import Nest
-from .mapping import LevelMapping, Mapping, MappingError
+from .mapping import LevelMapping, Mapping
 
 CONV_DIMS = ("N", "C", "M", "R", "S", "P", "Q")
 
@@ -122,11 +122,23 @@ def _divisors(x: int, at_most: int) -> list[int]:
 
 
 def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 128) -> list[Mapping]:
-    """Legal RS mappings of ``nest`` on ``hier`` over a grid of the parameters (every p, q; t = 1
-    or as many filter sets as the rows hold, r filling the rows left; the widest PE set e; n = 1
-    or all; m from p t upward until the buffer is full), at most ``limit`` of them, the
-    largest p and q first; [] when RS does not apply."""
+    """Legal RS mappings of ``nest`` on ``hier``, the fullest PEs first: for every p, the largest
+    q whose per-PE tiles fit (more reuse per spad fill); t = 1 or as many filter sets as the rows
+    hold, r filling the rows left; the widest PE set e; n = 1 or all; the largest m the buffer
+    holds. At most ``limit`` of them; [] when RS does not apply."""
     return list(_candidates(hier, nest, limit))
+
+
+def _fits(hier: Hierarchy, nest: Nest, m: Mapping) -> bool:
+    """Whether every level holds its tiles (the capacity rule of ``Mapping.check``; the rest of
+    that check holds by construction)."""
+    for i, lv in enumerate(hier.levels):
+        if lv.capacity_words is None:
+            continue
+        words = sum(m.tile_words(nest, i, ds.name) for ds in nest.data_spaces if m.keeps(hier, i, ds.name))
+        if words > lv.capacity_words:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=512)   # pure in frozen values; the default policy and the tuner both ask
@@ -142,28 +154,31 @@ def _candidates(hier: Hierarchy, nest: Nest, limit: int) -> tuple[Mapping, ...]:
     if R > fy:
         return ()
     e = _divisor(P, fx)
+
+    def rs(mm, n, p, q, r, t):
+        return row_stationary(hier, nest, RowStationary(m=mm * p * t, n=n, e=e, p=p, q=q, r=r, t=t))
+
     out: list[Mapping] = []
-
-    def legal(m: Mapping) -> bool:
-        try:
-            m.check(hier, nest)
-            return True
-        except MappingError:
-            return False
-
-    # the fullest PEs first (p, q largest: most reuse per spad fill), so the limit cuts the least
-    for p, q in itertools.product(_divisors(M, M)[::-1], _divisors(C, C)[::-1]):
-        if not legal(row_stationary(hier, nest, RowStationary(m=p, n=1, e=1, p=p, q=q, r=1, t=1))):
-            continue                                   # the per-PE tiles of (p, q) do not fit
-        for t, r in {(t, _divisor(C // q, fy // (R * t))) for t in (1, _divisor(M // p, fy // R))}:
+    for p in _divisors(M, M)[::-1]:
+        # the per-PE tiles grow with q: the largest q whose smallest mapping fits
+        q = next((q for q in _divisors(C, C)[::-1] if _fits(hier, nest, rs(1, 1, p, q, 1, 1))), None)
+        if q is None:
+            continue
+        for t, r in sorted({(t, _divisor(C // q, fy // (R * t))) for t in (1, _divisor(M // p, fy // R))}):
             for n in sorted({1, N}):
-                for mm in _divisors(M // (p * t), M):       # a bigger m only fills the buffer more
-                    m = row_stationary(hier, nest, RowStationary(m=mm * p * t, n=n, e=e, p=p, q=q, r=r, t=t))
-                    if not legal(m):
-                        break
-                    out.append(m)
-                    if len(out) >= limit:
-                        return tuple(out)
+                mms = _divisors(M // (p * t), M)
+                lo, hi = 0, len(mms) - 1                 # the buffer's tiles grow with m: bisect
+                if not _fits(hier, nest, rs(mms[0], n, p, q, r, t)):
+                    continue
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if _fits(hier, nest, rs(mms[mid], n, p, q, r, t)):
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                out.append(rs(mms[lo], n, p, q, r, t))
+                if len(out) >= limit:
+                    return tuple(out)
     return tuple(out)
 
 
