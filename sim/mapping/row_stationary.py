@@ -27,12 +27,11 @@ start from them, so the mapper's space holds the chip's own dataflow.
 from __future__ import annotations
 
 import functools
-import itertools
 from dataclasses import dataclass
 
 from ..hw.hierarchy import Hierarchy
 from ..workload.nest import Nest
-from .mapping import LevelMapping, Mapping
+from .mapping import LevelMapping, Mapping, prime_factors
 
 CONV_DIMS = ("N", "C", "M", "R", "S", "P", "Q")
 
@@ -64,9 +63,23 @@ def _fanout_level(hier: Hierarchy) -> int | None:
     return fan[0] if len(fan) == 1 else None
 
 
+@functools.lru_cache(maxsize=4096)
+def _all_divisors(x: int) -> tuple[int, ...]:
+    """Every divisor of ``x``, ascending, from its prime factors (a dim may be large)."""
+    out = {1}
+    for p in prime_factors(x):
+        out |= {d * p for d in out}
+    return tuple(sorted(out))
+
+
+def _divisors(x: int, at_most: int) -> list[int]:
+    """The divisors of ``x`` not above ``at_most``, ascending."""
+    return [d for d in _all_divisors(x) if d <= at_most]
+
+
 def _divisor(size: int, at_most: int) -> int:
     """The largest divisor of ``size`` not above ``at_most`` (at least 1)."""
-    return max(d for d in range(1, max(1, min(size, at_most)) + 1) if size % d == 0)
+    return max(_divisors(size, max(1, at_most)))
 
 
 def row_stationary(hier: Hierarchy, nest: Nest, rs: RowStationary) -> Mapping | None:
@@ -117,10 +130,6 @@ def _units(factors: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
     return tuple((d, f) for d, f in factors if f > 1)
 
 
-def _divisors(x: int, at_most: int) -> list[int]:
-    return [d for d in range(1, min(x, at_most) + 1) if x % d == 0]
-
-
 def row_stationary_candidates(hier: Hierarchy, nest: Nest, limit: int = 128) -> list[Mapping]:
     """Legal RS mappings of ``nest`` on ``hier``, the fullest PEs first: for every p, the largest
     q whose per-PE tiles fit (more reuse per spad fill); t = 1 or as many filter sets as the rows
@@ -158,25 +167,31 @@ def _candidates(hier: Hierarchy, nest: Nest, limit: int) -> tuple[Mapping, ...]:
     def rs(mm, n, p, q, r, t):
         return row_stationary(hier, nest, RowStationary(m=mm * p * t, n=n, e=e, p=p, q=q, r=r, t=t))
 
+    def largest(options: list[int], ok) -> int | None:
+        """The largest option passing ``ok``, which holds for every option below one that does."""
+        if not options or not ok(options[0]):
+            return None
+        lo, hi = 0, len(options) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if ok(options[mid]) else (lo, mid - 1)
+        return options[lo]
+
     out: list[Mapping] = []
-    for p in _divisors(M, M)[::-1]:
-        # the per-PE tiles grow with q: the largest q whose smallest mapping fits
-        q = next((q for q in _divisors(C, C)[::-1] if _fits(hier, nest, rs(1, 1, p, q, 1, 1))), None)
+    # the per-PE tiles grow with p and q, the buffer's with m: bisect for the largest that fit, and
+    # try the 12 largest p that fit at all (a dim may have hundreds of divisors)
+    ps = _divisors(M, M)
+    p_max = largest(ps, lambda p: _fits(hier, nest, rs(1, 1, p, 1, 1, 1)))
+    for p in ([] if p_max is None else [x for x in ps if x <= p_max][-12:][::-1]):
+        q = largest(_divisors(C, C), lambda q: _fits(hier, nest, rs(1, 1, p, q, 1, 1)))
         if q is None:
             continue
         for t, r in sorted({(t, _divisor(C // q, fy // (R * t))) for t in (1, _divisor(M // p, fy // R))}):
             for n in sorted({1, N}):
-                mms = _divisors(M // (p * t), M)
-                lo, hi = 0, len(mms) - 1                 # the buffer's tiles grow with m: bisect
-                if not _fits(hier, nest, rs(mms[0], n, p, q, r, t)):
+                mm = largest(_divisors(M // (p * t), M), lambda mm: _fits(hier, nest, rs(mm, n, p, q, r, t)))
+                if mm is None:
                     continue
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    if _fits(hier, nest, rs(mms[mid], n, p, q, r, t)):
-                        lo = mid
-                    else:
-                        hi = mid - 1
-                out.append(rs(mms[lo], n, p, q, r, t))
+                out.append(rs(mm, n, p, q, r, t))
                 if len(out) >= limit:
                     return tuple(out)
     return tuple(out)
