@@ -76,7 +76,9 @@ class Rule:
     """What one field accepts. ``kind``: 'int' or 'num' (finite, in [lo, hi], ``unit`` for
     messages and docs), 'bool', 'str' (at most ``hi`` printable characters), 'symbol' (a name
     that becomes part of external function symbols), 'names' (a list of distinct non-empty
-    names, at most ``hi`` of them) or 'choice' (one of ``choices``). Sections added later reuse
+    names, at most ``hi`` of them), 'choice' (one of ``choices``) or 'buffering' (a storage level's
+    buffering: one of ``choices`` for every tensor it keeps, or ``Tensor:mode`` pairs separated by
+    commas, ``sim.hw.hierarchy.parse_buffering``). Sections added later reuse
     these kinds; a field's rule is in its dataclass metadata, so docs and checks never drift."""
     kind: str
     lo: float | None = None
@@ -99,6 +101,8 @@ class Rule:
             return f"name of letters, digits, '_', '.', '-' (at most {self.hi:g})"
         if self.kind == "names":
             return f"list of distinct names (at most {self.hi:g})"
+        if self.kind == "buffering":
+            return f"one of {', '.join(self.choices)}, or Tensor:mode pairs (e.g. 'Inputs:stream,Outputs:double')"
         return "one of " + ", ".join(self.choices)
 
     def check(self, path: str, v: Any) -> None:
@@ -135,6 +139,12 @@ class Rule:
         elif k == "choice":
             if not isinstance(v, str) or v not in self.choices:
                 _fail(path, f"one of {', '.join(self.choices)}", v)
+        elif k == "buffering":
+            from .hierarchy import HierarchyError, parse_buffering
+            try:
+                parse_buffering(v)
+            except HierarchyError as e:
+                _fail(path, f"{self.describe()} ({e})", v)
         else:
             raise AssertionError(f"unknown rule kind {k!r} for {path}")
 
@@ -379,6 +389,7 @@ def _pattern_names() -> frozenset[str]:
 TENSORS = ("Weights", "Inputs", "Outputs")
 MAX_LEVELS = 16
 ARITHMETIC_NAME = "MAC"  # the array, as the hierarchy names it below the last level
+BUFFERING_MODES = ("auto", "single", "double", "stream")  # sim.hw.hierarchy.BUFFERING_MODES, same order
 NO_LIMIT = 1e12  # a bandwidth of 1e12 words/cycle: no throttling (as buffers.sram_bytes_per_cycle)
 
 
@@ -413,6 +424,11 @@ class LevelConfig(_Section):
     keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
                                 + "); the others bypass it; [] = a network level that holds nothing, costs "
                                   "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
+    buffering: str = _R("buffering", "auto", "how the tile-level walk refills the level, per tensor it keeps: "
+                        "single (a load waits for the compute on the tile it replaces), double (the next tile "
+                        "loads while the compute uses this one; capacity_words is one buffer's), stream (a "
+                        "FIFO / line buffer: refills flow in while the compute consumes them), auto (double "
+                        "when the capacity holds two of every tile, else single)", choices=BUFFERING_MODES)
 
     def instance_area_um2(self) -> float:
         """One instance: its fixed area plus its capacity at ``area_um2_per_word``."""
@@ -427,6 +443,11 @@ class LevelConfig(_Section):
         if bad:
             raise HardwareError(f"hardware.levels.{self.name}.keeps lists {', '.join(map(repr, bad))}; "
                                 f"tensors are {', '.join(TENSORS)}")
+        from .hierarchy import parse_buffering
+        stray = [t for t in parse_buffering(self.buffering) if t and t not in self.keeps]
+        if stray:  # a mode for a tensor the level never holds is a mistake, not a no-op
+            raise HardwareError(f"hardware.levels.{self.name}.buffering names {', '.join(stray)}, which the level "
+                                f"does not keep (keeps: {', '.join(self.keeps) or 'nothing'})")
 
 
 def _check_levels(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> None:
@@ -562,7 +583,7 @@ class HardwareConfig:
             if every_section or sec not in _OPTIONAL_SECTIONS or v != _SECTIONS[sec]():
                 d[sec] = _section_dict(v)
         if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
-            d["levels"] = [_section_dict(lv) for lv in self.levels]
+            d["levels"] = [_level_dict(lv) for lv in self.levels]
         return d
 
     @classmethod
@@ -700,6 +721,15 @@ class HardwareConfig:
 
 def _section_dict(sec: Any) -> dict[str, Any]:
     return {f.name: (list(v) if isinstance(v := getattr(sec, f.name), tuple) else v) for f in fields(sec)}
+
+
+def _level_dict(lv: "LevelConfig") -> dict[str, Any]:
+    """A level as files and fingerprints hold it: ``buffering`` only when it is not the default
+    'auto', so every config written before the field existed keeps its fingerprint."""
+    d = _section_dict(lv)
+    if d["buffering"] == "auto":
+        del d["buffering"]
+    return d
 
 
 def _levels_from(val: Any) -> list[dict[str, Any]]:
