@@ -145,6 +145,8 @@ def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
 def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
     """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
     tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
+    With a ``kernels`` section, MACs at the operand width's rate and words in its bytes (the
+    sustained fractions stay out: this is the peak's bound).
     Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
     traffic bound drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the
     bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
@@ -154,6 +156,11 @@ def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0
     compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
     reads = sum(nest.size(ds.name) for ds in nest.data_spaces if not ds.read_write)
     writes = nest.size(nest.output.name)
+    if hw.kernels.active:  # the operand width's peak rate; its bytes in the level's words
+        compute = math.ceil(nest.macs / hier.arithmetic.instances / hw.kernels.rate(wl.dtype_bytes)) \
+            + _epilogue_cycles(wl, hw)
+        scale = wl.dtype_bytes * 8 / top.word_bits
+        reads, writes = reads * scale, writes * scale
     traffic = 0.0
     if top.read_bandwidth is not None:
         traffic = max(traffic, reads / top.read_bandwidth)

@@ -102,3 +102,13 @@ def test_vector_kernels_stream_at_the_sustained_fraction_in_bytes_of_their_eleme
     assert t >= bytes_moved / (hw.dram.bytes_per_cycle * hw.clock_hz * 0.468) * 0.999
     npu = load_hw("cloud-npu")
     assert vector_hw(sm, npu) is npu
+
+
+@pytest.mark.parametrize("dtype_bytes", [1, 2, 4])
+def test_a_kernel_is_never_faster_than_its_roofline_at_its_width(dtype_bytes):
+    hw = load_hw("a100-sxm-80gb")
+    wl = Workload.gemm(16, 4096, 4096, dtype_bytes=dtype_bytes)  # weight-bound
+    r = simulate(wl, hw)
+    peak_bw = hw.dram.bytes_per_cycle * hw.clock_hz
+    assert r.roofline_cycles <= r.total_cycles
+    assert r.latency_s >= 4096 * 4096 * dtype_bytes / peak_bw

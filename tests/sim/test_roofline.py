@@ -13,14 +13,14 @@ from sim import default_schedule
 
 PRESETS = sim.hw.presets.names()
 MODELS = [m.name for m in list_models()]
-# GPU-class presets (kernels.waves: 100+ cores to map on) cost a mapping search of about a second
+# GPU and LLM presets (a kernels section; 100+ cores to map on) cost a mapping search of about a second
 # a kernel: here they run the transformer models, their workload, so that the suite stays fast;
 # their one-op costs are bounded against peak compute and bandwidth in tests/tuner/test_measured.py.
 GPU_MODELS = ("byoc_demo", "bert_tiny")
 
 
 def _models(preset: str) -> list[str]:
-    return [m for m in MODELS if m in GPU_MODELS] if load_hw(preset).kernels.waves else MODELS
+    return [m for m in MODELS if m in GPU_MODELS] if load_hw(preset).kernels.active else MODELS
 
 
 PAIRS = [(m, p) for p in PRESETS for m in _models(p)]

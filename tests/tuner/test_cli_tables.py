@@ -26,7 +26,7 @@ def test_task_labels_are_unique_and_complete_over_every_model_and_preset():
     keys = set()
     for preset in sim.hw.presets.names():
         hw = sim.load_hw(preset)
-        if hw.kernels.waves:  # GPU-class presets: a second of mapping search a kernel; their kernels'
+        if hw.kernels.active:  # GPU and LLM presets: a second of mapping search a kernel; their kernels'
             continue          # workload keys are the ones every other preset gives these models
         for m in list_models():
             try:
