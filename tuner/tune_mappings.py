@@ -26,8 +26,7 @@ from sim.hw.config_hierarchy import hierarchy_of
 from sim.mapping.policy import default_mapping, rank_keys
 from sim.mapping.mapspace_sim import to_mapping
 from sim.cost.movement import evaluate
-from sim.cost.multilevel import kernel_mapping
-from sim.workload.nest import nest_from_workload
+from sim.cost.multilevel import kernel_mapping, kernel_nest
 
 from .search.mapper import search_mapping
 from .search.measure import Measurer, TileMeasurer
@@ -72,7 +71,7 @@ def tune_mapping(task: Task, hw: HardwareConfig, objective: str = "latency",
     wl = task.workload
     measurer = measurer if measurer is not None else TileMeasurer()
     top = max(1, measure_top)
-    hier, nest = hierarchy_of(hw), nest_from_workload(wl)
+    hier, nest = hierarchy_of(hw), kernel_nest(wl, hw)  # padded for waves where hw says so
     # the seed: the default mapping (what an untuned plan runs), or for energy and EDP the default
     # policy's pick for that metric when it ranks better there
     start, _, ev0 = kernel_mapping(wl, hw)

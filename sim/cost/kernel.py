@@ -23,6 +23,23 @@ from ..mapping.defaults import default_schedule
 FIDELITIES = ("analytical", "tile")
 
 
+@lru_cache(maxsize=256)  # pure in two frozen values
+def _sustained_dram(hw: HardwareConfig, fraction: float) -> HardwareConfig:
+    return hw.with_overrides({"dram.bytes_per_cycle": hw.dram.bytes_per_cycle * fraction})
+
+
+def vector_hw(wl: Workload, hw: HardwareConfig) -> HardwareConfig:
+    """The machine a vector kernel is costed on: ``hw`` with its DRAM at the fraction of peak that
+    ``hw.kernels`` says such a kernel sustains (``KernelsConfig.dram_fraction_of``), in words of
+    the kernel's element size (the model counts words of ``array.word_bytes``); ``hw`` itself
+    for MAC kernels and for machines without a ``kernels`` section."""
+    if wl.is_mac or not hw.kernels.active:
+        return hw
+    # in words of array.word_bytes: elements of another size move word_bytes/dtype_bytes as many
+    f = hw.kernels.dram_fraction_of(wl.kind) * hw.array.word_bytes / wl.dtype_bytes
+    return hw if f == 1.0 else _sustained_dram(hw, f)
+
+
 def _check_epilogue(wl: Workload, hw: HardwareConfig, s: Schedule) -> None:
     for op in s.epilogue:
         if op not in wl.epilogue:
@@ -91,6 +108,7 @@ def simulate(workload: Workload, hw: HardwareConfig, schedule: Schedule | None =
     ``ScheduleError``."""
     if fidelity not in FIDELITIES:
         raise ValueError(f"fidelity must be one of {', '.join(FIDELITIES)}, got {fidelity!r}")
+    hw = vector_hw(workload, hw)
     s = schedule if schedule is not None else default_schedule(workload, hw)
     if s.mapping is not None and not (hw.levels and workload.is_mac):
         raise ScheduleError(f"a schedule's mapping applies to MAC kernels on a machine with storage levels; "
@@ -133,6 +151,7 @@ def tile_cycles(workload: Workload, hw: HardwareConfig, schedule: Schedule) -> i
     An illegal schedule raises ``ScheduleError`` as ``simulate`` does."""
     if hw.levels and workload.is_mac:
         return simulate(workload, hw, schedule, fidelity="tile").total_cycles
+    hw = vector_hw(workload, hw)
     schedule.check(workload, hw)
     _check_epilogue(workload, hw, schedule)
     return int(round(simulate_tiles(workload, hw, schedule)["total_cycles"]))
@@ -144,6 +163,7 @@ def simulate_batch(workload: Workload, hw: HardwareConfig,
     or a mapping of its columns. Returns arrays: ``valid`` (fits the buffers, dataflow supported),
     ``total_cycles`` (inf where not valid), ``compute_cycles``, ``stall_cycles``, ``dram_bytes``,
     ``energy_pj``, ``latency_s``, ``roofline_cycles`` (a scalar)."""
+    hw = vector_hw(workload, hw)
     if isinstance(schedules, ScheduleArrays):
         s = schedules
     elif isinstance(schedules, Mapping):

@@ -17,6 +17,14 @@ throttling, energy with leakage. The kernel's report then reads:
   ``leakage`` (every level's), ``vector`` (epilogue ops), ``register`` 0 (the per-PE levels are
   levels here).
 
+On a machine whose ``kernels`` section says so (a GPU preset), two things more: with
+``kernels.waves`` a GEMM's larger output dim is padded up to a multiple of the fan-outs that are
+not powers of two (108 SMs: thread blocks run in waves, the last one part idle) before it is
+mapped (``kernel_nest``); and the cycles are the roofline of the mapping's own counts at what the
+machine sustains (``sustained_cycles``): the MACs' temporal iterations at the operand width's rate
+times ``kernels.mac_fraction``, every level's reads and writes at its bandwidth (the outermost at
+``kernels.dram_fraction`` of it), plus ``kernels.mac_overhead_s``.
+
 The default mapping is a pure function of (workload, hardware): chosen once and memoised, the same
 in ``simulate``, the tuner and the device runtime. A tuned plan stores its mappings in its
 schedules (``Schedule.mapping``), so ``run`` costs a kernel as the plan predicted. The other fields
@@ -52,6 +60,57 @@ from ..workload.workload import Workload
 _OPERAND = {"Inputs": "ifmap", "Weights": "weight", "Outputs": "output"}
 
 
+def _pow2(n: int) -> bool:
+    return n & (n - 1) == 0
+
+
+def padded_workload(wl: Workload, hw: HardwareConfig) -> Workload:
+    """``wl`` as a machine with ``kernels.waves`` maps it: a GEMM's larger output dim (M or N)
+    padded up to a multiple of the least common multiple of the fan-outs that are not powers of
+    two; any other workload, or any other machine, as it is."""
+    if wl.kind != "gemm" or not hw.kernels.waves or not hw.levels:
+        return wl
+    from ..hw.config import resolved_fanouts
+    odd = [f for fx, fy in resolved_fanouts(hw.levels, hw.array) for f in (fx, fy) if f > 1 and not _pow2(f)]
+    if not odd:
+        return wl
+    step = math.lcm(*odd)
+    d = wl.d
+    dim = "m" if d["m"] >= d["n"] else "n"
+    if d[dim] % step == 0:
+        return wl
+    dims = {**d, dim: -(-d[dim] // step) * step}
+    return Workload.gemm(dims["m"], dims["n"], dims["k"], batch=dims["b"], dtype_bytes=wl.dtype_bytes,
+                         epilogue=wl.epilogue)
+
+
+def kernel_nest(wl: Workload, hw: HardwareConfig) -> Nest:
+    """The loop nest a MAC workload is mapped as on ``hw`` (``padded_workload``'s)."""
+    return nest_from_workload(padded_workload(wl, hw))
+
+
+def sustained_cycles(ev: Evaluation, hier: Hierarchy, wl: Workload, hw: HardwareConfig) -> int:
+    """The cycles of evaluation ``ev`` on a machine with a ``kernels`` section: the larger of the
+    MACs' temporal iterations at the operand width's rate x ``mac_fraction`` and every level's
+    per-instance reads and writes at its bandwidth (the outermost at ``dram_fraction`` of it), in
+    bytes of the kernel's elements (an fp32 kernel on a machine of 16-bit words moves twice the
+    bytes its word counts say), plus ``mac_overhead_s``. Without the section, ``ev.cycles`` as the model gives them."""
+    k = hw.kernels
+    if not k.active:
+        return ev.cycles
+    t = ev.compute_cycles / (k.rate(wl.dtype_bytes) * k.mac_fraction)
+    for i, (lv, res) in enumerate(zip(hier.levels, ev.levels)):
+        # a level's words are of its word_bits; the kernel's elements are dtype_bytes each
+        frac = (k.dram_fraction if i == 0 else 1.0) * lv.word_bits / 8 / wl.dtype_bytes
+        rd = sum(c.reads for _, c in res.tensors)
+        wr = sum(c.fills + c.updates for _, c in res.tensors)
+        if lv.read_bandwidth is not None:
+            t = max(t, rd / (lv.read_bandwidth * frac))
+        if lv.write_bandwidth is not None:
+            t = max(t, wr / (lv.write_bandwidth * frac))
+    return int(math.ceil(t + k.mac_overhead_s * hw.clock_hz))
+
+
 def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
     """The mapping of a MAC workload on ``hw``'s hierarchy (fewest cycles, then least energy),
     the search's statistics and the model's evaluation of it. Kernels that differ only in their
@@ -62,7 +121,7 @@ def kernel_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicySta
 @functools.lru_cache(maxsize=4096)  # pure in two frozen values; asked by costing, tuning and the runtime
 def _nest_mapping(wl: Workload, hw: HardwareConfig) -> tuple[Mapping, PolicyStats, Evaluation]:
     hier = hierarchy_of(hw)
-    nest = nest_from_workload(wl)
+    nest = kernel_nest(wl, hw)
     m, stats = default_mapping(hier, nest, "delay")
     return m, stats, evaluate(hier, nest, m)
 
@@ -73,7 +132,7 @@ def kernel_walk(wl: Workload, hw: HardwareConfig, mapping: Mapping | None = None
     of the kernel's nest; epilogue-free as the nest is. A given mapping must already be checked."""
     wl = wl.with_epilogue(()) if wl.epilogue else wl
     m = mapping if mapping is not None else kernel_mapping(wl, hw)[0]
-    return walk(hierarchy_of(hw), nest_from_workload(wl), m, check=False)
+    return walk(hierarchy_of(hw), kernel_nest(wl, hw), m, check=False)
 
 
 def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
@@ -86,6 +145,8 @@ def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
 def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
     """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
     tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
+    With a ``kernels`` section, MACs at the operand width's rate and words in its bytes (the
+    sustained fractions stay out: this is the peak's bound).
     Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
     traffic bound drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the
     bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
@@ -95,6 +156,11 @@ def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0
     compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
     reads = sum(touched_words(ds, dict(nest.bounds)) for ds in nest.data_spaces if not ds.read_write)
     writes = nest.size(nest.output.name)
+    if hw.kernels.active:  # the operand width's peak rate; its bytes in the level's words
+        compute = math.ceil(nest.macs / hier.arithmetic.instances / hw.kernels.rate(wl.dtype_bytes)) \
+            + _epilogue_cycles(wl, hw)
+        scale = wl.dtype_bytes * 8 / top.word_bits
+        reads, writes = reads * scale, writes * scale
     traffic = 0.0
     if top.read_bandwidth is not None:
         traffic = max(traffic, reads / top.read_bandwidth)
@@ -139,7 +205,7 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
     hier = hierarchy_of(hw)
     if s.mapping is not None:
         m, searched = s.mapping, 0
-        ev = evaluate(hier, nest_from_workload(wl), m)        # checks it against this nest and hierarchy
+        ev = evaluate(hier, kernel_nest(wl, hw), m)        # checks it against this nest and hierarchy
     else:
         m, stats, ev = kernel_mapping(wl, hw)
         searched = stats.evaluations
@@ -149,7 +215,12 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
         ev, fill, drain = w.evaluation, int(w.fill_cycles), int(w.drain_cycles)   # floors: parts add up
     g, mm, n, _ = wl.gemm_view()
     vec = _epilogue_cycles(wl, hw)
-    total = ev.cycles + vec
+    cycles = sustained_cycles(ev, hier, wl, hw)
+    total = cycles + vec
+    # the MACs' busy cycles at the operand width's sustained rate (what a fused function's on-chip
+    # credit can never cut below); the model's own count without a kernels section
+    k = hw.kernels
+    busy = math.ceil(ev.compute_cycles / (k.rate(wl.dtype_bytes) * k.mac_fraction)) if k.active else ev.compute_cycles
     top = ev.levels[0]
     wb_top = hier.levels[0].word_bits / 8
     dram = {op: 0.0 for op in _OPERAND.values()}
@@ -172,8 +243,9 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
               "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
     return KernelReport(
         workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
-        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles - fill - drain),
-        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
+        total_cycles=int(total), compute_cycles=int(min(busy, cycles) + vec),
+        stall_cycles=int(max(0, cycles - busy - fill - drain)),
+        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(cycles), vector_cycles=int(vec), macs=wl.macs,
         dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
         bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
                           "sram": {k: int(round(v)) for k, v in sram.items()}},

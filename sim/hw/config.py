@@ -494,14 +494,53 @@ def resolved_fanouts(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> tup
     return tuple(zip(*out))
 
 
+@dataclass(frozen=True)
+class KernelsConfig(_Section):
+    """How kernels run on a many-core machine (a GPU) beyond its peaks: thread blocks in waves over
+    the cores, the MAC rate of each operand width, and what the machine sustains of its peak rates
+    per kernel class, fitted on measured kernels that ``source`` names. Optional: absent from files
+    and fingerprints at its default, where nothing below changes a cost."""
+    _name = "kernels"
+    waves: bool = _R("bool", False, "tiles run in waves over the cores: a GEMM dim that a fan-out does not "
+                     "divide is padded up to a multiple of it (the idle tail of the last wave) rather than "
+                     "mapped on fewer cores")
+    rate_1byte: float = _num(1.0, 1e-3, 64.0, "x", "MAC rate of 1-byte operands (int8/fp8) relative to "
+                             "array.mac_dtype's")
+    rate_2byte: float = _num(1.0, 1e-3, 64.0, "x", "MAC rate of 2-byte operands (fp16/bf16) relative to "
+                             "array.mac_dtype's")
+    rate_4byte: float = _num(1.0, 1e-3, 64.0, "x", "MAC rate of 4-byte operands (fp32/tf32) relative to "
+                             "array.mac_dtype's")
+    mac_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak MAC rate a large GEMM sustains")
+    dram_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak DRAM bandwidth a streaming "
+                                "kernel sustains")
+    softmax_dram_fraction: float = _num(0.0, 0.0, 1.0, "", "the same for softmax kernels (row max, sum of "
+                                        "exponentials, normalise); 0 = dram_fraction")
+    mac_overhead_s: float = _num(0.0, 0.0, 1e-2, "s", "fixed time of a MAC kernel beyond its launch "
+                                 "(a GEMM library's set-up)")
+    source: str = _R("str", "", "the measured data the fractions and overheads were fitted on", hi=2000)
+
+    @property
+    def active(self) -> bool:
+        return self != KernelsConfig()
+
+    def rate(self, dtype_bytes: int) -> float:
+        """The MAC rate of operands of ``dtype_bytes`` bytes relative to ``array.mac_dtype``'s."""
+        return {1: self.rate_1byte, 2: self.rate_2byte}.get(dtype_bytes, self.rate_4byte)
+
+    def dram_fraction_of(self, kind: str) -> float:
+        """The sustained DRAM fraction of a vector kernel of workload ``kind``."""
+        return self.softmax_dram_fraction if kind == "softmax" and self.softmax_dram_fraction else self.dram_fraction
+
+
 _SECTIONS: dict[str, type] = {
     "array": ArrayConfig, "buffers": BufferConfig, "dram": DramConfig, "vector": VectorConfig,
     "clock": ClockConfig, "host": HostConfig, "link": LinkConfig, "energy": EnergyConfig,
     "area": AreaConfig, "support": SupportConfig, "memory": MemoryConfig, "interconnect": InterconnectConfig,
+    "kernels": KernelsConfig,
 }
 # Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
 # fingerprints) while they hold their defaults, and optional in a complete (packed) config.
-_OPTIONAL_SECTIONS = ("memory", "interconnect")
+_OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels")
 
 
 @dataclass(frozen=True)
@@ -520,6 +559,7 @@ class HardwareConfig:
     support: SupportConfig = field(default_factory=SupportConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     interconnect: InterconnectConfig = field(default_factory=InterconnectConfig)
+    kernels: KernelsConfig = field(default_factory=KernelsConfig)
     # The multi-level hierarchy, outermost first; () = today's one-buffer machine (DRAM ->
     # buffers -> array), costed exactly as before (sim.hw.config_hierarchy derives its hierarchy).
     levels: tuple[LevelConfig, ...] = ()

@@ -1,0 +1,168 @@
+"""accel-tune against measured GPUs (shared/oracle/llm), and GenZ at its defaults on the same points.
+
+    python experiments/validate_llm.py ../shared/oracle/llm [--genz /work/venvs/genz/bin/python] [--json]
+
+Operator rows (measured_ops.jsonl): a one-node fp16 ONNX file per row, costed by
+``accel-tune tune --onnx FILE --hw PRESET --offload all --json`` (in-process, the numbers the CLI
+prints), ``breakdown.device_s + breakdown.launch_s`` against ``measured_s``. Each row is marked
+``fit`` or ``held``: the GPU preset's kernel fractions were fitted (``tuner.measured.fit_fractions``)
+on the ``fit`` half only; the script refits them from that half and prints them beside the preset's,
+and reports the error on the held-out half apart.
+
+Serving rows (measured_serving.jsonl): ``accel-tune llm --model M --hw H --batch B --input-len I
+--output-len O --tp T --dtype D --json``, reading the row's metric; when this accel-tune has no
+``llm`` command, each such row says so.
+
+GenZ (pip ``genz-llm``, in its own environment: ``--genz`` names its interpreter) runs through
+``experiments/adapters/genz_points.py`` on its ``A100_80GB_GPU`` system; without it the column is
+skipped with a note.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from sim.hw.config import load_hw
+from tuner.measured import (MeasuredError, fit_fractions, fit_half, llm_available, op_row, op_seconds,
+                            read_jsonl, rel_error, serving_value, summary)
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_GENZ = "/work/venvs/genz/bin/python"
+
+
+def genz_column(python: str | None, points: list[dict]) -> tuple[list[dict] | None, str]:
+    """GenZ's answers for ``points`` (see adapters/genz_points.py), or None and why not."""
+    if not python or not Path(python).exists():
+        return None, f"GenZ skipped: no GenZ interpreter at {python} (pip install genz-llm in its own venv)"
+    try:
+        r = subprocess.run([python, str(HERE / "adapters" / "genz_points.py")], input=json.dumps(points),
+                           capture_output=True, text=True, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"GenZ skipped: {e}"
+    if r.returncode != 0:
+        return None, f"GenZ skipped: {(r.stderr.strip().splitlines() or ['failed'])[-1]}"
+    return json.loads(r.stdout), "GenZ: genz-llm at its defaults (system A100_80GB_GPU, bf16)"
+
+
+def run(folder: Path, genz: str | None) -> dict:
+    ops = [op_row(d, w) for w, d in read_jsonl(folder / "measured_ops.jsonl")]
+    serving = [d for _, d in read_jsonl(folder / "measured_serving.jsonl")] \
+        if (folder / "measured_serving.jsonl").exists() else []
+    fit, held = fit_half(ops)
+    held_ids = {id(r) for r in held}
+    points = [{"kind": r.op, **r.dims} for r in ops]
+    points += [{"kind": "serving", **{k: d.get(k) for k in ("model", "batch", "input_len", "tp", "metric")}}
+               for d in serving]
+    gz, gz_note = genz_column(genz, points)
+    rows = []
+    for i, r in enumerate(ops):
+        ours = op_seconds(r)
+        g = gz[i] if gz else {"skip": "GenZ not run"}
+        rows.append({"row": r.label, "hw": r.hw, "split": "held" if id(r) in held_ids else "fit",
+                     "measured": r.measured_s, "ours": ours, "ours_error": rel_error(ours, r.measured_s),
+                     "genz": g.get("value"), "genz_error": rel_error(g["value"], r.measured_s) if "value" in g else None,
+                     "genz_note": g.get("skip", "")})
+    has_llm = llm_available()
+    srows = []
+    for j, d in enumerate(serving):
+        label = f"{d['model']} B={d['batch']} I={d['input_len']} O={d['output_len']} tp={d.get('tp', 1)} {d['metric']}"
+        ours, note = None, ""
+        if has_llm:
+            try:
+                ours = serving_value(d)
+            except MeasuredError as e:
+                note = str(e)
+        else:
+            note = "llm command not available"
+        g = gz[len(ops) + j] if gz else {"skip": "GenZ not run"}
+        srows.append({"row": label, "hw": d["hw"], "measured": d["value"], "ours": ours,
+                      "ours_error": rel_error(ours, d["value"]) if ours is not None else None, "ours_note": note,
+                      "genz": g.get("value"), "genz_error": rel_error(g["value"], d["value"]) if "value" in g else None,
+                      "genz_note": g.get("skip", "")})
+    presets = sorted({r.hw for r in ops})
+    refit = {}
+    for h in presets:
+        hw = load_hw(h)
+        refit[h] = {"refit_on_fit_half": fit_fractions([r for r in fit if r.hw == h], hw.pes * 2 * hw.clock_hz,
+                                                       hw.dram.bytes_per_cycle * hw.clock_hz, hw.link.launch_latency_s),
+                    "preset": {k: getattr(hw.kernels, k) for k in ("mac_overhead_s", "mac_fraction", "dram_fraction",
+                                                                   "softmax_dram_fraction")}}
+    return {
+        "operators": rows, "serving": srows, "genz": gz_note, "fractions": refit,
+        "summary": {"ours_all": summary(r["ours_error"] for r in rows),
+                    "ours_fit": summary(r["ours_error"] for r in rows if r["split"] == "fit"),
+                    "ours_held_out": summary(r["ours_error"] for r in rows if r["split"] == "held"),
+                    "genz_same_rows": summary(r["genz_error"] for r in rows),
+                    "ours_on_genz_rows": summary(r["ours_error"] for r in rows if r["genz_error"] is not None),
+                    "serving_ours": summary(r["ours_error"] for r in srows),
+                    "serving_genz": summary(r["genz_error"] for r in srows)}}
+
+
+def _us(x: float | None) -> str:
+    return f"{x * 1e6:10.1f}" if x is not None else f"{'-':>10s}"
+
+
+def _pct(x: float | None) -> str:
+    return f"{x * 100:+7.1f}%" if x is not None else f"{'-':>8s}"
+
+
+def _fmt_summary(s: dict) -> str:
+    if not s.get("rows"):
+        return "no rows"
+    return (f"{s['rows']} rows, median |error| {s['median_abs_error'] * 100:.1f} %, worst "
+            f"{s['worst_abs_error'] * 100:.1f} % (x{s['worst_ratio']:.2f})")
+
+
+def print_table(out: dict) -> None:
+    print(f"{'operator row':34s} {'split':5s} {'measured us':>11s} {'ours us':>10s} {'ours err':>8s} "
+          f"{'GenZ us':>10s} {'GenZ err':>8s}")
+    for r in out["operators"]:
+        print(f"{r['row'][:34]:34s} {r['split']:5s} {_us(r['measured']):>11s} {_us(r['ours'])} {_pct(r['ours_error'])} "
+              f"{_us(r['genz'])} {_pct(r['genz_error'])}")
+    print()
+    print(f"{'serving row':40s} {'measured':>9s} {'ours':>9s} {'ours err':>8s} {'GenZ':>9s} {'GenZ err':>8s}")
+    for r in out["serving"]:
+        ours = f"{r['ours']:9.1f}" if r["ours"] is not None else f"{'-':>9s}"
+        genz = f"{r['genz']:9.1f}" if r["genz"] is not None else f"{'-':>9s}"
+        note = "; ".join(n for n in (r["ours_note"], r["genz_note"]) if n)
+        print(f"{r['row'][:40]:40s} {r['measured']:9.1f} {ours} {_pct(r['ours_error'])} {genz} {_pct(r['genz_error'])}"
+              + (f"  ({note})" if note else ""))
+    print()
+    s = out["summary"]
+    print(f"ours, operators, all:         {_fmt_summary(s['ours_all'])}")
+    print(f"ours, operators, fit half:    {_fmt_summary(s['ours_fit'])}")
+    print(f"ours, operators, held out:    {_fmt_summary(s['ours_held_out'])}")
+    print(f"GenZ, operators it models:    {_fmt_summary(s['genz_same_rows'])}")
+    print(f"ours, the same rows:          {_fmt_summary(s['ours_on_genz_rows'])}")
+    print(f"ours, serving:                {_fmt_summary(s['serving_ours'])}")
+    print(f"GenZ, serving:                {_fmt_summary(s['serving_genz'])}")
+    print(out["genz"])
+    for h, f in out["fractions"].items():
+        print(f"{h}: preset {json.dumps(f['preset'])}; refit on the fit half "
+              f"{json.dumps({k: round(v, 9) for k, v in f['refit_on_fit_half'].items()})}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", help="the measured folder (shared/oracle/llm): measured_ops.jsonl, measured_serving.jsonl")
+    p.add_argument("--genz", default=DEFAULT_GENZ, help="python interpreter with genz-llm installed ('' = skip)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    a = p.parse_args(argv)
+    try:
+        out = run(Path(a.folder), a.genz or None)
+    except (MeasuredError, ValueError, OSError) as e:
+        print(f"validate_llm: error: {e}", file=sys.stderr)
+        return 2
+    if a.json:
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_table(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

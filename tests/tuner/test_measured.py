@@ -1,0 +1,124 @@
+"""tuner.measured: one-op files, their cost through `tune --offload all` within the roofline
+bounds, the closed-form fit, and the measured A100 rows (../shared/oracle/llm) within the bound."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sim.hw.config import load_hw
+from tuner.measured import (MeasuredError, OpRow, fit_fractions, fit_half, one_op_model, op_row, op_seconds,
+                            read_jsonl, rel_error, roofline_terms, summary)
+
+ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "llm"
+
+
+def row(op, hw="a100-sxm-80gb", measured=1e-3, **dims):
+    need = ("M", "K", "N") if op == "matmul" else ("M", "N")
+    return OpRow(op, tuple((k, dims[k]) for k in need), hw, measured)
+
+
+@pytest.mark.parametrize("op", ["matmul", "softmax", "layernorm", "gelu"])
+def test_one_op_model_is_one_fp16_node_with_inputs_only(op):
+    import onnx
+    m = one_op_model(row(op, M=8, K=16, N=32))
+    onnx.checker.check_model(m, full_check=True)
+    assert len(m.graph.node) == 1 and not m.graph.initializer
+    assert all(i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16 for i in m.graph.input)
+    out = m.graph.output[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in out] == [8, 32]
+
+
+def test_bad_rows_get_one_line():
+    with pytest.raises(MeasuredError, match="x:1: op must be one of"):
+        op_row({"op": "conv", "shape": {}, "hw": "a", "measured_s": 1}, "x:1")
+    with pytest.raises(MeasuredError, match="shape must give M, K, N"):
+        op_row({"op": "matmul", "shape": {"M": 2, "N": 3}, "hw": "a", "measured_s": 1}, "x:2")
+    with pytest.raises(MeasuredError, match="measured_s must be a number > 0"):
+        op_row({"op": "softmax", "shape": {"M": 2, "N": 3}, "hw": "a", "measured_s": -1}, "x:3")
+    with pytest.raises(MeasuredError, match="only fp16"):
+        op_row({"op": "softmax", "shape": {"M": 2, "N": 3}, "hw": "a", "measured_s": 1, "dtype": "fp32"}, "x:4")
+
+
+def test_read_jsonl_names_the_bad_line(tmp_path):
+    f = tmp_path / "m.jsonl"
+    f.write_text('{"a": 1}\n\n{oops\n')
+    with pytest.raises(MeasuredError, match="m.jsonl:3: not JSON"):
+        read_jsonl(f)
+
+
+def test_summary_and_error():
+    assert rel_error(150, 100) == 0.5
+    s = summary([0.1, -0.5, 0.2])
+    assert s["median_abs_error"] == pytest.approx(0.2) and s["worst_abs_error"] == 0.5
+    assert s["worst_ratio"] == pytest.approx(2.0)
+
+
+def test_fit_recovers_the_fractions_rows_were_made_with():
+    """Rows synthesised from known fractions, overhead and launch: the fit gives them back."""
+    peak, bw, launch, over, fm, fd, fs = 300e12, 2e12, 10e-6, 15e-6, 0.8, 0.9, 0.5
+    rows = []
+    for m, k, n in [(8192, 8192, 8192), (4096, 8192, 4096), (16, 8192, 8192), (32, 16384, 8192), (64, 64, 64)]:
+        f, b = roofline_terms(row("matmul", M=m, K=k, N=n))
+        t = launch + over + (f / peak / fm if f / peak > b / bw else b / bw / fd)
+        if m == 64:
+            t = launch + over + max(f / peak, b / bw)
+        rows.append(row("matmul", measured=t, M=m, K=k, N=n))
+    for m, n in [(4096, 8192), (8192, 8192)]:
+        b = roofline_terms(row("softmax", M=m, N=n))[1]
+        rows.append(row("softmax", measured=launch + b / bw / fs, M=m, N=n))
+    got = fit_fractions(rows, peak, bw, launch)
+    assert got["mac_overhead_s"] == pytest.approx(over)
+    assert got["mac_fraction"] == pytest.approx(fm, rel=0.01)
+    assert got["dram_fraction"] == pytest.approx(fd, rel=0.01)
+    assert got["softmax_dram_fraction"] == pytest.approx(fs)
+    assert fit_half(rows)[0] == rows[0::2]
+
+
+@pytest.mark.parametrize("hw,op,dims", [
+    ("a100-sxm-80gb", "matmul", {"M": 512, "K": 2048, "N": 4096}),
+    ("a100-sxm-80gb", "softmax", {"M": 4096, "N": 4096}),
+    ("a100-sxm-80gb", "layernorm", {"M": 2048, "N": 4096}),
+    ("a100-sxm-80gb", "gelu", {"M": 2048, "N": 16384}),
+    ("mi210", "gelu", {"M": 512, "N": 8192}),
+    ("edge-llm-npu", "softmax", {"M": 32, "N": 2048}),
+])
+def test_one_op_cost_is_within_the_roofline_bounds(hw, op, dims):
+    """Never faster than peak compute or peak bandwidth allow (plus the launch), and not absurdly
+    slower: within 3x of that bound plus the fixed per-call costs."""
+    h = load_hw(hw)
+    r = row(op, hw=hw, **dims)
+    t = op_seconds(r)
+    f, b = roofline_terms(r)
+    bound = max(f / (h.pes * 2 * h.clock_hz * h.kernels.rate(2)), b / (h.dram.bytes_per_cycle * h.clock_hz))
+    fixed = h.link.launch_latency_s + (h.kernels.mac_overhead_s if op == "matmul" else 0.0)
+    assert t >= bound + h.link.launch_latency_s
+    assert t <= 3 * bound + fixed + 5e-6
+
+
+def test_the_cli_reports_device_and_launch(tmp_path):
+    """`tune --onnx ONE_OP --offload all --json`: the op runs on the device, launched once."""
+    import onnx
+    from tuner.measured import run_cli
+    f = tmp_path / "gelu.onnx"
+    onnx.save(one_op_model(row("gelu", M=64, N=1024)), str(f))
+    rc, out, err = run_cli(["tune", "--onnx", str(f), "--hw", "a100-sxm-80gb", "--offload", "all", "--json"])
+    assert rc == 0, err
+    b = json.loads(out)["breakdown"]
+    assert b["host_s"] == 0 and b["calls"] == 1 and b["launch_s"] == pytest.approx(12e-6) and b["device_s"] > 0
+
+
+@pytest.mark.skipif(not (ORACLE / "measured_ops.jsonl").is_file(), reason="../shared/oracle/llm is not here")
+def test_measured_rows_meet_the_bound():
+    """A few measured A100 rows from each class and size regime, held-out ones among them:
+    median error <= 15 %, none off by 2x."""
+    rows = [op_row(d, w) for w, d in read_jsonl(ORACLE / "measured_ops.jsonl")]
+    pick = [r for r in rows if (r.op, tuple(sorted(r.dims.items()))) in {
+        ("matmul", (("K", 12288), ("M", 128), ("N", 12288))), ("matmul", (("K", 128), ("M", 8192), ("N", 128))),
+        ("softmax", (("M", 4096), ("N", 4096))), ("softmax", (("M", 32), ("N", 4096))),
+        ("softmax", (("M", 4096), ("N", 32768)))}]
+    assert len(pick) >= 5
+    errs = [rel_error(op_seconds(r), r.measured_s) for r in pick]
+    s = summary(errs)
+    assert s["median_abs_error"] <= 0.15 and s["worst_ratio"] < 2.0, errs
