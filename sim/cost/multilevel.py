@@ -44,7 +44,6 @@ from ..mapping.mapping import Mapping
 from ..mapping.policy import PolicyStats, default_mapping
 from .movement import Evaluation, evaluate
 from ..workload.nest import Nest, nest_from_workload
-from .report import KernelReport
 from ..mapping.schedule import Schedule
 from .walk import WalkResult, walk
 from ..workload.workload import Workload
@@ -83,16 +82,15 @@ def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
             for lv, lm in zip(hier.levels, m.levels)]
 
 
-def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
-    """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
-    tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
-    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
-    traffic bound drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the
-    bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
+def traffic_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
+    """The roofline's traffic term on the hierarchy: every word of every tensor through the
+    outermost level's read (Inputs, Weights) and write (Outputs) bandwidth, each port on its own.
+    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the bound
+    drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the bytes at
+    ``dram.bytes_per_cycle``)."""
     hier = hierarchy_of(hw)
     nest = nest_from_workload(wl)
     top = hier.levels[0]
-    compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
     reads = sum(nest.size(ds.name) for ds in nest.data_spaces if not ds.read_write)
     writes = nest.size(nest.output.name)
     traffic = 0.0
@@ -100,7 +98,14 @@ def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0
         traffic = max(traffic, reads / top.read_bandwidth)
     if top.write_bandwidth is not None:
         traffic = max(traffic, writes / top.write_bandwidth)
-    return float(max(compute, traffic - on_chip_bytes / hw.dram.bytes_per_cycle))
+    return traffic - on_chip_bytes / hw.dram.bytes_per_cycle
+
+
+def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
+    """The cycles no mapping beats: every MAC on the array, plus the epilogue; or the traffic
+    (``traffic_cycles``); the compute bound stays whatever stays on chip."""
+    compute = math.ceil(nest_from_workload(wl).macs / hierarchy_of(hw).arithmetic.instances) + _epilogue_cycles(wl, hw)
+    return float(max(compute, traffic_cycles(wl, hw, on_chip_bytes)))
 
 
 def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:
@@ -108,10 +113,12 @@ def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:
     return vector_cycles(hw, g * m * n, wl.epilogue)
 
 
-def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> KernelReport:
-    """The ``KernelReport`` of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring):
-    under the schedule's mapping when it has one (checked: ``MappingError`` names the first
-    problem), else the default policy's."""
+def hierarchy_terms(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> dict:
+    """The cost terms of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring), keyed
+    as the one-level model keys them (``sim.cost.analytical.evaluate``'s columns, one value each)
+    plus ``mapping``: under the schedule's mapping when it has one (checked: ``MappingError``
+    names the first problem), else the default policy's. ``sim.cost.kernel`` turns them into the
+    ``KernelReport``."""
     hier = hierarchy_of(hw)
     if s.mapping is not None:
         m, searched = s.mapping, 0
@@ -125,7 +132,6 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
         ev, fill, drain = w.evaluation, int(w.fill_cycles), int(w.drain_cycles)   # floors: parts add up
     g, mm, n, _ = wl.gemm_view()
     vec = _epilogue_cycles(wl, hw)
-    total = ev.cycles + vec
     top = ev.levels[0]
     wb_top = hier.levels[0].word_bits / 8
     dram = {op: 0.0 for op in _OPERAND.values()}
@@ -146,14 +152,11 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
     energy = {"mac": ev.mac_energy_pj, "register": 0.0, "sram": sum(lv.access_energy_pj for lv in ev.levels[1:]),
               "dram": top.access_energy_pj, "vector": g * mm * n * len(wl.epilogue) * e.vector_op_pj,
               "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
-    return KernelReport(
-        workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
-        total_cycles=int(total), compute_cycles=int(ev.compute_cycles + vec), stall_cycles=int(ev.cycles - ev.compute_cycles - fill - drain),
-        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(ev.cycles), vector_cycles=int(vec), macs=wl.macs,
-        dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
-        bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
-                          "sram": {k: int(round(v)) for k, v in sram.items()}},
-        energy_pj=energy, utilization=(wl.macs / (hw.pes * total)) if total else 0.0,
-        roofline_cycles=roofline_cycles(wl, hw), clock_hz=hw.clock_hz, n_tiles=1,
-        mapping={"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
-                 "search_evaluations": searched, "given": s.mapping is not None})
+    return {"total_cycles": ev.cycles + vec, "compute_cycles": ev.compute_cycles + vec,
+            "stall_cycles": ev.cycles - ev.compute_cycles - fill - drain, "prologue_cycles": fill,
+            "epilogue_cycles": drain, "array_cycles": ev.cycles, "vector_cycles": vec,
+            "dram_read_bytes": dram_read, "dram_write_bytes": dram_write,
+            **{f"dram_{k}_bytes": v for k, v in dram.items()}, **{f"sram_{k}_bytes": v for k, v in sram.items()},
+            "n_tiles": 1, "energy": energy,
+            "mapping": {"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
+                        "search_evaluations": searched, "given": s.mapping is not None}}
