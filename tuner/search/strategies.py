@@ -26,6 +26,7 @@ from sim import Schedule
 
 from .cost_model import CostModel
 from .scoring import Scorer, scorer_for
+from .evolution import Breeding, Loop, breed, elitist, evolve, tournament
 from .space import Crossover, Mutation, MutationMix, ScheduleSpace, UniformCrossover
 from sim import default_schedule
 
@@ -129,24 +130,138 @@ class EvolutionConfig:
     crossover: Crossover = field(default_factory=UniformCrossover)
 
 
-def _tournament(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    a = rng.integers(0, len(scores), n)
-    b = rng.integers(0, len(scores), n)
-    return np.where(scores[a] <= scores[b], a, b)
+_tournament = tournament   # the names this module gave them before the loop moved to ``evolution``
 
 
-def breed(space, pop: np.ndarray, scores: np.ndarray, n: int, mutation, crossover, crossover_prob: float,
-          rng: np.random.Generator) -> np.ndarray:
-    """``n`` children of ``pop`` (gene rows; lower ``scores`` are fitter): two binary tournaments
-    pick each child's parents, every child is the first parent mutated, and a ``crossover_prob``
-    share is instead the crossover of both. Shared by the schedule and the mapping searches."""
-    pa = pop[_tournament(scores, n, rng)]
-    pb = pop[_tournament(scores, n, rng)]
-    kids = mutation(space, pa, rng)
-    cross = rng.random(n) < crossover_prob
-    if cross.any():
-        kids[cross] = crossover(space, pa[cross], pb[cross], rng)
-    return kids
+class EvolutionarySearch(_Strategy):
+    """Evolution with a scorer as the fitness. While the scorer stays the same from one ``ask`` to
+    the next (the analytical prior, or a model not retrained since), scores cannot change, so the
+    search keeps every candidate it has scored (the pool) and continues the last population for
+    ``continue_generations`` instead of starting over; a new scorer starts a fresh evolution."""
+
+    def __init__(self, space: ScheduleSpace, seed: int = 0, config: EvolutionConfig = EvolutionConfig()):
+        super().__init__(space, seed)
+        self.config = config
+        self._default: np.ndarray | None = None
+        self._scorer: Scorer | None = None
+        self._pool: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None   # codes, genes, scores
+        self._pop: tuple[np.ndarray, np.ndarray] | None = None                # last population, scores
+
+    def _heuristic(self) -> np.ndarray:
+        """The simulator's default schedule, when it lies in the space (a strong starting point)."""
+        if self._default is None:
+            try:
+                g = self.space.genes_of(default_schedule(self.space.workload, self.space.hw))
+            except ValueError:
+                g = None
+            self._default = np.zeros((0, 7), dtype=np.int64) if g is None else g[None, :]
+        return self._default
+
+    def _evolve(self, pop: np.ndarray, scores: np.ndarray, generations: int, scorer: Scorer):
+        """Run ``generations`` of the shared loop (``tuner.search.evolution``: elitist survival,
+        the scorer as fitness) from a scored population; every population seen, and the last."""
+        cfg, sp = self.config, self.space
+        seen = [(pop, scores)]
+        n_elite = lambda n: max(1, int(cfg.elite_frac * n))  # noqa: E731
+        loop = Loop(rank=lambda f: f, fitness_of=lambda kids: scorer(sp, kids), concat=lambda a, b: np.concatenate([a, b]),
+                    take=lambda f, idx: f[idx], n_children=lambda p: cfg.population - n_elite(len(p)),
+                    keep_going=lambda g: g < generations, survive=elitist(n_elite),
+                    on_generation=lambda p, f: seen.append((p, f)))
+        pop, scores, _ = evolve(sp, pop, scores, loop, Breeding(cfg.mutation, cfg.crossover, cfg.crossover_prob),
+                                self.rng)
+        return seen, (pop, scores)
+
+    def ask(self, n: int, model: "CostModel | Scorer | None" = None) -> list[Schedule]: ...
+
+    def tell(self, trials: Sequence[Trial]) -> None: ...
+
+
+class _Strategy:
+    """What every strategy keeps: the space, its generator and what it has been told."""
+
+    def __init__(self, space: ScheduleSpace, seed: int = 0):
+        self.space = space
+        self.rng = np.random.default_rng(seed)
+        self._measured: set[int] = set()
+        self._genes: list[np.ndarray] = []
+        self._cycles: list[float] = []
+
+    def tell(self, trials: Sequence[Trial]) -> None:
+        for t in trials:
+            g = self.space.genes_of(t.schedule)
+            if g is None:
+                continue  # a record from outside this space (other tile candidates): nothing to learn here
+            code = int(self.space.encode(g)[0])
+            if code in self._measured:
+                continue
+            self._measured.add(code)
+            self._genes.append(g)
+            self._cycles.append(float(t.cycles))
+
+    @property
+    def n_told(self) -> int:
+        return len(self._cycles)
+
+    def _remaining(self) -> int:
+        return self.space.size - len(self._measured)
+
+    def _fresh(self, genes: np.ndarray, limit: int, taken: set[int]) -> list[np.ndarray]:
+        """Up to ``limit`` rows of ``genes`` (in order) neither measured nor already ``taken``."""
+        out = []
+        for row, code in zip(genes, self.space.encode(genes)):
+            c = int(code)
+            if len(out) >= limit:
+                break
+            if c in self._measured or c in taken:
+                continue
+            taken.add(c)
+            out.append(row)
+        return out
+
+    def _random_fresh(self, n: int, taken: set[int]) -> list[np.ndarray]:
+        out: list[np.ndarray] = []
+        for _ in range(8):
+            want = n - len(out)
+            if want <= 0 or self._remaining() - len(taken) <= 0:
+                break
+            out += self._fresh(self.space.sample(4 * want + 16, self.rng), want, taken)
+        if len(out) < n and self.space.size - len(self._measured) - len(taken) > 0 and self.space.size <= 1 << 20:
+            # A nearly exhausted small space: take what is left in enumeration order.
+            for chunk in self.space.enumerate():
+                out += self._fresh(chunk, n - len(out), taken)
+                if len(out) >= n:
+                    break
+        return out
+
+    def _best_genes(self, k: int) -> np.ndarray:
+        if not self._cycles:
+            return np.zeros((0, 7), dtype=np.int64)
+        order = np.argsort(np.asarray(self._cycles), kind="stable")[:k]
+        return np.stack([self._genes[i] for i in order])
+
+
+class RandomSearch(_Strategy):
+    def ask(self, n: int, model: CostModel | None = None) -> list[Schedule]:
+        chosen = self._random_fresh(n, set()) if n > 0 else []
+        return self.space.schedules(np.array(chosen)) if chosen else []
+
+
+@dataclass(frozen=True)
+class EvolutionConfig:
+    # The analytical simulator's cost per call hardly depends on the batch size, so a large
+    # population over few generations is cheaper than the reverse for the same search.
+    population: int = 768
+    generations: int = 3
+    seed_best: int = 16          # best measured schedules put in the initial population
+    crossover_prob: float = 0.2  # the rest of the offspring are mutants
+    elite_frac: float = 0.1
+    epsilon: float = 0.1         # share of each batch drawn uniformly (exploration)
+    continue_generations: int = 1  # generations added per ask while the scorer is unchanged
+    mutation: Mutation = field(default_factory=MutationMix)
+    crossover: Crossover = field(default_factory=UniformCrossover)
+
+
+_tournament = tournament   # the names this module gave them before the loop moved to ``evolution``
 
 
 class EvolutionarySearch(_Strategy):
