@@ -165,6 +165,7 @@ def compare_kernel(wl, hw) -> dict | None:
     from sim.cost.analytical import Geometry, roofline_parts, tiling, vector_cycles
     from sim.cost.kernel import roofline_for
     from sim.cost.movement import evaluate
+    from sim.cost.multilevel import traffic_cycles
     from sim.hw.config import DATAFLOWS
     from sim.hw.config_hierarchy import hierarchy_of
     from sim.mapping.mapping import MappingError
@@ -181,10 +182,7 @@ def compare_kernel(wl, hw) -> dict | None:
     out = {"macs": (wl.macs, nest.macs),
            "compute_bound": (comp_a, math.ceil(nest.macs / hier.arithmetic.instances) + epi),
            "compulsory": (bytes_a // wb, words_h)}
-    top = hier.levels[0]
-    reads = sum(nest.size(ds.name) for ds in nest.data_spaces if not ds.read_write)
-    traffic_h = max(reads / top.read_bandwidth, nest.size(nest.output.name) / top.write_bandwidth)
-    out["roofline"] = (roofline_for(wl, hw), max(out["compute_bound"][1], traffic_h))
+    out["roofline"] = (roofline_for(wl, hw), max(out["compute_bound"][1], traffic_cycles(wl, hw)))
     mp = mapping_of_schedule(wl, hw, s)
     if mp is None:
         return out

@@ -10,9 +10,15 @@
   the host's conversion of each of them between the graph's format and the device's (host time
   and energy, ``sim.graph.transfer.conversion_seconds``) + the simulated cycles of its kernels / clock.
   Weights are constants of the function, converted and loaded once at module load, so they cross
-  the link zero times per inference.
+  the link zero times per inference. Device-resident tensors (a KV cache, ``partition.residency``)
+  cross only where the host reads or makes them.
 - A kernel is a top-level node of an external function (a composite call, or a single op); its cost
   is the kernel simulator's report under its schedule.
+
+A calibration (``CostOptions.calibration``, a ``tuner.calibration.Calibration``) replaces the host
+model of each host op by the measured host's prediction (a host file) or scales each device
+kernel's cycles (a device file): in the partition search, the kernel costs and ``graph_cost``
+alike, so the partition is decided on the calibrated costs.
 
 ``graph_cost`` applies this to a partitioned graph and is the reference the partition search's
 fast evaluator is tested against (and what a plan reports).
@@ -20,15 +26,16 @@ fast evaluator is tested against (and what a plan reports).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 import sim
 from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
-from sim.graph.subgraph import kernel_workload as sim_kernel_workload
+from sim.graph.subgraph import kernel_workload as sim_kernel_workload, scaled_report
 from partition import Function, Graph, Node
+from partition.residency import call_residency, host_crossings
 
 
 class CostingError(ValueError):
@@ -38,8 +45,10 @@ class CostingError(ValueError):
 @dataclass(frozen=True)
 class CostOptions:
     """Modelling choices not in the hardware config. ``fidelity``: kernel simulator fidelity for device costs (``tile`` = the measurement the tuner
-    uses, ``analytical`` = the fast model)."""
+    uses, ``analytical`` = the fast model). ``calibration``: a learned calibration of the host
+    or device costs (``tuner.calibration``), or None."""
     fidelity: str = "tile"
+    calibration: Any = None
 
     def __post_init__(self):
         if self.fidelity not in ("tile", "analytical"):
@@ -101,7 +110,9 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions) -> Cost:
     """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
     costed node by node)."""
-    return Cost(host_s=host_op_seconds(node, hw), host_j=host_op_joules(node, hw))
+    cal = opts.calibration
+    seconds = cal.host_seconds(node, hw) if cal is not None else host_op_seconds(node, hw)
+    return Cost(host_s=seconds, host_j=host_op_joules(node, hw))
 
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
@@ -171,8 +182,11 @@ class KernelCoster:
             cands = [given] if given is not None and given.mapping is not None else [sim.default_schedule(wl, self.hw)]
             if given is not None and given != cands[0]:
                 cands.append(given)
+            cal = self.opts.calibration
             for s in cands:
                 rep = sim.simulate(wl, self.hw, s, fidelity=self.opts.fidelity)
+                if cal is not None:
+                    rep = scaled_report(rep, cal.kernel_scale(wl, rep, self.hw))
                 k = KernelResult(wl, s, rep.total_cycles, rep.energy_j, rep.roofline_fraction,
                                  rep.compute_cycles, float(rep.energy_pj.get("dram", 0.0)), rep.dram_read_bytes,
                                  rep.dram_write_bytes, rep.bytes_by_operand["dram"]["weight"])
@@ -232,17 +246,21 @@ class GraphCost:
     functions: dict = field(default_factory=dict)   # symbol -> FunctionCost
 
 
-def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster) -> FunctionCost:
+def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], coster: KernelCoster,
+                  resident: tuple = (frozenset(), frozenset())) -> FunctionCost:
     """One call of an external function: ``sim.simulate_function`` with the coster's schedule of
     every kernel (intermediates kept on chip where they fit), plus launch, link and the host's
-    conversions of the crossing tensors."""
+    conversions of the crossing tensors (less the device-resident ones of the call, ``resident``:
+    ``partition.residency.call_residency``)."""
     hw = coster.hw
     inner = {**scope, **fn.graph.functions}
     chosen = {}
     for n in fn.graph.nodes:
         r = coster(kernel_workload(n, inner))
         chosen[r.workload.key] = r.schedule
-    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol)
+    cal = coster.opts.calibration
+    rep = sim.simulate_function(fn, hw, chosen, fidelity=coster.opts.fidelity, symbol=symbol, resident=resident,
+                                kernel_scale=cal.kernel_scale if cal is not None else None)
     total = Cost(host_s=rep.convert_s, host_j=rep.convert_j, link_s=rep.link_s, launch_s=rep.launch_s,
                  device_s=rep.device_s, link_j=rep.link_energy_j, device_j=rep.device_energy_j,
                  link_bytes=rep.link_bytes, calls=1.0)
@@ -259,8 +277,26 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
     not known before run time)."""
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
-    per_fn = {s: function_cost(s, f, graph.functions, coster) for s, f in externals.items()}
+    # A function's report is of its first call's residency (device-resident arguments and results,
+    # partition.residency); a call with another residency is costed on its own.
+    first: dict[str, tuple] = {}
+    for n in graph.nodes:
+        sym = n.attrs.get("callee") if n.op == "call" else None
+        if sym in externals and sym not in first:
+            first[sym] = call_residency(graph, n)
+    per_fn = {s: function_cost(s, f, graph.functions, coster, first.get(s, (frozenset(), frozenset())))
+              for s, f in externals.items()}
+    variants: dict[tuple, Cost] = {}
     calls = {s: 0.0 for s in externals}
+
+    def call_cost(g: Graph, n: Node, sym: str) -> Cost:
+        res = call_residency(g, n) if g is graph else (frozenset(), frozenset())
+        if res == first.get(sym, (frozenset(), frozenset())):
+            return per_fn[sym].per_call
+        key = (sym, tuple(sorted(res[0])), tuple(sorted(res[1])))
+        if key not in variants:
+            variants[key] = function_cost(sym, externals[sym], graph.functions, coster, res).per_call
+        return variants[key]
 
     def visit(g: Graph, scope: Mapping[str, Function], weight: float) -> Cost:
         scope = {**scope, **g.functions}
@@ -269,7 +305,7 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
             sym = n.attrs.get("callee") if n.op == "call" else None
             if sym in externals:
                 calls[sym] += weight
-                total = total + per_fn[sym].per_call.scaled(weight)
+                total = total + call_cost(g, n, sym).scaled(weight)
                 continue
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
             if n.op == "loop":
@@ -280,6 +316,8 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
         return total
 
     total = visit(graph, {}, 1.0)
+    for v in host_crossings(graph):  # device-resident tensors the host reads or makes
+        total = total + crossing_cost(v.type, hw)
     fns = {s: FunctionCost(s, calls[s], per_fn[s].per_call, per_fn[s].kernels) for s in externals}
     return GraphCost(total, fns)
 

@@ -174,6 +174,20 @@ class _Bound:
                 for r in readers:
                     apart |= _apart(prod, r)
                 self.savable.append(((prod, *readers), credit, apart))
+            if e.resident_in or e.resident_out:
+                # A device-resident tensor (partition.residency) crosses when the host touches it:
+                # c when a cluster reader of a resident input is on the host side, or when the
+                # producer of a resident output is. Crossings the bound cannot place (into another
+                # function) are left out: a lower bound may only undercount.
+                if e.resident_in and readers and not outside:
+                    arcs.append((0, nv, c))
+                    arcs.extend((nv, 2 + r, inf) for r in readers)
+                    nv += 1
+                if e.resident_out and prod >= 0:
+                    arcs.append((0, 2 + prod, c))
+                    if outside:
+                        arcs.append((2 + prod, 1, c))
+                continue
             if prod >= 0 and readers and c > 0:
                 self.separable.append((prod, tuple((r, _apart(prod, r)) for r in readers), c))
             if prod >= 0 and (outside or e.is_output):

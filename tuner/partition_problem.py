@@ -25,6 +25,7 @@ from partition import Graph, clone_graph
 from partition.byoc import form_regions, partition_graph
 from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs
+from partition.residency import resident_inputs, resident_outputs
 from partition.byoc.pipeline import region_passes, run_passes
 
 from sim.graph.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
@@ -87,6 +88,8 @@ class ValueEdge:
     uses: tuple[int, ...] = ()   # uses by each consumer (a node may read a value twice)
     convert_s: float = 0.0
     convert_j: float = 0.0
+    resident_in: bool = False    # a device-resident graph input (partition.residency): on the device
+    resident_out: bool = False   # a device-resident graph output: must end on the device
 
 
 class Problem:
@@ -195,6 +198,8 @@ class Problem:
         for path, g in self.graphs.items():
             w = self.units[self._node_unit[id(g.nodes[0])]].weight if g.nodes else 1.0
             outs = {id(v) for v in g.outputs}
+            res_in = {id(v) for v in resident_inputs(g)}
+            res_out = {id(v) for v in resident_outputs(g)}
             for v in g.values():
                 if v.is_const and v.producer is None:
                     continue
@@ -205,7 +210,7 @@ class Problem:
                     continue
                 yield ValueEdge(prod, cons, device_bytes(v.type, hw), id(v) in outs, w,
                                 tuple(all_uses.count(c) for c in cons), conversion_seconds(v.type, hw),
-                                conversion_joules(v.type, hw))
+                                conversion_joules(v.type, hw), id(v) in res_in, id(v) in res_out)
 
     def _clusters(self) -> tuple[tuple[int, ...], ...]:
         """Connected components of the offloadable units (edges between two offloadable units).
@@ -436,10 +441,7 @@ class Problem:
     def _assemble(self, host, groups, gid, edges, dev_s, dev_j) -> Cost:
         link = conv_s = conv_j = 0.0
         for e in edges:
-            pg = gid.get(e.producer, -1) if e.producer >= 0 else -1
-            crossings = len({gid[c] for c in e.consumers if c in gid and gid[c] != pg})
-            if pg >= 0 and (e.is_output or any(gid.get(c, -1) != pg for c in e.consumers)):
-                crossings += 1
+            crossings = self._crossings(e, gid)
             if crossings:
                 link += crossings * e.nbytes * e.weight
                 conv_s += crossings * e.convert_s * e.weight
@@ -450,6 +452,24 @@ class Problem:
                     device_s=dev_s, device_j=dev_j,
                     link_s=link / hw.link.bytes_per_s, link_j=link * hw.energy.link_pj_per_byte * 1e-12,
                     launch_s=calls * hw.link.launch_latency_s, link_bytes=link, calls=calls)
+
+    @staticmethod
+    def _crossings(e: ValueEdge, gid) -> int:
+        """Times one value crosses the link under a decision (``gid``: unit -> function): into each
+        function that reads it from elsewhere, and once out of its function when something outside
+        reads it or the model returns it. A device-resident input starts on the device and a
+        device-resident output ends there (``partition.residency``, the rule the costing of a
+        partitioned graph applies)."""
+        if e.resident_in:
+            host_read = any(c not in gid for c in e.consumers)
+            return 1 if host_read or (e.is_output and not e.resident_out) else 0
+        pg = gid.get(e.producer, -1) if e.producer >= 0 else -1
+        crossings = len({gid[c] for c in e.consumers if c in gid and gid[c] != pg})
+        if pg >= 0 and ((e.is_output and not e.resident_out) or any(gid.get(c, -1) != pg for c in e.consumers)):
+            crossings += 1
+        elif pg < 0 and e.resident_out:
+            crossings += 1
+        return crossings
 
     def fixed_cost(self) -> Cost:
         """Host cost of the units no target can run (the same in every decision)."""

@@ -76,6 +76,8 @@ class Plan:
     # Where tune()'s wall time went (partition, kernel tuning by phase, final costing); not in
     # summary() or the packed module: it differs from run to run.
     timing: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    # The learned calibration the costs used (``tuner.calibration.Calibration.describe()``), or None.
+    calibration: Mapping[str, Any] | None = None
 
     # ------------------------------------------------------------------ figures
     @property
@@ -134,6 +136,11 @@ class Plan:
             "partition": self.decision.to_dict() if self.decision else {},
             "tasks": [t.to_dict() for t in self.tasks],
             "search": dict(self.search),
+            # Tensors that live on the device across inferences (a decoder's KV cache), not moved
+            # per inference (partition.residency).
+            "device_resident": list(self.source.meta.get("device_resident", ())),
+            "calibrated": self.calibration is not None,
+            "calibration": dict(self.calibration) if self.calibration else None,
         }
 
     # ------------------------------------------------------------------ export
@@ -167,7 +174,8 @@ class Plan:
             "target": self.target,
             "baselines": {k: {"latency_s": v["latency_s"], "energy_j": v["energy_j"]}
                           for k, v in summary["baselines"].items()},
-            "plan": {k: summary[k] for k in ("partition", "tasks", "seed", "trials", "search", "offload")},
+            "plan": {k: summary[k] for k in ("partition", "tasks", "seed", "trials", "search", "offload",
+                                             "calibrated", "calibration")},
         }
         return write_packed(path, manifest_fields=json_safe(manifest_fields), host_graph=self.graph,
                             externals=json_safe(externals))

@@ -20,6 +20,7 @@ partition with every kernel at ``default_schedule``: what tuning gained).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
          progress: bool = True, cost_model: Any = None, measurer: Any = None,
          model_name: str | None = None, options: CostOptions = CostOptions(),
          model_use: str = "auto", map_budget: int | None = None, measure_top: int | None = None,
-         offload: str = "cost") -> Plan:
+         offload: str = "cost", calibration: Any = None) -> Plan:
     """Tune ``graph`` for ``hw`` (a config, preset name or file). ``trials``: kernel measurements
     in all (default: ``tune_kernels``'s, 16 per task); ``log``: tuning records (JSON lines) read
     and appended, so a rerun resumes; ``cost_model``: a shared ``tuner.CostModel`` to start from
@@ -79,7 +80,9 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     (``tuner.tune_mappings``; ``map_budget`` mapping evaluations per kernel, ``measure_top``
     mappings measured by an external measurer) and the plan's schedules carry the mappings.
     ``offload``: what decides the partition (``OFFLOAD_POLICIES``): ``cost`` (default) searches
-    it, ``all`` keeps greedy BYOC's and tunes its kernels. ``Plan.timing`` says where the wall time went."""
+    it, ``all`` keeps greedy BYOC's and tunes its kernels. ``calibration``: a learned calibration
+    (``tuner.calibration.load_calibration``) every cost of the plan and its baselines uses (kernel
+    tuning itself ranks schedules uncalibrated). ``Plan.timing`` says where the wall time went."""
     from .tune_kernels import tune_kernels
 
     t0 = time.perf_counter()
@@ -91,6 +94,8 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     if trials is not None and (not isinstance(trials, int) or isinstance(trials, bool) or trials < 0):
         raise TuneError(f"trials must be an integer >= 0, got {trials!r}")
     name = model_name or str(graph.meta.get("model") or graph.name)
+    if calibration is not None:
+        options = replace(options, calibration=calibration)
     default_coster = KernelCoster(hw, opts=options)
     problem = Problem(graph, hw, default_coster, options)
     _check_runnable(problem, hw, name)
@@ -146,7 +151,8 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     return Plan(model=name, source=graph, graph=part, hw=hw, target=problem.target.name,
                 objective=objective, offload=offload, decision=decision, schedules=schedules, cost=cost,
                 baselines=baselines, tasks=tuple(summaries), seed=seed,
-                trials=int(sum(measured.values())), search=stats, cost_model=model, timing=timing)
+                trials=int(sum(measured.values())), search=stats, cost_model=model, timing=timing,
+                calibration=options.calibration.describe() if options.calibration is not None else None)
 
 
 def _check_runnable(problem: Problem, hw: sim.HardwareConfig, name: str) -> None:

@@ -1,13 +1,19 @@
 """Export the zoo's models to ONNX, with both of torch's exporters.
 
-    python experiments/zoo/export.py OUT_DIR [--set torch|hf] [--only NAME ...]
+    python experiments/zoo/export.py OUT_DIR [--set torch|hf|det|det-full|kv] [--only NAME ...]
 
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
 architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
 detectors with their full post-processing (experiments/zoo/detection_models.py; needs torchvision),
 whose NAME.npz holds every output (boxes, scores, labels); ``--set det-full``: torchvision's own
 full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FCOS ResNet-50), random
-weights, tens of MB each. Needs torch (and onnxscript
+weights, tens of MB each; ``--set kv``: the GPT-2 and Llama of ``--set hf`` as one decode step WITH
+their KV cache (``hf_models.cached_decoders``), TorchScript exporter only, as transformers/optimum
+name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
+``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
+``present.{i}.key|value`` [batch, kv_heads, past_sequence + sequence, head_size], the dims symbolic;
+NAME.npz holds the example inputs by their names (batch 2, past 5, one new token, the first past
+position of row 0 masked), NAME.out.npz torch's outputs by their names. Needs torch (and onnxscript
 for the dynamo exporter) in the running environment; accel-tune does not depend on them. For every
 model it writes NAME.ts.onnx (TorchScript exporter, opset 17) and NAME.dynamo.onnx (torch.export-based
 exporter, opset 18), plus NAME.npz holding the example inputs ('in_0', 'in_1', ...) and torch's own
@@ -77,16 +83,58 @@ def export(name: str, ctor, example, out: Path) -> None:
             print(f"{name} [{kind}]: {path.stat().st_size} bytes")
 
 
+def export_cached(name: str, ctor, layers: int, kv_heads: int, head_size: int, vocab: int, out: Path) -> None:
+    """One decode step with its cache (``hf_models.DecodeStep``), TorchScript exporter, opset 17."""
+    try:
+        model = ctor().eval()
+    except Exception as e:  # noqa: BLE001 - a model the installed libraries cannot build
+        print(f"{name}: cannot build: {_one_line(e)}")
+        return
+    batch, past = 2, 5
+    ids = torch.randint(0, vocab, (batch, 1))
+    mask = torch.ones(batch, past + 1, dtype=torch.int64)
+    mask[0, 0] = 0  # a left-padded row
+    caches = [torch.randn(batch, kv_heads, past, head_size) for _ in range(2 * layers)]
+    cache_names = [f"past_key_values.{i}.{k}" for i in range(layers) for k in ("key", "value")]
+    names = ["input_ids", "attention_mask"] + cache_names
+    outs = ["logits"] + [f"present.{i}.{k}" for i in range(layers) for k in ("key", "value")]
+    dyn = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "past_sequence + sequence"},
+           "logits": {0: "batch", 1: "sequence"}}
+    dyn.update({n: {0: "batch", 2: "past_sequence"} for n in cache_names})
+    dyn.update({n: {0: "batch", 2: "past_sequence + sequence"} for n in outs[1:]})
+    xs = (ids, mask, *caches)
+    with torch.no_grad():
+        ys = model(*xs)
+    # inputs alone, by name, so `accel-tune run PLAN --inputs NAME.npz` reads the file as it is
+    np.savez(out / f"{name}.npz", **{n: x.numpy() for n, x in zip(names, xs)})
+    np.savez(out / f"{name}.out.npz", **{n: t.numpy() for n, t in zip(outs, ys)})
+    path = out / f"{name}.ts.onnx"
+    try:
+        torch.onnx.export(model, xs, str(path), input_names=names, output_names=outs, dynamic_axes=dyn,
+                          opset_version=17, dynamo=False)
+    except Exception as e:  # noqa: BLE001 - an exporter failure is reported, not ours
+        print(f"{name} [ts]: export failed: {_one_line(e)}")
+        path.unlink(missing_ok=True)
+    else:
+        print(f"{name} [ts]: {path.stat().st_size} bytes")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf", "det", "det-full"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "det", "det-full", "kv"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     warnings.filterwarnings("ignore")
     torch.manual_seed(0)
+    if a.set == "kv":
+        from hf_models import cached_decoders
+        for name, spec in cached_decoders().items():
+            if not a.only or name in a.only:
+                export_cached(name, *spec, out)
+        return 0
     if a.set == "torch":
         from torch_models import ZOO as models
     elif a.set == "det":

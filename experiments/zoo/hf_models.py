@@ -1,10 +1,54 @@
 """Hugging Face transformers architectures (random weights from their public configs, reduced in
 depth and width, no hub access) for the same checks as experiments/zoo/torch_models.py; exported by
 ``python experiments/zoo/export.py OUT_DIR --set hf`` (needs torch and transformers).
+
+``cached_decoders()``: the GPT-2 and Llama of ``models()`` as one decode step with their KV cache
+(``DecodeStep``), exported by ``--set kv``.
 """
 from __future__ import annotations
 
 import torch
+
+
+def _configs():
+    import transformers as tf
+    small = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128)
+    return {"gpt2": tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=200, n_positions=64),
+            "llama": tf.LlamaConfig(vocab_size=200, num_key_value_heads=2, max_position_embeddings=64, **small)}
+
+
+class DecodeStep(torch.nn.Module):
+    """One decode step of a causal LM with its cache as plain tensors: ``forward(input_ids,
+    attention_mask, past_0_key, past_0_value, past_1_key, ...)`` returns ``(logits, present_0_key,
+    present_0_value, ...)``, each cache tensor [batch, kv_heads, length, head_size], as
+    transformers/optimum export a decoder "with past"."""
+
+    def __init__(self, model, layers: int):
+        super().__init__()
+        self.m = model
+        self.layers = layers
+
+    def forward(self, input_ids, attention_mask, *past):
+        import transformers as tf
+        cache = tf.DynamicCache(config=self.m.config)
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.m(input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
+        res = [out.logits]
+        for layer in out.past_key_values.layers[:self.layers]:
+            res += [layer.keys, layer.values]
+        return tuple(res)
+
+
+def cached_decoders() -> dict:
+    """name -> (constructor of a DecodeStep, layers, kv_heads, head_size, vocabulary): the zoo's
+    GPT-2 and Llama configs."""
+    import transformers as tf
+    c = _configs()
+    return {
+        "hf_gpt2_kv": (lambda: DecodeStep(tf.GPT2LMHeadModel(c["gpt2"]), 2), 2, 4, 16, 200),
+        "hf_llama_kv": (lambda: DecodeStep(tf.LlamaForCausalLM(c["llama"]), 2), 2, 2, 16, 200),
+    }
 
 
 def models() -> dict:

@@ -11,6 +11,8 @@
   external data read only from the model's own folder;
 - ``proto`` and ``errors``: reading protobuf values, and the one-line ``OnnxImportError``;
 - ``conformance``: running onnx's backend test cases through the importer;
+- ``kv_cache``: a decoder step's KV cache (which inputs/outputs, which dims grow), which the
+  importer marks device-resident;
 - ``export`` and ``writers``: the way back, a packed plan as an ONNX file (regions as model-local
   functions), each canonical op written as standard ONNX ops.
 
@@ -18,5 +20,7 @@ Imports run one way inside: errors, proto <- sizes <- context <- converters <- d
 """
 from .errors import OnnxImportError
 from .importer import MIN_OPSET, fill_arrays, fill_stripped, load_onnx, max_opset
+from .kv_cache import KVCache, KVCacheError, KVPair, cache_dims, find_kv_cache
 
-__all__ = ["OnnxImportError", "load_onnx", "fill_arrays", "fill_stripped", "max_opset", "MIN_OPSET"]
+__all__ = ["OnnxImportError", "load_onnx", "fill_arrays", "fill_stripped", "max_opset", "MIN_OPSET",
+           "KVCache", "KVPair", "KVCacheError", "find_kv_cache", "cache_dims"]

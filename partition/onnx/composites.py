@@ -146,6 +146,10 @@ def _attention(c: Context):
         past = past_k.shape[2]
         k4 = b.op("concat", [past_k, k4], {"axis": 2}, name=b.out_name(1))
         v4 = b.op("concat", [past_v, v4], {"axis": 2}, name=b.out_name(2))
+        # The op says which tensors are its KV cache, whatever the model names them
+        # (partition/onnx/kv_cache.py reads it).
+        k4.producer.meta["kv_cache"] = "key"
+        v4.producer.meta["kv_cache"] = "value"
     present_k, present_v = k4, v4
     hk, skv = k4.shape[1], k4.shape[2]
     if hq != hk:  # grouped-query attention: each K/V head serves hq/hk query heads

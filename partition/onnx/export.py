@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from types import SimpleNamespace
 from typing import Any, Mapping
 
 import numpy as np
@@ -416,6 +417,45 @@ def write_onnx(mod: PackedModule, path: str | os.PathLike, *, hardware_fingerpri
     data = m.SerializeToString()
     write_atomically(os.fspath(path), lambda f: f.write(data), "the ONNX file", ".onnx", ExportError)
     return m
+
+
+def graph_to_onnx(graph: Graph):
+    """A plain graph (no offloaded regions: a model as imported or built) as an ``onnx.ModelProto``
+    in standard ops, its constants as initializers: what stock onnxruntime runs to time the whole
+    model (``tuner.calibrate``). Composites are inlined; If/Loop keep their bodies."""
+    mod = SimpleNamespace(host_graph=graph, externals={}, manifest={}, function=None)
+    return _Exporter(mod, None).model()  # type: ignore[arg-type]
+
+
+def node_to_onnx(node, fill=None):
+    """One primitive IR node as a one-node ONNX model (what the writer of its op emits: one or a
+    few standard nodes): its non-constant inputs are graph inputs, its constants initializers
+    (their data, or ``fill(shape, dtype)`` when a constant carries none), its outputs the graph's.
+    Refused in one line (``ExportError``) for an op without a standard form or control flow."""
+    from onnx import helper
+    if node.op in ("if", "loop", "call"):
+        raise ExportError(f"node '{node.name}': {node.op} is not one primitive op")
+    w = WRITERS.get(node.op)
+    if w is None:
+        raise ExportError(f"op '{node.op}' (node '{node.name}') has no standard ONNX form at opset {OPSET}")
+    ex = SimpleNamespace(names=_Names(), tmp_base=node.name or "n", derived={})
+    b = Body(ex, "main", False)  # type: ignore[arg-type]
+    inputs, xs = [], []
+    for i, v in enumerate(node.inputs):
+        nm = ex.names.take(f"x{i}")
+        if v.is_const:
+            data = v.data if v.data is not None else fill(tuple(v.shape), v.dtype)
+            b.const(np.asarray(data), nm)
+        else:
+            inputs.append(helper.make_tensor_value_info(nm, _elem(v.dtype), list(v.shape)))
+        b.env[id(v)] = nm
+        xs.append(nm)
+    ys = [ex.names.take(f"y{i}") for i in range(len(node.outputs))]
+    w(b, node, xs, ys)
+    outs = [helper.make_tensor_value_info(y, _elem(v.dtype), list(v.shape)) for y, v in zip(ys, node.outputs)]
+    g = helper.make_graph(b.nodes, node.name or node.op, inputs, outs, initializer=b.initializers)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+                             producer_name="accel-tune")
 
 
 # ============================================================================ back again

@@ -14,6 +14,7 @@ a copy of the model so onnxruntime can run it for comparison.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 import zlib
 from typing import Any, Mapping, Sequence
@@ -192,7 +193,8 @@ def _read_model(path_or_bytes):
 
 
 def load_onnx(path_or_bytes, *, fill_seed: int = 0,
-              input_shapes: Mapping[str, Sequence[int]] | None = None, fold_qdq: bool = False) -> Graph:
+              input_shapes: Mapping[str, Sequence[int]] | None = None, fold_qdq: bool = False,
+              dims: Mapping[str, int] | None = None) -> Graph:
     """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11 to
     ``max_opset()``.
 
@@ -200,6 +202,9 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     meta then records ``weights_stripped=True`` and ``filled_initializers``.
 
     The IR is static: ``input_shapes`` (input name -> shape) fixes inputs with dynamic dimensions.
+    ``dims`` (symbol -> size) fixes them by the symbols the file names its dimensions with, for every
+    input at once (``batch``, ``past_sequence``; a dimension written as a sum such as
+    ``past_sequence + sequence`` is evaluated); ``input_shapes`` wins for the inputs it names.
     Without it, a dynamic leading (batch) dimension becomes 1 with a warning; any other dynamic
     dimension is an error naming the input and the dimension.
 
@@ -232,7 +237,10 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
         raise OnnxImportError(f"{label} uses opset {opset}; supported opsets are {MIN_OPSET}..{max_opset()}")
     stripped = _stripped_flag(model)
     filled = fill_arrays(model, fill_seed) if stripped else {}
-    imp = _Importer(opset, filled, label, dict(input_shapes or {}), model)
+    shapes = dict(input_shapes or {})
+    if dims:
+        shapes = {**_shapes_from_dims(model, dims, label, set(shapes)), **shapes}
+    imp = _Importer(opset, filled, label, shapes, model)
     graph = imp.import_main(model.graph, name=model.graph.name or "main")
     graph.meta["source"] = f"onnx:{label}"
     graph.meta["opset"] = opset
@@ -247,7 +255,23 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
         graph.lint()
     except IRError as e:  # an importer bug, but say which file
         raise OnnxImportError(f"{label}: imported graph is malformed: {e}") from None
+    _mark_kv_cache(graph, label)
     return graph
+
+
+def _mark_kv_cache(graph: Graph, label: str) -> None:
+    """A decoder step's KV cache (``kv_cache.find_kv_cache``) lives on the device between steps:
+    its inputs and outputs are marked device-resident (``partition.residency``), and
+    ``meta["kv_cache"]`` describes it. A cache that does not pair up is one line naming the file."""
+    from ..residency import mark_device_resident
+    from .kv_cache import KVCacheError, find_kv_cache
+    try:
+        kv = find_kv_cache(graph)
+    except KVCacheError as e:
+        raise KVCacheError(f"{label}: {e}") from None
+    if kv is not None:
+        graph.meta["kv_cache"] = kv.to_dict()
+        mark_device_resident(graph, kv.inputs + kv.outputs)
 
 
 def _fold_fake_quant(gp) -> int:
@@ -266,6 +290,73 @@ def _fold_fake_quant(gp) -> int:
             gp.node[i].CopyFrom(helper.make_node("Identity", [q.input[0]], list(n.output[:1]), name=n.name))
             count += 1
     return count
+
+
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][\w.]*)|([+\-*]))")
+
+
+def eval_dim(expr: str, dims: Mapping[str, int]) -> int | None:
+    """A symbolic dimension (``past_sequence``, ``past_sequence + sequence``, ``2*batch``) with the
+    symbols of ``dims``; None when a symbol is not given or the text is no such expression."""
+    terms, sign, prod, expect_operand = 0, 1, None, True
+    pos = 0
+    text = expr.strip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        num, name, op = m.groups()
+        if expect_operand:
+            if op is not None:
+                return None
+            val = int(num) if num is not None else dims.get(name)
+            if val is None:
+                return None
+            prod = val if prod is None else prod * val
+            expect_operand = False
+        else:
+            if op is None:
+                return None
+            if op == "*":
+                expect_operand = True
+                continue
+            terms += sign * prod
+            sign, prod, expect_operand = (1 if op == "+" else -1), None, True
+    if expect_operand or prod is None:
+        return None
+    return terms + sign * prod
+
+
+def _shapes_from_dims(model, dims: Mapping[str, int], label: str, given: set[str]) -> dict[str, tuple[int, ...]]:
+    """Input shapes whose every symbolic dimension ``dims`` settles. A symbol no input names, or a
+    size below 1, is one line."""
+    for name, n in dims.items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise OnnxImportError(f"dimension '{name}' must be an integer >= 1, got {n!r}")
+    inits = {t.name for t in model.graph.initializer}
+    out: dict[str, tuple[int, ...]] = {}
+    seen: set[str] = set()
+    for vi in model.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        shape = []
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                shape.append(int(d.dim_value))
+                continue
+            seen.update(t for t in re.findall(r"[A-Za-z_][\w.]*", d.dim_param))
+            v = eval_dim(d.dim_param, dims) if d.dim_param else None
+            shape.append(v)
+        if vi.name not in given and None not in shape and any(not d.HasField("dim_value")
+                                                               for d in vi.type.tensor_type.shape.dim):
+            out[vi.name] = tuple(shape)
+    unknown = sorted(set(dims) - seen)
+    if unknown:
+        names = ", ".join(sorted(seen)) or "none"
+        raise OnnxImportError(f"{label}: no input dimension is named '{unknown[0]}'; its symbolic dimensions "
+                              f"are: {names}")
+    return out
 
 
 def _shape_text(dims) -> str:
@@ -420,7 +511,9 @@ class _Importer:
             else:
                 raise OnnxImportError(f"input '{vi.name}' has a dynamic dimension '{d}' at axis {axis} "
                                       f"(shape {_shape_text(declared)}); give its shape with "
-                                      f"--input-shape {vi.name}=D0,D1,... (input_shapes in Python)")
+                                      f"--input-shape {vi.name}=D0,D1,... (input_shapes in Python)"
+                                      + (f", or size its symbols with --dim SYMBOL=N (dims in Python)"
+                                         if isinstance(d, str) and d != "?" else ""))
         return tuple(dims), dtype
 
     def _constants(self, gp, scope: Scope) -> None:

@@ -10,11 +10,11 @@ import numpy as np
 from ..ir import TensorType
 from .base import InferContext, OpCost, OpDef, OpError, check
 
-from . import nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold  # noqa: E402
+from . import nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold, llm  # noqa: E402
 
 # Read-only: the registry is a value assembled once from the op modules, never extended at run time.
 OPS: Mapping[str, OpDef] = MappingProxyType(
-    {d.name: d for mod in (nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold)
+    {d.name: d for mod in (nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold, llm)
      for d in mod.DEFS})
 
 

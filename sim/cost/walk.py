@@ -36,7 +36,13 @@ block, which shares the ports with the next step's prefetch. ``W_j[x]``: the buf
 fills must be free. Double-buffered (the level's capacity holds two of each tile it keeps, and
 so does every level it fills), the tile it replaces is the one before the previous load: W =
 C[p-1] with p the engine's previous job step, so the load overlaps the compute on the current
-tile. Single-buffered: W = C[x-1], it waits until that compute is done. The feeders of level j
+tile. Single-buffered: W = C[x-1], it waits until that compute is done. Each level states its
+buffering per tensor (``StorageLevel.buffering``): ``double`` and ``single`` as above, ``auto``
+double exactly when the capacity holds two of each tile (the rule before levels stated it), and
+``stream`` (a FIFO or line buffer): the tensor's fills, the parent reads feeding them and the
+partial sums it drains are the traffic of the blocks that use the tile, spread evenly over the
+walked steps it stays resident, so they lengthen a block only where its ports need longer than
+its compute and never hold one up before it starts. The feeders of level j
 are the levels its tensors come from (each one's next outer keeper): a scratchpad fills from the
 buffer above only once that buffer has the data, which is the serial pipeline fill; sibling
 scratchpads fed by the same buffer fill side by side. A block lasts
@@ -201,12 +207,20 @@ class _Ports:
 
 
 def _buffers(hier: Hierarchy, nest: Nest, mapping: Mapping, i: int) -> int:
-    """2 when level i's capacity holds two of each tile it keeps (double buffering), else 1."""
-    cap = hier.levels[i].capacity_words
-    if cap is None:
+    """Level i's buffers for the tensors it refills between blocks (its stated buffering; a
+    streaming tensor is refilled inside the block and does not count): 1 when one is ``single``
+    or an ``auto`` one is left without room for a second tile set, else 2. ``auto``: the
+    capacity must hold two of each tile the level keeps (the rule before levels stated it)."""
+    lv = hier.levels[i]
+    kept = [ds.name for ds in nest.data_spaces if mapping.keeps(hier, i, ds.name)]
+    modes = {name: lv.buffering_of(name) for name in kept}
+    modes = {name: m for name, m in modes.items() if m != "stream"}
+    if "single" in modes.values():
+        return 1
+    if "auto" not in modes.values() or lv.capacity_words is None:
         return 2
-    words = sum(mapping.tile_words(nest, i, ds.name) for ds in nest.data_spaces if mapping.keeps(hier, i, ds.name))
-    return 2 if 2 * words <= cap else 1
+    words = sum(mapping.tile_words(nest, i, name) for name in kept)
+    return 2 if 2 * words <= lv.capacity_words else 1
 
 
 def _job(rd: np.ndarray, wr: np.ndarray, rbw: float | None, wbw: float | None) -> np.ndarray:
@@ -274,7 +288,8 @@ def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Co
     unwalked = {d: math.prod(f for d2, f, _ in all_t[walked:] if d2 == d) for d in dims}
 
     zeros = lambda: np.zeros(steps, dtype=np.int64)  # noqa: E731
-    ports = [_Ports(zeros(), zeros(), zeros(), zeros(), zeros(), zeros()) for _ in range(n)]
+    fzeros = lambda: np.zeros(steps, dtype=np.float64)  # noqa: E731  (port words: a stream spreads them)
+    ports = [_Ports(fzeros(), fzeros(), fzeros(), fzeros(), fzeros(), fzeros()) for _ in range(n)]
     bufs = [_buffers(hier, nest, mapping, i) for i in range(n)]
     counts: list[dict[str, list[np.ndarray]]] = [dict() for _ in range(n)]   # name -> [reads, fills, updates]
     tiles: list[dict[str, tuple[int, int]]] = [dict() for _ in range(n)]
@@ -295,6 +310,19 @@ def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Co
 
     for ds in nest.data_spaces:
         keepers = [i for i in range(n) if mapping.keeps(hier, i, ds.name)]
+        # a streaming tensor's refills (and the parent reads and drains that go with them) flow
+        # during the block that uses them, as a block's own traffic, never as a step's transfer
+        stream = {i: hier.levels[i].buffering_of(ds.name) == "stream" for i in keepers}
+
+        def flow(arr: np.ndarray, i: int) -> np.ndarray:
+            """A streaming tile's words spread evenly over the walked steps it stays resident
+            (the walked loops inside its level: consecutive steps), as a FIFO delivers them
+            while the compute consumes them; other traffic as it comes."""
+            inside = all_t[len(level_loops[i]):walked]
+            if not (stream[i] and inside):
+                return arr
+            life = math.prod(f for _, f, _ in inside)
+            return np.repeat(arr.reshape(-1, life).sum(axis=1) / life, life)
         arrivals, first, part, above = {}, {}, {}, {}
         for i in keepers:
             ext = ds.extents(spans[i])
@@ -328,11 +356,12 @@ def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Co
                 fills = a - first[i] if ds.read_write else a
             p = ports[i]
             if pos > 0:
-                if above[i]:
+                if above[i] and not stream[i]:
                     p.step_wr[:] += fills
                 else:
-                    p.block_wr[:] += fills
-                    p.block_fill[:] += fills
+                    p.block_wr[:] += flow(fills, i)
+                    if not stream[i]:
+                        p.block_fill[:] += fills
             if child is None:
                 if ds.read_write:
                     reads, updates = to_macs - mac_first, to_macs
@@ -348,16 +377,16 @@ def _count(hier: Hierarchy, nest: Nest, mapping: Mapping, max_steps: int) -> _Co
                     updates = arrivals[child] * k
                 else:
                     reads, updates = arrivals[child] * k, zeros()
-                if above[child]:
+                if above[child] and not stream[child]:
                     p.step_rd[:] += reads
                     if ds.read_write:
                         back, last = drain_steps(updates)
                         p.step_wr[:] += back
                         p.final_wr += last
                 else:
-                    p.block_rd[:] += reads
-                    p.block_wr[:] += updates
-                    if bufs[child] == 1:
+                    p.block_rd[:] += flow(reads, child)
+                    p.block_wr[:] += flow(updates, child)
+                    if bufs[child] == 1 and not stream[child]:
                         p.block_feed[:] += reads
             counts[i][ds.name] = [reads, fills, updates]
 

@@ -13,7 +13,8 @@ external function costs one call of its ``SubgraphReport``: launch + link transf
 activations in the device's format + its kernels' cycles under the archive's schedules on the
 archive's hardware config (``sim.simulate_function``), and the host's conversion of each crossing
 tensor (``sim.graph.transfer``) counts in the host's share. Weights are converted and loaded once, at
-load time, so they are not per inference.
+load time, so they are not per inference. Device-resident tensors (``partition.residency``: a KV
+cache) cross only where the host reads or makes them (a row of their own in the breakdown).
 Energy adds the host's (``sim.graph.subgraph.host_op_joules`` per op executed) to the accelerator's and the
 link's of every call.
 """
@@ -33,7 +34,10 @@ from ..hw.config import HardwareConfig, HardwareError
 from ..cost.report import SubgraphReport
 from ..mapping.schedule import Schedule, ScheduleError
 from ..cost.kernel import FIDELITIES
-from .subgraph import CostError, host_op_joules, host_op_seconds, kernel_workload, simulate_function
+from partition.residency import call_residency
+
+from .subgraph import (CostError, host_op_joules, host_op_seconds, kernel_workload, resident_transfers,
+                       simulate_function)
 from ..workload.workload import WorkloadError
 
 # Ops that pass an integer input through unchanged in value, so an index input can be traced to
@@ -172,6 +176,11 @@ class LoadedModule:
     schedules: Mapping[str, Mapping[str, Schedule]] = field(repr=False)
     reports: Mapping[str, SubgraphReport] = field(repr=False)
     fidelity: str = "tile"
+    # Calls of the host graph whose arguments or results are device-resident
+    # (partition.residency): node id -> (symbol, residency key, that call's report).
+    resident_calls: Mapping[int, tuple[str, tuple, SubgraphReport]] = field(default_factory=dict, repr=False)
+    # Device-resident tensors the host reads or makes: their transfers, once per run.
+    resident_moves: SubgraphReport | None = field(default=None, repr=False)
 
     @property
     def graph(self) -> Graph:
@@ -225,13 +234,17 @@ class LoadedModule:
         args = self.check_inputs(inputs)
         g = self.graph
         externals = {s: g.functions[s] for s in self.reports}
-        trace = _Trace(self.hw, max_ops)
+        trace = _Trace(self.hw, max_ops, {k: (sym, key) for k, (sym, key, _) in self.resident_calls.items()})
         values = _DeviceInterpreter(g, None, externals=externals, trace=trace).run(
             [args[v.name] for v in g.inputs])
         outputs = {}
         for v, a in zip(g.outputs, values):
             outputs.setdefault(v.name, np.asarray(a))
-        fns = tuple(FunctionTiming(s, n, self.reports[s]) for s, n in trace.calls.items())
+        variants = {(sym, key): rep for sym, key, rep in self.resident_calls.values()}
+        fns = tuple(FunctionTiming(s[0], n, variants[s]) if isinstance(s, tuple) else
+                    FunctionTiming(s, n, self.reports[s]) for s, n in trace.calls.items())
+        if self.resident_moves is not None:
+            fns = fns + (FunctionTiming(self.resident_moves.symbol, 1, self.resident_moves),)
         # The host converts every crossing tensor between the graph's format and the device's.
         conv_s = sum(f.calls * f.per_call.convert_s for f in fns)
         conv_j = sum(f.calls * f.per_call.convert_j for f in fns)
@@ -273,7 +286,19 @@ def load(path: str | os.PathLike, fidelity: str = "tile") -> LoadedModule:
         member = packed.manifest["externals"][sym]
         schedules[sym] = schedules_of(doc.get("schedules", {}), member)
         reports[sym] = _simulate(sym, fn, hw, schedules[sym], fidelity, member)
-    return LoadedModule(os.fspath(path), packed, hw, schedules, reports, fidelity)
+    host = packed.host_graph
+    resident_calls = {}
+    for node in host.nodes:
+        sym = node.attrs.get("callee") if node.op == "call" else None
+        if sym in reports:
+            res = call_residency(host, node)
+            if res[0] or res[1]:
+                key = (tuple(sorted(res[0])), tuple(sorted(res[1])))
+                rep = _simulate(sym, packed.function(sym), hw, schedules[sym], fidelity,
+                                packed.manifest["externals"][sym], res)
+                resident_calls[id(node)] = (sym, key, rep)
+    return LoadedModule(os.fspath(path), packed, hw, schedules, reports, fidelity, resident_calls,
+                        resident_transfers(host, hw))
 
 
 def hardware_of(manifest: Mapping[str, Any]) -> HardwareConfig:
@@ -326,7 +351,7 @@ def _short(v: Any) -> str:
 
 
 def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str, Schedule],
-              fidelity: str, member: str) -> SubgraphReport:
+              fidelity: str, member: str, resident: tuple = (frozenset(), frozenset())) -> SubgraphReport:
     """``simulate_function`` picks schedules by workload key; the archive gives them by kernel
     name, so each is checked against its kernel's workload and re-keyed."""
     by_key: dict[str, tuple[str, Schedule]] = {}
@@ -346,7 +371,7 @@ def _simulate(sym: str, fn: Function, hw: HardwareConfig, schedules: Mapping[str
                 raise RuntimeLoadError(f"{member}: kernels {prev[0]!r} and {node.name!r} share one workload "
                                        f"but have different schedules; the simulator keys schedules by workload")
             by_key[wl.key] = (node.name, s)
-        return simulate_function(fn, hw, {k: s for k, (_, s) in by_key.items()}, fidelity, sym)
+        return simulate_function(fn, hw, {k: s for k, (_, s) in by_key.items()}, fidelity, sym, resident=resident)
     except (CostError, WorkloadError, ScheduleError) as e:
         raise RuntimeLoadError(f"{member}: the device cannot run @{sym}: {e}") from None
 
@@ -361,9 +386,10 @@ class _Trace:
     ``run`` call only. ``max_ops`` bounds host ops plus device calls: a Loop's trip count is data
     in the archive, and 10**12 trips of a two-op body would otherwise run for days."""
 
-    def __init__(self, hw: HardwareConfig, max_ops: int):
+    def __init__(self, hw: HardwareConfig, max_ops: int, resident: Mapping[int, tuple] | None = None):
         self.hw = hw
         self.max_ops = max_ops
+        self.resident = resident or {}   # call node id -> (symbol, residency key)
         self.host_s = 0.0
         self.host_j = 0.0
         self.host_ops = 0
@@ -382,9 +408,10 @@ class _Trace:
         self.host_j += host_op_joules(node, self.hw)
         self.host_ops += 1
 
-    def call(self, sym: str) -> None:
+    def call(self, sym: str, node: Node | None = None) -> None:
         self._count()
-        self.calls[sym] = self.calls.get(sym, 0) + 1
+        key = self.resident.get(id(node), sym) if node is not None else sym
+        self.calls[key] = self.calls.get(key, 0) + 1
 
 
 class _DeviceInterpreter(Interpreter):
@@ -403,7 +430,7 @@ class _DeviceInterpreter(Interpreter):
             fn = self.functions.get(sym)
             # Identity, not name: a nested graph may define a local function of the same name.
             if fn is not None and self.externals.get(sym) is fn:
-                self.trace.call(sym)
+                self.trace.call(sym, node)
                 return Interpreter(fn.graph, self.functions).run(args, bounded=True)
             # A host-side function (e.g. a composite left on the host): its ops run on the host,
             # counted one by one as run_subgraph walks them.

@@ -11,14 +11,21 @@ bandwidth)`` cycles (``credited_cycles``); its roofline is then the fused bound
 (``sim.cost.kernel.fused_roofline_for``), so no kernel beats its bound. Otherwise the intermediate
 spills. Each call pays the link transfer of its non-constant inputs and outputs in the device's
 format plus the launch latency, and the host converts each crossing tensor between the graph's
-format and the device's (``sim.graph.transfer``: the one bytes-per-element rule). Weights are loaded
+format and the device's (``sim.graph.transfer``: the one bytes-per-element rule), less the
+device-resident tensors of the call (``partition.residency``: a KV cache stays on the device; the
+host's reads and writes of such tensors are ``resident_transfers``). Weights are loaded
 once, when the module is loaded, so they count in ``weight_bytes`` and not per inference. Host
 ops are costed on the host model: max(FLOPs / peak, bytes / bandwidth) + per-op overhead.
+
+A learned calibration (``tuner.calibration``) is passed down as two optional callables, never
+held globally: ``host_seconds(node, hw)`` replaces the host model of one host op, and
+``kernel_scale(workload, report, hw)`` multiplies one device kernel's cycles (before the on-chip
+credit of its function).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Callable, Mapping
 
 from ..hw.config import HardwareConfig
 from ..cost.kernel import fused_roofline_for, simulate
@@ -161,7 +168,22 @@ def _pick_schedule(wl: Workload, hw: HardwareConfig, schedules: Mapping[str, Sch
     return cache[wl.key]
 
 
-def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
+def scaled_report(rep: KernelReport, k: float) -> KernelReport:
+    """A kernel report with its time multiplied by ``k`` (a calibration): the steady state and the
+    stall absorb the change, so the four parts still add up to the total."""
+    if k == 1.0:
+        return rep
+    total = max(1, int(round(rep.total_cycles * k)))
+    compute = max(1, int(round(rep.compute_cycles * k))) if rep.compute_cycles else 0
+    pro = min(rep.prologue_cycles, total)
+    epi = min(rep.epilogue_cycles, total - pro)
+    compute = min(compute, total - pro - epi)
+    return replace(rep, total_cycles=total, compute_cycles=compute, prologue_cycles=pro, epilogue_cycles=epi,
+                   stall_cycles=total - pro - epi - compute,
+                   utilization=rep.utilization * rep.total_cycles / total)
+
+
+def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache, kernel_scale=None):
     """(name, op, workload, report, node whose outputs the kernel produces)."""
     g = fn.graph
     out = []
@@ -172,18 +194,26 @@ def _kernels(fn: Any, hw: HardwareConfig, schedules, fidelity, cache):
         else:
             label = node.op
         rep = simulate(wl, hw, _pick_schedule(wl, hw, schedules, cache), fidelity)
+        if kernel_scale is not None:
+            rep = scaled_report(rep, kernel_scale(wl, rep, hw))
         out.append((node.name, label, wl, rep, node))
     return out
 
 
 def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
                       fidelity: str = "analytical", symbol: str | None = None,
-                      _cache: dict[str, Schedule] | None = None) -> SubgraphReport:
+                      _cache: dict[str, Schedule] | None = None,
+                      resident: tuple[AbstractSet[int], AbstractSet[int]] = (frozenset(), frozenset()),
+                      kernel_scale: Callable[[Workload, KernelReport, HardwareConfig], float] | None = None
+                      ) -> SubgraphReport:
     """One call of an external function on the accelerator. ``schedules`` maps workload keys to
-    schedules (default: ``default_schedule`` for each)."""
+    schedules (default: ``default_schedule`` for each). ``resident``: (parameter positions, result
+    positions) that stay in device memory at this call (``partition.residency.call_residency``:
+    a KV cache read and written in place), so they do not cross the link. ``kernel_scale``: a
+    calibration's factor on each kernel's cycles."""
     cache = _cache if _cache is not None else {}
     g = function.graph
-    ks = _kernels(function, hw, schedules, fidelity, cache)
+    ks = _kernels(function, hw, schedules, fidelity, cache, kernel_scale)
     cap = on_chip_capacity(hw)
     graph_outs = {id(v) for v in g.outputs}
     index = {id(k[4]): i for i, k in enumerate(ks)}
@@ -216,7 +246,8 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
         kernels.append(KernelCost(name, label, rep))
         cycles += rep.total_cycles
         energy_pj += sum(rep.energy_pj.values())
-    crossing = [v.type for v in (*g.inputs, *g.outputs)]
+    crossing = ([v.type for i, v in enumerate(g.inputs) if i not in resident[0]]
+                + [v.type for j, v in enumerate(g.outputs) if j not in resident[1]])
     link_bytes = sum(device_bytes(t, hw) for t in crossing)
     return SubgraphReport(
         symbol=symbol or function.attrs.get("global_symbol", g.name), kernels=tuple(kernels),
@@ -225,6 +256,25 @@ def simulate_function(function: Any, hw: HardwareConfig, schedules: Mapping[str,
         device_energy_j=energy_pj * 1e-12, link_energy_j=link_bytes * hw.energy.link_pj_per_byte * 1e-12,
         weight_bytes=_const_bytes(g, hw), convert_s=sum(conversion_seconds(t, hw) for t in crossing),
         convert_j=sum(conversion_joules(t, hw) for t in crossing))
+
+
+RESIDENT_SYMBOL = "(device-resident tensors)"
+
+
+def resident_transfers(graph: Any, hw: HardwareConfig) -> SubgraphReport | None:
+    """The link transfers of device-resident tensors the host touches (``partition.residency.
+    host_crossings``: a resident input a host op reads, a resident output the host makes), once per
+    inference, as a report with no kernels and no launch; None when there are none."""
+    from partition.residency import host_crossings
+    types = [v.type for v in host_crossings(graph)]
+    if not types:
+        return None
+    nbytes = sum(device_bytes(t, hw) for t in types)
+    return SubgraphReport(
+        symbol=RESIDENT_SYMBOL, kernels=(), device_cycles=0, device_s=0.0, link_s=nbytes / hw.link.bytes_per_s,
+        launch_s=0.0, link_bytes=nbytes, spilled_bytes=0, device_energy_j=0.0,
+        link_energy_j=nbytes * hw.energy.link_pj_per_byte * 1e-12, weight_bytes=0,
+        convert_s=sum(conversion_seconds(t, hw) for t in types), convert_j=sum(conversion_joules(t, hw) for t in types))
 
 
 def host_op_work(node: Any) -> tuple[int, int]:
@@ -306,12 +356,17 @@ class GraphCost:
 
 
 def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule] | None = None,
-               fidelity: str = "analytical") -> GraphCost:
+               fidelity: str = "analytical",
+               host_seconds: Callable[[Any, HardwareConfig], float] | None = None,
+               kernel_scale: Callable[[Workload, KernelReport, HardwareConfig], float] | None = None) -> GraphCost:
     """Walk a partitioned graph: host ops on the host model, each call of an external function
     (a ``Compiler`` attr) on the accelerator. A loop body counts its maximum trip count times and an
-    if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are)."""
+    if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are).
+    ``host_seconds`` / ``kernel_scale``: a calibration (module docstring)."""
+    from partition.residency import call_residency
+    host_time = host_seconds or host_op_seconds
     cache: dict[str, Schedule] = {}
-    reports: dict[str, SubgraphReport] = {}
+    reports: dict[tuple, SubgraphReport] = {}
 
     def walk(g: Any, scope: dict[str, Any], host: list, calls: list) -> None:
         scope = {**scope, **g.functions}
@@ -319,9 +374,12 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
             fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
             if fn is not None and "Compiler" in fn.attrs:
                 sym = node.attrs["callee"]
-                if sym not in reports:
-                    reports[sym] = simulate_function(fn, hw, schedules, fidelity, sym, cache)
-                calls.append(reports[sym])
+                res = call_residency(g, node)
+                key = (sym, *map(tuple, map(sorted, res)))
+                if key not in reports:
+                    reports[key] = simulate_function(fn, hw, schedules, fidelity, sym, cache, resident=res,
+                                                     kernel_scale=kernel_scale)
+                calls.append(reports[key])
             elif fn is not None:
                 walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
             elif node.op == "loop":
@@ -344,10 +402,14 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
                 host.extend(h2)
                 calls.extend(c2)
             else:
-                host.append(HostOpCost(node.name, node.op, host_op_seconds(node, hw),
+                host.append(HostOpCost(node.name, node.op, host_time(node, hw),
                                        host_op_joules(node, hw)))
 
     host: list[HostOpCost] = []
     calls: list[SubgraphReport] = []
     walk(graph, {}, host, calls)
-    return GraphCost(hw.name, tuple(host), tuple(calls), sum(r.weight_bytes for r in reports.values()))
+    moved = resident_transfers(graph, hw)
+    if moved is not None:
+        calls.append(moved)
+    weights = {key[0]: r.weight_bytes for key, r in reports.items()}  # once per function, whatever its calls
+    return GraphCost(hw.name, tuple(host), tuple(calls), sum(weights.values()))

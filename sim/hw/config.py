@@ -76,7 +76,9 @@ class Rule:
     """What one field accepts. ``kind``: 'int' or 'num' (finite, in [lo, hi], ``unit`` for
     messages and docs), 'bool', 'str' (at most ``hi`` printable characters), 'symbol' (a name
     that becomes part of external function symbols), 'names' (a list of distinct non-empty
-    names, at most ``hi`` of them) or 'choice' (one of ``choices``). Sections added later reuse
+    names, at most ``hi`` of them), 'choice' (one of ``choices``) or 'buffering' (a storage level's
+    buffering: one of ``choices`` for every tensor it keeps, or ``Tensor:mode`` pairs separated by
+    commas, ``sim.hw.hierarchy.parse_buffering``). Sections added later reuse
     these kinds; a field's rule is in its dataclass metadata, so docs and checks never drift."""
     kind: str
     lo: float | None = None
@@ -99,6 +101,8 @@ class Rule:
             return f"name of letters, digits, '_', '.', '-' (at most {self.hi:g})"
         if self.kind == "names":
             return f"list of distinct names (at most {self.hi:g})"
+        if self.kind == "buffering":
+            return f"one of {', '.join(self.choices)}, or Tensor:mode pairs (e.g. 'Inputs:stream,Outputs:double')"
         return "one of " + ", ".join(self.choices)
 
     def check(self, path: str, v: Any) -> None:
@@ -135,6 +139,12 @@ class Rule:
         elif k == "choice":
             if not isinstance(v, str) or v not in self.choices:
                 _fail(path, f"one of {', '.join(self.choices)}", v)
+        elif k == "buffering":
+            from .hierarchy import HierarchyError, parse_buffering
+            try:
+                parse_buffering(v)
+            except HierarchyError as e:
+                _fail(path, f"{self.describe()} ({e})", v)
         else:
             raise AssertionError(f"unknown rule kind {k!r} for {path}")
 
@@ -291,6 +301,34 @@ class LinkConfig(_Section):
 
 
 @dataclass(frozen=True)
+class MemoryConfig(_Section):
+    """Device memory as a capacity (weights, KV cache and activations must fit in it); its
+    bandwidth is ``dram.bytes_per_cycle``. Optional: absent from files and fingerprints at its default."""
+    _name = "memory"
+    capacity_bytes: int = _int(0, 0, 2**50, "bytes", "device memory (DRAM/HBM) capacity; 0 = not stated "
+                               "(nothing is refused for size)")
+
+
+INTERCONNECT_TOPOLOGIES = ("ring", "switch", "mesh")
+
+
+@dataclass(frozen=True)
+class InterconnectConfig(_Section):
+    """The links between identical devices (tensor and pipeline parallel). Optional: absent from
+    files and fingerprints at its default, which is one device and no links."""
+    _name = "interconnect"
+    max_devices: int = _int(1, 1, 65536, "devices", "devices the links connect (1 = a single device)")
+    bytes_per_s: float = _num(0.0, 0.0, 1e15, "bytes/s", "device-to-device bandwidth of one device, one "
+                              "direction; 0 = no links")
+    latency_s: float = _num(0.0, 0.0, 1.0, "s", "latency of one message over one hop")
+    topology: str = _R("choice", "ring", "how the devices are wired: ring (each to two neighbours), switch "
+                       "(all through one switch, e.g. NVSwitch), mesh (2-D torus)", choices=INTERCONNECT_TOPOLOGIES)
+    pj_per_byte: float = _num(0.0, *_PJ, "energy of one byte sent to another device")
+    # No cross-field rule here (max_devices > 1 with bytes_per_s = 0): a split that needs the links
+    # is refused where it is asked for, with the split named in the message.
+
+
+@dataclass(frozen=True)
 class EnergyConfig(_Section):
     _name = "energy"
     mac_pj: float = _num(0.23, *_PJ, "one multiply-accumulate")
@@ -351,6 +389,7 @@ def _pattern_names() -> frozenset[str]:
 TENSORS = ("Weights", "Inputs", "Outputs")
 MAX_LEVELS = 16
 ARITHMETIC_NAME = "MAC"  # the array, as the hierarchy names it below the last level
+BUFFERING_MODES = ("auto", "single", "double", "stream")  # sim.hw.hierarchy.BUFFERING_MODES, same order
 NO_LIMIT = 1e12  # a bandwidth of 1e12 words/cycle: no throttling (as buffers.sram_bytes_per_cycle)
 
 
@@ -385,6 +424,11 @@ class LevelConfig(_Section):
     keeps: tuple[str, ...] = _R("names", TENSORS, "tensors the level may hold (" + ", ".join(TENSORS)
                                 + "); the others bypass it; [] = a network level that holds nothing, costs "
                                   "nothing and only fans out (Timeloop's container mesh)", hi=len(TENSORS))
+    buffering: str = _R("buffering", "auto", "how the tile-level walk refills the level, per tensor it keeps: "
+                        "single (a load waits for the compute on the tile it replaces), double (the next tile "
+                        "loads while the compute uses this one; capacity_words is one buffer's), stream (a "
+                        "FIFO / line buffer: refills flow in while the compute consumes them), auto (double "
+                        "when the capacity holds two of every tile, else single)", choices=BUFFERING_MODES)
 
     def instance_area_um2(self) -> float:
         """One instance: its fixed area plus its capacity at ``area_um2_per_word``."""
@@ -399,6 +443,11 @@ class LevelConfig(_Section):
         if bad:
             raise HardwareError(f"hardware.levels.{self.name}.keeps lists {', '.join(map(repr, bad))}; "
                                 f"tensors are {', '.join(TENSORS)}")
+        from .hierarchy import parse_buffering
+        stray = [t for t in parse_buffering(self.buffering) if t and t not in self.keeps]
+        if stray:  # a mode for a tensor the level never holds is a mistake, not a no-op
+            raise HardwareError(f"hardware.levels.{self.name}.buffering names {', '.join(stray)}, which the level "
+                                f"does not keep (keeps: {', '.join(self.keeps) or 'nothing'})")
 
 
 def _check_levels(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> None:
@@ -448,8 +497,11 @@ def resolved_fanouts(levels: tuple[LevelConfig, ...], array: ArrayConfig) -> tup
 _SECTIONS: dict[str, type] = {
     "array": ArrayConfig, "buffers": BufferConfig, "dram": DramConfig, "vector": VectorConfig,
     "clock": ClockConfig, "host": HostConfig, "link": LinkConfig, "energy": EnergyConfig,
-    "area": AreaConfig, "support": SupportConfig,
+    "area": AreaConfig, "support": SupportConfig, "memory": MemoryConfig, "interconnect": InterconnectConfig,
 }
+# Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
+# fingerprints) while they hold their defaults, and optional in a complete (packed) config.
+_OPTIONAL_SECTIONS = ("memory", "interconnect")
 
 
 @dataclass(frozen=True)
@@ -466,6 +518,8 @@ class HardwareConfig:
     energy: EnergyConfig = field(default_factory=EnergyConfig)
     area: AreaConfig = field(default_factory=AreaConfig)
     support: SupportConfig = field(default_factory=SupportConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    interconnect: InterconnectConfig = field(default_factory=InterconnectConfig)
     # The multi-level hierarchy, outermost first; () = today's one-buffer machine (DRAM ->
     # buffers -> array), costed exactly as before (sim.hw.config_hierarchy derives its hierarchy).
     levels: tuple[LevelConfig, ...] = ()
@@ -520,12 +574,16 @@ class HardwareConfig:
         return self.pes * self.clock_hz
 
     # ------------------------------------------------------------------ (de)serialisation
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, every_section: bool = False) -> dict[str, Any]:
+        """The tree as a file holds it; optional sections at their defaults are left out unless
+        ``every_section`` (``hw show`` prints them all, so a user sees what can be stated)."""
         d: dict[str, Any] = {"name": self.name, "description": self.description}
         for sec in _SECTIONS:
-            d[sec] = _section_dict(getattr(self, sec))
+            v = getattr(self, sec)
+            if every_section or sec not in _OPTIONAL_SECTIONS or v != _SECTIONS[sec]():
+                d[sec] = _section_dict(v)
         if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
-            d["levels"] = [_section_dict(lv) for lv in self.levels]
+            d["levels"] = [_level_dict(lv) for lv in self.levels]
         return d
 
     @classmethod
@@ -545,6 +603,8 @@ class HardwareConfig:
             base = _load(_base_ref(d.pop("base"), "hardware.base"), None, ())
         start = (base or cls()).to_dict()
         start.setdefault("levels", [])
+        for sec in _OPTIONAL_SECTIONS:
+            start.setdefault(sec, _section_dict(_SECTIONS[sec]()))
         for key, val in d.items():
             if key in ("name", "description"):
                 start[key] = val
@@ -563,7 +623,7 @@ class HardwareConfig:
                 raise HardwareError(f"hardware.{_key(key)} is not a known section "
                                     f"(known: name, description, base, {', '.join(_SECTIONS)}, levels)")
         if complete:  # after the unknown-key checks: a typo is the likelier fault, so it is named first
-            missing = [k for k in ("name", *_SECTIONS) if k not in d]
+            missing = [k for k in ("name", *_SECTIONS) if k not in d and k not in _OPTIONAL_SECTIONS]
             missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if sec in d
                         for f in fields(scls) if f.name not in d[sec]]
             if missing:
@@ -661,6 +721,15 @@ class HardwareConfig:
 
 def _section_dict(sec: Any) -> dict[str, Any]:
     return {f.name: (list(v) if isinstance(v := getattr(sec, f.name), tuple) else v) for f in fields(sec)}
+
+
+def _level_dict(lv: "LevelConfig") -> dict[str, Any]:
+    """A level as files and fingerprints hold it: ``buffering`` only when it is not the default
+    'auto', so every config written before the field existed keeps its fingerprint."""
+    d = _section_dict(lv)
+    if d["buffering"] == "auto":
+        del d["buffering"]
+    return d
 
 
 def _levels_from(val: Any) -> list[dict[str, Any]]:
@@ -762,7 +831,8 @@ def _own_name(hw: HardwareConfig, base: HardwareConfig | None, data: Mapping[str
     if base is None or ("name" in data and "description" in data):
         return hw
     old, new = base.to_dict(), hw.to_dict()
-    changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new[sec].items() if old[sec][k] != v]
+    changed = [_clip(f"{sec}.{k} = {v!r}", 60) for sec in _SECTIONS for k, v in new.get(sec, {}).items()
+               if old.get(sec, {}).get(k) != v]
     if old.get("levels") != new.get("levels"):
         changed.append(f"levels {' > '.join(lv.name for lv in hw.levels) or 'removed'}")
     if not changed:

@@ -4,7 +4,7 @@ A config with ``levels`` (``[[levels]]`` in a file, outermost first) gives one `
 per entry: instances and mesh from the fan-outs above it (``fanout_x`` x ``fanout_y`` instances
 of the next level per instance; 0 = what the array leaves on that axis), unbounded capacity for ``capacity_words = 0``, unlimited
 bandwidth for the ``NO_LIMIT`` value, a network level (``spatial_only``: fans out, holds nothing)
-for ``keeps = []``; the MACs are the ``array`` (cols along X, rows along Y, one
+for ``keeps = []``, the walk's buffering per tensor (``buffering``); the MACs are the ``array`` (cols along X, rows along Y, one
 MAC costs ``energy.mac_pj``, one PE ``area.pe_mm2``). A config without ``levels`` is today's
 one-buffer machine, DRAM -> buffer -> array (``sim.hw.hierarchy.hierarchy_from_hardware``).
 """
@@ -30,7 +30,8 @@ def hierarchy_of(hw: HardwareConfig) -> Hierarchy:
             write_bandwidth=None if lv.write_bandwidth >= NO_LIMIT else lv.write_bandwidth,
             read_pj=lv.read_pj, fill_pj=lv.fill_pj, update_pj=lv.update_pj,
             leak_pj_per_cycle=lv.leak_pj_per_cycle, area_um2=lv.instance_area_um2(),
-            keeps=frozenset(lv.keeps) if lv.keeps else None, spatial_only=not lv.keeps))
+            keeps=frozenset(lv.keeps) if lv.keeps else None, spatial_only=not lv.keeps,
+            buffering=lv.buffering))
         mx, my = mx * fx, my * fy
     a = hw.array
     mac = Arithmetic(name=ARITHMETIC_NAME, instances=a.rows * a.cols, mesh_x=a.cols, mesh_y=a.rows,

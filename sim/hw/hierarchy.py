@@ -14,6 +14,12 @@ Spatial fan-out follows from the instance counts: a level with ``instances`` cop
 (``mesh_x(inner) / mesh_x(this)`` along X, the same along Y); the last storage level feeds the
 ``Arithmetic`` instances. Every ratio must be a whole number, else ``HierarchyError``.
 
+Buffering (``StorageLevel.buffering``, ``parse_buffering``) says how the tile-level walk
+(``sim.cost.walk``) refills a level, per tensor: ``single``, ``double``, ``stream`` or ``auto``
+(double when the capacity holds two of every tile, else single: the rule from before the field
+existed, and Timeloop files keep it, as Timeloop's model overlaps every transfer anyway). The
+closed form (``sim.cost.movement``) and the mapping's legality do not depend on it.
+
 A level with ``spatial_only`` holds nothing and costs nothing: it only carries a spatial fan-out
 (Timeloop's ``inter_<container>_spatial`` dummy level for a container with a mesh).
 """
@@ -43,6 +49,30 @@ def _nonneg(where: str, name: str, v: Any, allow_none: bool = False) -> None:
         return
     _check(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
            f"{where}.{name} must be a finite number >= 0, got {v!r}")
+
+
+BUFFERING_MODES = ("auto", "single", "double", "stream")
+
+
+def parse_buffering(text: Any) -> dict[str, str]:
+    """A level's buffering as {tensor: mode}; the key "" holds the mode of tensors not named.
+
+    ``text`` is one mode for every tensor (``"stream"``) or comma-separated ``Tensor:mode``
+    pairs (``"Inputs:stream,Outputs:double"``; tensors left out: ``auto``). Raises
+    ``HierarchyError`` with one line naming what is wrong."""
+    _check(isinstance(text, str) and 0 < len(text) <= 200 and text.isprintable(),
+           f"buffering must be a short text, got {text!r}"[:120])
+    if ":" not in text:
+        _check(text.strip() in BUFFERING_MODES, f"unknown buffering mode {text.strip()!r}")
+        return {"": text.strip()}
+    out: dict[str, str] = {"": "auto"}
+    for part in text.split(","):
+        tensor, sep, mode = (x.strip() for x in part.partition(":"))
+        _check(sep and tensor, f"{part.strip()!r} is not Tensor:mode")
+        _check(mode in BUFFERING_MODES, f"unknown buffering mode {mode!r} for {tensor}")
+        _check(tensor not in out, f"{tensor} is given twice")
+        out[tensor] = mode
+    return out
 
 
 def _mesh(where: str, instances: int, mesh_x: int | None, mesh_y: int | None) -> tuple[int, int]:
@@ -85,6 +115,7 @@ class StorageLevel:
     area_um2: float = 0.0            # per instance
     keeps: frozenset[str] | None = None
     spatial_only: bool = False
+    buffering: str = "auto"          # per tensor: parse_buffering's text (the walk reads it)
 
     def __post_init__(self):
         w = f"hierarchy level {self.name!r}"
@@ -110,12 +141,21 @@ class StorageLevel:
             _check(keeps is not None and all(isinstance(k, str) and k for k in keeps),
                    f"{w}.keeps must be a set of data-space names or None, got {self.keeps!r}")
             object.__setattr__(self, "keeps", keeps)
+        try:
+            parse_buffering(self.buffering)
+        except HierarchyError as e:
+            raise HierarchyError(f"{w}.buffering: {e}") from None
         if self.spatial_only:
             _check(not self.keeps, f"{w}: a spatial_only level keeps nothing, got keeps={sorted(self.keeps or ())}")
             object.__setattr__(self, "keeps", frozenset())
 
     def may_keep(self, data_space: str) -> bool:
         return self.keeps is None or data_space in self.keeps
+
+    def buffering_of(self, data_space: str) -> str:
+        """How the walk refills ``data_space`` here: single, double, stream or auto."""
+        modes = parse_buffering(self.buffering)
+        return modes.get(data_space, modes[""])
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ model's cycles) exceed the best cycles so far cannot win and is not evaluated. M
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 
@@ -34,7 +35,8 @@ from ..cost.engines import batch as mb
 from ..hw.hierarchy import Hierarchy
 from .mapping import Mapping
 from .mapspace import Mapspace, MapspaceError, neighbours
-from .mapspace_sim import build_space, to_mapping
+from .mapspace_sim import build_space, from_mapping, to_mapping
+from .row_stationary import row_stationary_candidates
 from ..workload.nest import Nest
 
 METRICS = ("delay", "energy", "edp")
@@ -204,6 +206,28 @@ class _Best:
         return False
 
 
+def row_stationary_rows(space: Mapspace, hier: Hierarchy, nest: Nest) -> np.ndarray:
+    """The gene rows of the legal row-stationary mappings (``sim.mapping.row_stationary``) that
+    lie in ``space``: a convolution on a hierarchy with one fan-out level always has Eyeriss's
+    own dataflow among its candidates, however few samples a search draws."""
+    return _row_stationary_rows(hier, nest, space.spec).copy()
+
+
+@functools.lru_cache(maxsize=512)   # pure in frozen values; the default policy and the tuner's mapper both ask
+def _row_stationary_rows(hier: Hierarchy, nest: Nest, spec) -> np.ndarray:
+    space = Mapspace.build(spec)
+    rows = []
+    for m in row_stationary_candidates(hier, nest):
+        try:
+            rows.append(from_mapping(space, hier, m))
+        except MapspaceError:
+            continue                    # outside the space's constraints
+    if not rows:
+        return np.zeros((0, space.n_genes), dtype=np.int64)
+    rows = np.array(rows)
+    return rows[space.valid(rows)]
+
+
 def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
                     config: PolicyConfig = PolicyConfig()) -> tuple[Mapping, PolicyStats]:
     """The default mapping of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp) and the
@@ -217,6 +241,9 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
         rows = space.sample(config.samples - n_packed, rng) if n_packed < config.samples else None
         packed = packed_rows(space, n_packed, rng)
         rows = packed if rows is None else np.concatenate([packed, rows])
+        rs = row_stationary_rows(space, hier, nest)
+        if len(rs):
+            rows = np.concatenate([rows, rs])
     except MapspaceError as e:
         raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: {e}") from None
     best = _Best(hier, nest, space, metric)
@@ -236,4 +263,4 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
 
 
 __all__ = ["METRICS", "MappingPolicyError", "PolicyConfig", "PolicyStats", "default_mapping", "evaluate_arrays",
-           "evaluate_rows", "packed_rows", "rank_keys"]
+           "evaluate_rows", "packed_rows", "rank_keys", "row_stationary_rows"]

@@ -3,6 +3,7 @@
 - ``scalesim_files``: reading SCALE-Sim result files into our objects;
 - ``scalesim``: ours vs SCALE-Sim per case, on the same terms (``validate_file``, ``compare_case``);
 - ``timeloop``: reading a Timeloop oracle case and comparing every per-level statistic;
+- ``eyeriss``: ours vs the fabricated Eyeriss chip's measured layers (``compare``, ``vgg16``);
 - ``recount``: a brute-force recount of the data-movement counts, for checking the closed form on
   small nests.
 

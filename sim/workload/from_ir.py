@@ -101,6 +101,15 @@ def workload_of_node(cls, node: Any, epi: tuple[str, ...]):
         rows = int(prod(x[:axis]))
         # mean, centre, square, sum, scale, shift: 6 passes; one rsqrt per row.
         return cls.vector("layer_norm", _in_elems(node), out, 6 * inn, rows, db, op)
+    if op == "rms_norm":
+        x = _shape(node, 0)
+        inn = int(prod(x))
+        # square, sum, scale, mul gamma: 4 passes; one rsqrt per row (the last axis is normalised).
+        return cls.vector("layer_norm", _in_elems(node), out, 4 * inn, inn // max(1, x[-1]), db, op)
+    if op == "kv_append":
+        # an in-place write of the new tokens into the device-resident cache: never a cache copy
+        new = int(prod(_shape(node, 1)))
+        return cls.vector("data_move", new, new, 0, 0, db, op)
     if op in ELEMENTWISE_OPS:
         per = ELEMENTWISE_FLOPS.get(op, 1)
         special = out if op in SPECIAL_OPS else 0

@@ -29,7 +29,7 @@ KINDS = MAC_KINDS + VECTOR_KINDS
 SPECIAL_OPS = frozenset({"exp", "log", "erf", "sigmoid", "tanh", "gelu", "silu", "sqrt", "div",
                          "reciprocal", "pow", "hard_swish", "softmax", "elu", "selu", "celu", "softplus",
                          "mish", "sin", "cos", "mod", "softsign"})
-ELEMENTWISE_FLOPS = {"batch_norm": 2, "gelu": 8, "silu": 4, "hard_swish": 4, "hard_sigmoid": 3,
+ELEMENTWISE_FLOPS = {"rotary_embedding": 3, "batch_norm": 2, "gelu": 8, "silu": 4, "hard_swish": 4, "hard_sigmoid": 3,
                      "leaky_relu": 2, "clip": 2, "relu6": 2, "where": 1}
 ELEMENTWISE_OPS = frozenset({
     "add", "sub", "mul", "div", "pow", "equal", "less", "greater", "less_equal", "greater_equal",
@@ -37,7 +37,7 @@ ELEMENTWISE_OPS = frozenset({
     "relu", "silu", "identity", "relu6", "clip", "gelu", "hard_sigmoid", "hard_swish", "leaky_relu",
     "where", "bias_add", "batch_norm", "cast", "min", "max", "mod", "prelu", "elu", "selu", "celu", "softplus",
     "softsign", "mish", "sin", "cos", "floor", "ceil", "round", "sign", "xor", "isnan", "isinf",
-    "thresholded_relu", "shrink", "quantize_linear", "dequantize_linear"})
+    "thresholded_relu", "shrink", "quantize_linear", "dequantize_linear", "rotary_embedding"})
 VIEW_OPS = frozenset({"reshape", "flatten", "squeeze", "unsqueeze", "identity"})
 MOVE_OPS = frozenset({"transpose", "concat", "split", "slice", "gather", "gather_nd",
                       "gather_elements", "pad", "expand", "tile", "depth_to_space", "space_to_depth",
@@ -48,7 +48,7 @@ REDUCE_OPS = frozenset({"reduce_mean", "reduce_sum", "reduce_max", "argmax", "to
 SOFTMAX_OPS = frozenset({"softmax", "log_softmax"})
 # Every op the accelerator model can cost: what a hardware config's support.ops may list.
 OFFLOADABLE_OPS = (frozenset({"conv2d", "dense", "matmul", "batch_matmul", "gemm", "max_pool2d", "avg_pool2d",
-                              "layer_norm"}) | SOFTMAX_OPS | ELEMENTWISE_OPS | VIEW_OPS | MOVE_OPS | REDUCE_OPS)
+                              "layer_norm", "rms_norm", "kv_append"}) | SOFTMAX_OPS | ELEMENTWISE_OPS | VIEW_OPS | MOVE_OPS | REDUCE_OPS)
 CONV_DIMS = ("n", "c", "h", "w", "k", "r", "s", "stride_h", "stride_w", "pad_t", "pad_l", "pad_b",
              "pad_r", "dil_h", "dil_w", "groups")
 VECTOR_DIMS = ("in_elems", "out_elems", "ops", "special_ops")

@@ -66,7 +66,7 @@ def _valid_levels(values: dict) -> bool:
 
 def _numbers(rng, tmp: Path, n_fields: int) -> list[Case]:
     preset = choose(rng, PRESETS)
-    full = sim.load_hw(preset).to_dict()
+    full = sim.load_hw(preset).to_dict(every_section=True)
     doc: dict = {"base": preset}
     valid = True
     for path in rng.choice(NUMERIC, size=n_fields, replace=False):

@@ -132,3 +132,30 @@ def test_empty_config_file_is_an_error_not_the_defaults(tmp_path):
     p.write_text("# nothing here\n")
     with pytest.raises(HardwareError, match="is empty"):
         load_hw(p)
+
+
+def test_optional_sections_stay_out_of_fingerprints_until_stated():
+    """memory and interconnect came after tuning records were keyed by fingerprint: at their
+    defaults they are not in the file form, so every older config keeps its fingerprint."""
+    from sim.hw.config import HardwareConfig, load_hw
+    hw = load_hw("edge-npu")
+    d = hw.to_dict()
+    assert "memory" not in d and "interconnect" not in d
+    assert {"memory", "interconnect"} <= set(hw.to_dict(every_section=True))
+    big = hw.with_overrides({"memory.capacity_bytes": 8 << 30, "interconnect.max_devices": 8,
+                             "interconnect.bytes_per_s": 300e9, "interconnect.topology": "switch"})
+    assert big.fingerprint() != hw.fingerprint()
+    assert big.to_dict()["memory"] == {"capacity_bytes": 8 << 30}
+    again = HardwareConfig.from_dict(big.to_dict(), complete=True)
+    assert again == big and again.fingerprint() == big.fingerprint()
+    assert HardwareConfig.from_dict(hw.to_dict(), complete=True) == hw
+
+
+def test_optional_section_values_are_checked():
+    import pytest
+    from sim.hw.config import HardwareError, load_hw
+    hw = load_hw("edge-npu")
+    with pytest.raises(HardwareError, match="memory.capacity_bytes"):
+        hw.with_overrides({"memory.capacity_bytes": -1})
+    with pytest.raises(HardwareError, match="interconnect.topology must be one of ring, switch, mesh"):
+        hw.with_overrides({"interconnect.topology": "star"})

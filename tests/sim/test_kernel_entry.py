@@ -81,7 +81,7 @@ def test_hierarchy_roofline_has_a_read_and_a_write_port(eyeriss):
     wl = Workload.gemm(64, 96, 128)
     top = hierarchy_of(eyeriss).levels[0]
     reads, writes = 64 * 128 + 128 * 96, 64 * 96
-    traffic = max(reads / top.read_bandwidth, writes / top.write_bandwidth)
+    traffic = math.floor(max(reads / top.read_bandwidth, writes / top.write_bandwidth) + 1e-9)  # whole cycles
     assert roofline_for(wl, eyeriss) == max(compute_bound(wl, eyeriss), traffic)
 
 

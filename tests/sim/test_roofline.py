@@ -11,8 +11,13 @@ from partition.models import get, list_models
 from sim import Schedule, Workload, cost_graph, load_hw, simulate, simulate_function
 from sim import default_schedule
 
-PRESETS = sim.hw.presets.names()
+# eyeriss-chip is eyeriss with the chip's slow link: every kernel there is bound by the link, where
+# the bound's input words and rounding matter, so it runs on the two ResNets (not every model: the
+# suite's time)
+RETIMED = ("eyeriss-chip",)
+PRESETS = [p for p in sim.hw.presets.names() if p not in RETIMED]
 MODELS = [m.name for m in list_models()]
+MATRIX = [(m, p) for m in MODELS for p in PRESETS] + [(m, p) for m in ("resnet18", "resnet50") for p in RETIMED]
 
 
 def _check(rep, hw, where: str) -> None:
@@ -22,8 +27,7 @@ def _check(rep, hw, where: str) -> None:
     assert rep.roofline_cycles >= math.ceil(rep.macs / hw.pes), where
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model, preset", MATRIX)
 def test_simulate_never_beats_the_roofline(model, preset):
     hw = load_hw(preset)
     cost = cost_graph(partition_for(get(model), hw.partition_target()), hw)

@@ -23,9 +23,15 @@ def _run(capsys, *argv):
 
 
 def test_task_labels_are_unique_and_complete_over_every_model_and_preset():
-    keys = set()
+    keys, seen = set(), set()
     for preset in sim.hw.presets.names():
         hw = sim.load_hw(preset)
+        # the workloads follow from what is offloaded and how it is stored: a preset that differs
+        # only in timing (eyeriss-chip is eyeriss with the chip's link) adds no key
+        same = (hw.support, hw.vector, hw.array.word_bytes, hw.array.mac_dtype)
+        if same in seen:
+            continue
+        seen.add(same)
         for m in list_models():
             try:
                 p = Problem(get(m.name), hw)

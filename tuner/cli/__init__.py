@@ -9,7 +9,8 @@ import os
 import sys
 import warnings
 
-SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "export", "sweep", "report"]
+SUBCOMMANDS = ["models", "partition", "hw", "simulate", "tune", "run", "inspect", "export", "sweep", "report",
+               "calibrate", "llm"]
 
 
 class CLIError(Exception):

@@ -44,7 +44,7 @@ def run(args) -> int:
         return 0
     hw = sim.load_hw(args.name)
     if args.json:
-        print_json({**hw.to_dict(), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()})
+        print_json({**hw.to_dict(every_section=True), "fingerprint": hw.fingerprint(), "area_mm2": hw.area_mm2()})
         return 0
     print(toml_text(hw), end="")
     return 0
@@ -79,7 +79,7 @@ def toml_text(hw) -> str:
             f"peak {hw.peak_macs_per_s() / 1e12:.3f} TMAC/s\n")
     if hw.levels:
         head += hierarchy_text(hw)
-    return head + _with_ranges(tomli_w.dumps(hw.to_dict()), {**{p: r.describe() for p, r, _ in field_rules()},
+    return head + _with_ranges(tomli_w.dumps(hw.to_dict(every_section=True)), {**{p: r.describe() for p, r, _ in field_rules()},
                                                        **{f"levels.{p}": r.describe() for p, r, _ in level_rules()}})
 
 

@@ -16,6 +16,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--onnx", action="append", default=[], metavar="FILE", help="also describe this ONNX file")
     p.add_argument("--json", action="store_true",
                    help="print a list of {name, nodes, params, macs, inputs: [{name, shape, dtype}]}")
+    p.add_argument("--llm", action="store_true",
+                   help="list the built-in decoder LLMs of `accel-tune llm` instead (their hyper-parameters, "
+                        "parameter counts and sources)")
     add_progress_arg(p)
     return p
 
@@ -45,7 +48,32 @@ def rows(names: list[str], onnx_files: list[str], steps: Steps | None = None) ->
     return out
 
 
+def llm_rows(names: list[str]) -> list[dict]:
+    from partition.llm.config import BUILTINS, builtin
+    cfgs = [builtin(n) for n in names] if names else list(BUILTINS.values())
+    return [{**c.to_dict(), "params": c.params(), "active_params": c.active_params()} for c in cfgs]
+
+
+def _run_llm(args) -> int:
+    if args.onnx:
+        raise ValueError("models --llm lists the built-in decoders; --onnx does not apply")
+    table = llm_rows(args.names)
+    if args.json:
+        print_json(table)
+        return 0
+    print(f"{'name':<14} {'params':>15} {'layers':>6} {'hidden':>6} {'heads':>5} {'kv':>3} {'ffn':>6} "
+          f"{'vocab':>7}  mlp          positions  source")
+    for r in table:
+        moe = f" x{r['experts']} top-{r['experts_per_token']}" if r["experts"] > 1 else ""
+        print(f"{r['name']:<14} {r['params']:>15,} {r['layers']:>6} {r['hidden']:>6} {r['heads']:>5} "
+              f"{r['kv_heads']:>3} {r['ffn']:>6} {r['vocab']:>7}  {r['activation'] + moe:<12} "
+              f"{r['positions']:<9}  {r['source']}")
+    return 0
+
+
 def run(args) -> int:
+    if getattr(args, "llm", False):
+        return _run_llm(args)
     from partition import models
     n = (len(args.names) if args.names else (0 if args.onnx else len(models.list_models()))) + len(args.onnx)
     with Steps(args, "building models", n) as steps:

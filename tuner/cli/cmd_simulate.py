@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from tuner.cli import CLIError, print_json
-from tuner.cli.common import add_model_args, load_graph
+from tuner.cli.common import add_calibration_arg, add_model_args, load_calibration_arg, load_graph
 from tuner.cli.progress import Steps, add_progress_arg
 
 
@@ -29,6 +29,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--hw", metavar="PRESET|FILE", help="hardware preset or config file (with --model/--onnx)")
     p.add_argument("--fidelity", choices=("analytical", "tile"), default="analytical")
     p.add_argument("--json", action="store_true", help="print the whole breakdown as JSON")
+    add_calibration_arg(p)
     add_progress_arg(p)
     return p
 
@@ -36,6 +37,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     if args.timeloop:
+        if args.calibration:
+            raise CLIError("simulate: --calibration applies to --model/--onnx, not --timeloop")
         if args.model or args.onnx or args.hw:
             raise CLIError("simulate: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
         from tuner.cli.timeloop_sim import run_timeloop
@@ -49,6 +52,7 @@ def run(args) -> int:
     import sim
     from partition import partition_for
     hw = sim.load_hw(args.hw)
+    cal = load_calibration_arg(args, hw)
     with Steps(args, "simulate", 3) as steps:
         steps.step(f"loading {args.model or args.onnx}")
         graph = load_graph(args)
@@ -59,11 +63,15 @@ def run(args) -> int:
         steps.step("partitioning")
         pg = partition_for(graph, target)
         steps.step(f"costing ({args.fidelity} kernel simulator)")
-        cost = sim.cost_graph(pg, hw, fidelity=args.fidelity)
+        cost = sim.cost_graph(pg, hw, fidelity=args.fidelity,
+                              host_seconds=cal.host_seconds if cal is not None else None,
+                              kernel_scale=cal.kernel_scale if cal is not None else None)
     if args.json:
-        print_json({"model": args.model or args.onnx, **cost.to_dict()})
+        print_json({"model": args.model or args.onnx, **cost.to_dict(), "calibrated": cal is not None,
+                    "calibration": cal.describe() if cal is not None else None})
         return 0
-    print(f"{args.model or args.onnx} on {hw.name} ({args.fidelity}): latency {cost.latency_s * 1e3:.3f} ms, "
+    label = f"{args.fidelity}, calibrated ({cal.kind})" if cal is not None else args.fidelity
+    print(f"{args.model or args.onnx} on {hw.name} ({label}): latency {cost.latency_s * 1e3:.3f} ms, "
           f"energy {cost.energy_j * 1e3:.3f} mJ")
     print(f"  host {cost.host_s * 1e3:.3f} ms ({len(cost.host_ops)} ops)  link {cost.link_s * 1e3:.3f} ms  "
           f"launch {cost.launch_s * 1e3:.3f} ms  device {cost.device_s * 1e3:.3f} ms ({len(cost.calls)} calls)  "

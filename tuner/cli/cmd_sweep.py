@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from tuner.cli import CLIError, print_json
+from tuner.cli.common import add_calibration_arg, load_calibration_arg
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -26,6 +27,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "then enumerated only as far as needed")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print a JSON summary (counts, files, Pareto rows)")
+    add_calibration_arg(p)
     return p
 
 
@@ -37,10 +39,14 @@ def run(args) -> int:
         raise CLIError(f"--limit must be >= 0, got {args.limit}")
     if args.workers is not None and args.workers < 1:
         raise CLIError(f"--workers must be >= 1, got {args.workers}")
+    cal = load_calibration_arg(args)
+    if cal is not None and cal.kind != "host":
+        raise CLIError("sweep: --calibration takes a host calibration (calibrate --host); a device calibration is "
+                       "tied to one hardware config and the sweep varies it")
     spec = load_spec(args.spec)
     res = run_sweep(spec, args.out, processes=args.processes or 1, workers=args.workers,
                     scheduler=args.scheduler, progress=not args.no_progress and not args.json,
-                    limit=args.limit)
+                    limit=args.limit, calibration=cal)
     front = [r for r in res.rows if r["index"] in set(res.pareto)]
     summary = {
         "out_dir": res.out_dir, "spec": spec.name, "points": len(res.space.points),
@@ -51,6 +57,7 @@ def run(args) -> int:
         "remaining": len(res.space.points) - len(res.rows) if res.space.complete else None,
         "examined": res.space.examined,
         "wall_s": res.wall_s,
+        "calibrated": cal is not None,
         "files": {k: f"{res.out_dir}/{k}" for k in ("results.jsonl", "results.csv", "pareto.json",
                                                      "spec.json", "version.json")},
         "pareto": [{"index": r["index"], "params": r["params"], "area_mm2": r["area_mm2"],

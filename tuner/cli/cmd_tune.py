@@ -8,7 +8,8 @@ import math
 from pathlib import Path
 
 from tuner.cli import CLIError, print_json
-from tuner.cli.common import add_input_shape_arg, check_writable, input_shapes
+from tuner.cli.common import (add_calibration_arg, add_input_shape_arg, check_writable, input_dims, input_shapes,
+                               load_calibration_arg)
 from tuner.cli.progress import add_progress_arg, progress_enabled
 from tuner.plan import json_safe
 
@@ -70,6 +71,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "prior misranks the measurements and training costs little next to measuring), "
                         "always (every round), never (rank with the analytical prior)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    add_calibration_arg(p)
     add_progress_arg(p)
     return p
 
@@ -83,7 +85,7 @@ def _load_graph(args):
     if not path.is_file():
         raise CLIError(f"ONNX file not found: {args.onnx}")
     from partition import load_onnx
-    return load_onnx(str(path), input_shapes=shapes, fold_qdq=args.fold_qdq), path.stem
+    return load_onnx(str(path), input_shapes=shapes, fold_qdq=args.fold_qdq, dims=input_dims(args)), path.stem
 
 
 def run(args) -> int:
@@ -92,6 +94,8 @@ def run(args) -> int:
             raise CLIError("tune: --timeloop takes the whole problem from its files; drop --model/--onnx/--hw")
         if args.log or args.trials is not None or args.offload is not None:
             raise CLIError("tune: --log, --trials and --offload apply to --model/--onnx; with --timeloop use --budget")
+        if args.calibration:
+            raise CLIError("tune: --calibration applies to --model/--onnx, not --timeloop")
         from tuner.cli.timeloop_tune import run_timeloop_tune
         return run_timeloop_tune(args)
     if not (args.model or args.onnx):
@@ -109,6 +113,7 @@ def run(args) -> int:
     if args.output:
         check_writable(args.output, "the plan")
     hw = sim.load_hw(args.hw)
+    cal = load_calibration_arg(args, hw)
     if not hw.multilevel and (args.budget is not None or args.measure_top is not None):
         raise CLIError(f"tune: --budget and --measure-top with --model/--onnx apply to hardware with storage "
                        f"levels (mapping search); {hw.name} has none")
@@ -132,7 +137,7 @@ def run(args) -> int:
     plan = tune(graph, hw, trials=args.trials, log=args.log, objective=args.objective, seed=args.seed,
                 progress=progress_enabled(args), model_name=name, model_use=args.learned_model,
                 measurer=measurer, map_budget=args.budget, measure_top=args.measure_top,
-                offload=args.offload or "cost")
+                offload=args.offload or "cost", calibration=cal)
     if args.output:
         plan.save(args.output)
     if args.json:
@@ -207,8 +212,9 @@ def _gain(objective: str, base, plan) -> float:
 
 
 def _print_table(plan, args) -> None:
+    cal = f", calibrated ({plan.calibration['kind']})" if plan.calibration else ""
     print(f"{plan.model} on {plan.hw.name}: objective {plan.objective}, {plan.trials} measurement(s), "
-          f"seed {plan.seed}")
+          f"seed {plan.seed}{cal}")
     if plan.tasks:
         labels = [task_label(t.workload) for t in plan.tasks]
         w = max(len("task (workload)"), *map(len, labels))

@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 
 from sim.hw.hierarchy import Hierarchy
 from sim.mapping.mapping import Mapping
@@ -23,6 +25,7 @@ from sim.cost.engines.batch import MappingArrays
 
 from sim.mapping.mapspace import LevelConstraint, Mapspace, MapspaceError
 from sim.mapping.mapspace_sim import build_space, from_mapping, to_mapping
+from sim.mapping.policy import row_stationary_rows
 
 
 def movement_evaluator(hier: Hierarchy, nest: Nest, space: Mapspace) -> Callable[[MappingArrays], Costs]:
@@ -44,7 +47,8 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
     population (ignored when it lies outside the constraints); ``spatial_one_axis``: Timeloop's
     space (each dim's spatial factor at a level along X or Y, not both), for mappings written as
     Timeloop files."""
-    space = build_space(hier, nest, tuple(constraints), spatial_one_axis)
+    constraints = tuple(constraints)
+    space = build_space(hier, nest, constraints, spatial_one_axis)
     evaluate = evaluator or movement_evaluator(hier, nest, space)
     seeds = None
     if start is not None:
@@ -53,6 +57,11 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
             seeds = seeds[space.valid(seeds)]
         except MapspaceError:
             seeds = None
+    # Eyeriss's own dataflow where it applies, on a preset's space (a Timeloop file's search
+    # keeps Timeloop's mapper's space and seeds)
+    rs = row_stationary_rows(space, hier, nest) if not (constraints or spatial_one_axis) else ()
+    if len(rs):
+        seeds = rs if seeds is None else np.concatenate([seeds, rs])
     cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed, keep_top=keep_top,
                           population=min(1024, max(64, budget // 8)))
     return space, search(space, evaluate, metric, cfg, seeds=seeds, progress=progress)

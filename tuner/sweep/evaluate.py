@@ -34,12 +34,18 @@ class EvalSettings:
     out_dir: str  # where tuning records live (<out_dir>/records/<point>.jsonl)
     share_cost_model: bool = True
     warm_start: bool = True
+    # A host calibration (tuner.calibration) every point's costs use, or None; it is part of the
+    # key of a result (its data's sha256), so a calibrated rerun never reuses uncalibrated rows.
+    calibration: Any = None
 
     def blob(self) -> str:
-        return json.dumps({"models": [[m.label, m.name, m.onnx, m.trials] for m in self.models],
-                           "objective": self.objective, "seed": self.seed,
-                           "share_cost_model": self.share_cost_model, "warm_start": self.warm_start},
-                          sort_keys=True)
+        d = {"models": [[m.label, m.name, m.onnx, m.trials] + ([m.llm.to_dict()] if m.llm else [])
+                        for m in self.models],
+             "objective": self.objective, "seed": self.seed,
+             "share_cost_model": self.share_cost_model, "warm_start": self.warm_start}
+        if self.calibration is not None:
+            d["calibration"] = self.calibration.data_sha256
+        return json.dumps(d, sort_keys=True)
 
 
 SHARED_MODEL_ROWS = 1000
@@ -145,7 +151,7 @@ def tune_model(graph, hw, m: ModelSpec, settings: EvalSettings, cost_model, log:
                                   seed=settings.seed, progress=False)
     if settings.share_cost_model:
         kwargs["cost_model"] = cost_model
-    return tune(graph, hw, **kwargs)
+    return tune(graph, hw, calibration=settings.calibration, **kwargs)
 
 
 def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
@@ -161,6 +167,28 @@ def _start_model(settings: EvalSettings, history: Sequence[dict[str, Any]]):
             except CostModelError:
                 pass  # unreadable: start cold, as a first point does
     return CostModel(CostModelConfig(max_rows=SHARED_MODEL_ROWS))
+
+
+def llm_metrics(m: ModelSpec, hw, log: Path) -> dict[str, Any]:
+    """One serving point of a decoder LLM (``tuner.llm.serve_llm``) as a sweep's model figures:
+    ``latency_s`` is the end-to-end time of the batch, ``energy_j`` its energy; the serving figures
+    (``ttft_ms``, ``tpot_ms``, throughput, memory, ...) under ``llm``."""
+    from partition.llm.source import source_for
+    from sim.graph.serving import ServingPoint
+    from tuner.llm import serve_llm
+    p = m.llm
+    point = ServingPoint(p.batch, p.input_len, p.output_len, tp=p.tp, pp=p.pp, dtype=p.dtype, kv_dtype=p.kv_dtype)
+    r = serve_llm(source_for(p.model), hw, point, log=str(log) if m.trials else None, trials=m.trials)
+    d = r.to_dict()
+    lat, en = r.e2e_s, d["energy_j_per_token"] * p.batch * p.output_len
+    keep = ("ttft_ms", "tpot_ms", "e2e_ms", "throughput_tok_s", "throughput_tok_s_per_device",
+            "energy_j_per_token", "memory", "calibrated")
+    return json_safe({
+        "latency_s": lat, "energy_j": en, "edp": lat * en, "utilization": None, "macs": None,
+        "measurements": int(m.trials),
+        "breakdown": {"accelerator": {"latency_s": lat, "energy_j": en}},
+        "kernels": [], "summary": {}, "llm": {**p.to_dict(), **{k: d[k] for k in keep},
+                                             "attention": d["phases"]["decode"]["attention_form"]}})
 
 
 def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
@@ -179,13 +207,20 @@ def evaluate_point(point: Point, settings: EvalSettings, history: Sequence[dict[
         "pes": hw.pes, "sram_kib": hw.buffers.total_bytes / 1024,
         "peak_gmacs": hw.peak_macs_per_s() / 1e9, "clock_mhz": hw.clock.freq_mhz,
         "dram_gb_per_s": hw.dram.bytes_per_cycle * hw.clock_hz / 1e9,
-        "chain_after": [r["index"] for r in history], "models": {}, "error": None}
+        "chain_after": [r["index"] for r in history], "models": {}, "error": None,
+        "calibrated": settings.calibration is not None}
     earlier = [warm.load_solved(state_paths(settings.out_dir, r["point"])[0]) for r in history] \
         if settings.warm_start else []
     cost_model = _start_model(settings, history) if settings.share_cost_model else None
     solved: dict[str, warm.Solved] = {}
     try:
         for m in settings.models:
+            if m.llm is not None:
+                t1 = time.perf_counter()
+                res = llm_metrics(m, hw, rec_dir / f"{point.key}.{m.label}.jsonl")
+                res["tune_s"] = time.perf_counter() - t1
+                row["models"][m.label] = res
+                continue
             g = model_graph(m, state)
             t1 = time.perf_counter()
             # One log per point and model: records are keyed by hardware, so a point only ever

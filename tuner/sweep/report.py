@@ -317,7 +317,47 @@ text-align:right}th{background:#f2f2f2}figure{margin:1em 0}figcaption{font-size:
 img{max-width:100%}pre{background:#f7f7f7;padding:.6em;font-size:11px;overflow-x:auto}.meta{color:#555}"""
 
 
-FIGURES = ("pareto", "area", "breakdown", "roofline", "search")
+def llm_figure(rows: list[dict[str, Any]]) -> Figure | None:
+    """LLM serving points (``[[models]]`` with ``llm``): throughput against time to first token,
+    and peak device memory against batch (the device's capacity drawn as a line)."""
+    pts = [(r, m["llm"]) for r in rows for m in r.get("models", {}).values() if isinstance(m.get("llm"), dict)]
+    if not pts:
+        return None
+    fig = _new_fig(8.0, 3.8)
+    a1, a2 = fig.subplots(1, 2)
+    models = sorted({p["model"] for _, p in pts})
+    for i, name in enumerate(models):
+        sel = [(r, p) for r, p in pts if p["model"] == name]
+        fits = np.array([bool(p["memory"]["fits"]) for _, p in sel])
+        x = np.array([p["ttft_ms"] for _, p in sel])
+        y = np.array([p["throughput_tok_s"] for _, p in sel])
+        a1.scatter(x[fits], y[fits], s=14, color=f"C{i}", label=name)
+        a1.scatter(x[~fits], y[~fits], s=14, facecolors="none", edgecolors=f"C{i}")
+        b = np.array([p["batch"] for _, p in sel])
+        mem = np.array([p["memory"]["peak_bytes"] / 2**30 for _, p in sel])
+        a2.scatter(b[fits], mem[fits], s=14, color=f"C{i}", label=name)
+        a2.scatter(b[~fits], mem[~fits], s=14, facecolors="none", edgecolors=f"C{i}")
+    caps = {p["memory"]["capacity_bytes"] for _, p in pts if p["memory"]["capacity_bytes"]}
+    for c in caps:
+        a2.axhline(c / 2**30, color="0.5", lw=0.8, ls="--")
+    a1.set_xscale("log")
+    a1.set_yscale("log")
+    a1.set_xlabel("time to first token (ms)")
+    a1.set_ylabel("throughput (tokens/s)")
+    a2.set_xscale("log", base=2)
+    a2.set_yscale("log")
+    a2.set_xlabel("batch")
+    a2.set_ylabel("peak memory per device (GiB)")
+    for ax in (a1, a2):
+        ax.grid(alpha=0.3)
+    a1.legend(fontsize=7)
+    return Figure("llm", "LLM serving points",
+                  "Throughput against time to first token, and peak device memory against batch, for every "
+                  "serving point of every design point (hollow: does not fit; dashed: device capacity).",
+                  _png(fig))
+
+
+FIGURES = ("pareto", "area", "breakdown", "roofline", "search", "llm")
 
 
 def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = None,
@@ -343,7 +383,8 @@ def build_report(rows: Sequence[dict[str, Any]], spec: dict[str, Any] | None = N
     objective = spec.get("objective", "latency")
     makers = {"pareto": lambda: pareto_figure(ok, front), "area": lambda: area_figure(ok, front),
               "breakdown": lambda: breakdown_figure(ok),
-              "roofline": lambda: roofline_figure(ok), "search": lambda: search_figure(ok, objective)}
+              "roofline": lambda: roofline_figure(ok), "search": lambda: search_figure(ok, objective),
+              "llm": lambda: llm_figure(ok)}
     figs = []
     for fid in FIGURES:
         if on_figure is not None:

@@ -332,9 +332,14 @@ def _rows_beyond(spec: SweepSpec, done: dict[str, dict], seen: set[str], blob: s
 # ---------------------------------------------------------------------------------------- run
 def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, workers: int | None = None,
               scheduler: str | None = None, client=None, progress: bool = True, limit: int | None = None,
-              on_row: Callable[[dict[str, Any]], None] | None = None) -> SweepResult:
+              on_row: Callable[[dict[str, Any]], None] | None = None, calibration: Any = None) -> SweepResult:
     """Evaluate the spec's points into ``out_dir``. ``limit`` stops after that many new points (a
-    budget; a rerun carries on). ``client`` uses a Dask client the caller owns."""
+    budget; a rerun carries on). ``client`` uses a Dask client the caller owns. ``calibration``: a
+    host calibration (``tuner.calibration``) every point's costs use; a device calibration is
+    tied to one hardware config, which a sweep varies, so it is refused."""
+    if calibration is not None and calibration.kind != "host":
+        raise SweepError("a sweep takes a host calibration (calibrate --host); a device calibration is tied to one "
+                         "hardware config and the sweep varies it")
     if processes < 1:
         raise SweepError(f"processes must be >= 1, got {processes}")
     if workers is not None and workers < 1:
@@ -346,7 +351,7 @@ def run_sweep(spec: SweepSpec, out_dir: str | Path, *, processes: int = 1, worke
     t0 = time.perf_counter()
     out = Path(out_dir).resolve()
     settings = EvalSettings(spec.models, spec.objective, spec.seed, str(out), spec.share_cost_model,
-                            spec.warm_start)
+                            spec.warm_start, calibration)
     res_path = out / RESULTS
     blob = settings.blob()
     done = {r["key"]: r for r in read_rows(res_path)}  # a truncated last line is skipped here

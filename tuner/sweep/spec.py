@@ -66,13 +66,86 @@ class Constraint:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A built-in model (``name``) or an ONNX file (``onnx``, resolved against the spec's folder)."""
+    """A built-in model (``name``), an ONNX file (``onnx``, resolved against the spec's folder) or
+    one serving point of a decoder LLM (``llm``: ``accel-tune llm``'s settings)."""
     label: str
     name: str | None
     onnx: str | None
     trials: int
     # Static shapes of ONNX inputs with dynamic dimensions: ((input name, shape), ...).
     input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    llm: "LLMPointSpec | None" = None
+
+
+@dataclass(frozen=True)
+class LLMPointSpec:
+    """One ``accel-tune llm`` point: the decoder (built-in name or config.json, resolved) and the
+    serving settings."""
+    model: str
+    batch: int
+    input_len: int
+    output_len: int
+    tp: int = 1
+    pp: int = 1
+    dtype: str = "fp16"
+    kv_dtype: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in ("model", "batch", "input_len", "output_len", "tp", "pp", "dtype",
+                                               "kv_dtype")}
+
+
+LLM_KEYS = ("llm", "batch", "input_len", "output_len", "tp", "pp", "dtype", "kv_dtype", "trials", "label")
+LLM_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+MAX_LLM_POINTS = 10_000     # serving points one [[models]] entry expands to
+
+
+def _ints(where: str, v: Any, lo: int, hi: int) -> list[int]:
+    vals = v if isinstance(v, list) else [v]
+    if not vals:
+        raise SpecError(f"{where} must be an integer or a non-empty list of integers")
+    out = [_int(f"{where}[{i}]" if isinstance(v, list) else where, x, lo, hi) for i, x in enumerate(vals)]
+    if len(set(out)) != len(out):
+        raise SpecError(f"{where} lists a value twice")
+    return out
+
+
+def _parse_llm(where: str, m: Mapping[str, Any], root: Path) -> list[ModelSpec]:
+    """``[[models]]`` with ``llm = "<built-in or config.json>"``: ``batch``, ``input_len`` and
+    ``output_len`` take one integer or a list (their product gives one model entry per point,
+    labelled ``<label>.b<B>.i<I>.o<O>``); ``tp``, ``pp``, ``dtype``, ``kv_dtype`` one value;
+    ``trials`` (default 0: default schedules) tunes each point's distinct MAC kernels first."""
+    from partition.llm.config import ConfigError, resolve
+    _unknown(f"{where}.", m, LLM_KEYS)
+    model = _str(f"{where}.llm", m["llm"])
+    if model.endswith(".json"):
+        p = Path(model)
+        model = str((p if p.is_absolute() else root / p).resolve())
+    try:
+        resolve(model)
+    except ConfigError as e:
+        raise SpecError(f"{where}.llm: {e}") from None
+    for k in ("batch", "input_len", "output_len"):
+        if k not in m:
+            raise SpecError(f"{where}: an llm entry needs '{k}'")
+    bs = _ints(f"{where}.batch", m["batch"], 1, 1 << 20)
+    ins = _ints(f"{where}.input_len", m["input_len"], 1, 1 << 24)
+    outs = _ints(f"{where}.output_len", m["output_len"], 1, 1 << 24)
+    if len(bs) * len(ins) * len(outs) > MAX_LLM_POINTS:
+        raise SpecError(f"{where}: {len(bs) * len(ins) * len(outs):,} serving points; at most {MAX_LLM_POINTS:,}")
+    tp = _int(f"{where}.tp", m.get("tp", 1), 1, 65536)
+    pp = _int(f"{where}.pp", m.get("pp", 1), 1, 65536)
+    dtypes = {}
+    for k, default in (("dtype", "fp16"), ("kv_dtype", "")):
+        v = m.get(k, default)
+        if v != "" and v not in LLM_DTYPES:
+            raise SpecError(f"{where}.{k} must be one of {', '.join(LLM_DTYPES)}, got {_show(v)}")
+        dtypes[k] = v
+    trials = _int(f"{where}.trials", m.get("trials", 0), 0, MAX_TRIALS)
+    base = _label(f"{where}.label", m.get("label", Path(model).parent.name if model.endswith(".json") else model))
+    return [ModelSpec(_label(f"{where}.label", f"{base}.b{b}.i{i}.o{o}"), None, None, trials,
+                      llm=LLMPointSpec(model, b, i, o, tp, pp, dtypes["dtype"], dtypes["kv_dtype"]))
+            for b in bs for i in ins for o in outs]
 
 
 @dataclass(frozen=True)
@@ -109,7 +182,8 @@ class SweepSpec:
             "axes": {a.key: [list(v) if len(a.paths) > 1 else v[0] for v in a.values] for a in self.axes},
             "constraints": {c.key: c.limit for c in self.constraints},
             "models": [{"label": m.label, "name": m.name, "onnx": m.onnx, "trials": m.trials,
-                        **({"input_shapes": {k: list(v) for k, v in m.input_shapes}} if m.input_shapes else {})}
+                        **({"input_shapes": {k: list(v) for k, v in m.input_shapes}} if m.input_shapes else {}),
+                        **({"llm": m.llm.to_dict()} if m.llm else {})}
                        for m in self.models],
         }
 
@@ -277,7 +351,7 @@ def _check_onnx(where: str, path: Path, shapes: tuple[tuple[str, tuple[int, ...]
 
 def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec, ...]:
     if not isinstance(raw, list) or not raw:
-        raise SpecError("models must be a non-empty list of tables ([[models]] with name = ... or onnx = ...)")
+        raise SpecError("models must be a non-empty list of tables ([[models]] with name = ..., onnx = ... or llm = ...)")
     from partition import models as builtin
     out: list[ModelSpec] = []
     for i, m in enumerate(raw):
@@ -285,7 +359,10 @@ def _parse_models(raw: Any, default_trials: int, root: Path) -> tuple[ModelSpec,
         if isinstance(m, str):
             m = {"name": m}
         m = _table(where, m)
-        _unknown(f"{where}.", m, ("name", "onnx", "trials", "label", "input_shapes"))
+        if "llm" in m:
+            out.extend(_parse_llm(where, m, root))
+            continue
+        _unknown(f"{where}.", m, ("name", "onnx", "trials", "label", "input_shapes", "llm"))
         if ("name" in m) == ("onnx" in m):
             raise SpecError(f"{where} needs exactly one of 'name' (a built-in model) or 'onnx' (a file)")
         trials = _int(f"{where}.trials", m.get("trials", default_trials), 0, MAX_TRIALS)

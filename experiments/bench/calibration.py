@@ -1,0 +1,308 @@
+"""Does the learned calibration pay? (issue 19, part 3)
+
+1. Host: every host op kind of the built-in models and the zoo's ONNX files, timed on this machine
+   with onnxruntime (default session options; ``tuner.calibrate_host``, the code behind
+   ``accel-tune calibrate --host``). Errors |predicted / measured - 1| of the analytical host
+   model, then of the calibration, each row predicted by a calibration that never saw it:
+   - held out by op kind: for each kind, fit on the other kinds, predict this one;
+   - held out by model family (resnet, mobilenet, efficientnet, bert, detector, control): fit on
+     the op instances (shapes) that no model of the family contains, predict the family's.
+   Target: calibrated median error <= half the analytical one.
+2. Whole models: the predicted all-on-host latency (``graph_cost`` of the unpartitioned graph,
+   what ``tune --calibration CAL.json --json`` reports as ``baselines.all_host.latency_s``), with
+   the family held out of the calibration, against onnxruntime's measured median latency of the
+   whole model (default session options). Target: within 20 %.
+3. Partition decisions: ``tune --trials 0`` (default schedules) with and without the
+   calibration fitted on all the host data, on presets whose host model differs: the offloaded
+   units and the plan's latency.
+4. Device: the measured A100 operator rows (``../shared/oracle/llm/measured_ops.jsonl``) costed
+   on ``--device-hw`` (default ``cloud-npu``; ``a100-sxm-80gb`` when that preset exists), held
+   out by op kind and by sweep (the source CSV the rows come from).
+
+    python experiments/bench/calibration.py [--json] [--out DIR] [--models M ...] [--quick]
+
+The timings share the machine with whatever else runs: the load average before and after is
+written with the results (DIR, default experiments/results/calibration/).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+ORACLE = ROOT.parent / "shared" / "oracle" / "llm" / "measured_ops.jsonl"
+FAMILIES = ("resnet", "mobilenet", "efficientnet", "bert", "detector", "control")
+
+
+def family(label: str) -> str:
+    for f, words in (("resnet", ("resnet",)), ("mobilenet", ("mobilenet",)), ("efficientnet", ("efficientnet",)),
+                     ("bert", ("bert",)), ("detector", ("ssd", "detector")), ("control", ("byoc",))):
+        if any(w in label for w in words):
+            return f
+    return label
+
+
+def errors(pred, meas) -> dict:
+    e = np.abs(np.asarray(pred) / np.asarray(meas) - 1.0)
+    return {"rows": int(len(e)), "median": float(np.median(e)), "worst": float(np.max(e))}
+
+
+# ------------------------------------------------------------------------------------ host data
+def host_data(sources: list[str], min_time: float):
+    from tuner.calibrate_host import TimingOptions, collect_ops, load_source, measure_ops, op_key, source_label, walk_nodes
+    graphs = []
+    for src in sources:
+        label = source_label(src)
+        label = f"zoo:{label}" if src.endswith(".onnx") else label
+        graphs.append((label, load_source(src)))
+    fam_of_key: dict[str, set[str]] = {}
+    for label, g in graphs:
+        for n in walk_nodes(g):
+            fam_of_key.setdefault(op_key(n), set()).add(family(label))
+    items = collect_ops(graphs)
+    measured, skipped, facts = measure_ops(items, TimingOptions(min_time_s=min_time))
+    return graphs, measured, skipped, facts, fam_of_key
+
+
+def fit(samples, meas, ref):
+    from tuner.calibration import fit_calibration
+    return fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[],
+                           reference_host=ref)
+
+
+def held_out(samples, meas, groups_of, ref) -> np.ndarray:
+    """Each row predicted by a calibration fitted without its group(s): ``groups_of[i]`` is the set
+    of groups row i belongs to; a row is held out of the fit for group G when G is in its set."""
+    pred = np.full(len(samples), np.nan)
+    every = sorted(set().union(*groups_of))
+    for g in every:
+        test = [i for i in range(len(samples)) if g in groups_of[i]]
+        train = [i for i in range(len(samples)) if g not in groups_of[i]]
+        if not test or len(train) < 8:
+            continue
+        cal = fit([samples[i] for i in train], [meas[i] for i in train], ref)
+        p = cal.predict_seconds([samples[i] for i in test])
+        for i, v in zip(test, p):
+            # a row in several groups keeps the prediction of the first group that held it out
+            pred[i] = v if np.isnan(pred[i]) else pred[i]
+    return pred
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / "calibration"))
+    ap.add_argument("--models", nargs="+", help="built-in names / ONNX files (default: all + the zoo)")
+    ap.add_argument("--min-time", type=float, default=0.1, help="seconds of repeats per op (median kept)")
+    ap.add_argument("--presets", nargs="+", default=["edge-npu", "tpu-v1-like", "cloud-npu"])
+    ap.add_argument("--decision-models", nargs="+",
+                    default=["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "bert_tiny",
+                             "ssd_detector"])
+    ap.add_argument("--device-hw", default=None)
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import onnxruntime as ort
+    ort.set_default_logger_severity(3)
+    import sim
+    from tuner.calibrate_host import default_sources, whole_model_seconds
+    from tuner.calibration import host_sample, reference_host_of
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+
+    t0 = time.perf_counter()
+    load_before = os.getloadavg()
+    ref_host = sim.hw.config.HostConfig()
+    ref = reference_host_of(ref_host)
+    sources = args.models or default_sources()
+    graphs, measured, skipped, facts, fam_of_key = host_data(sources, args.min_time)
+    samples = [host_sample(m.op.node, ref_host) for m in measured]
+    meas = [m.seconds for m in measured]
+    analytical = [s.analytical_s for s in samples]
+    by_kind = held_out(samples, meas, [{m.op.op} for m in measured], ref)
+    by_family = held_out(samples, meas, [fam_of_key.get(m.op.key, {family(m.op.model)}) for m in measured], ref)
+    ok_k, ok_f = ~np.isnan(by_kind), ~np.isnan(by_family)
+    host = {
+        "rows": len(measured), "op_kinds": len({m.op.op for m in measured}), "skipped": len(skipped),
+        "timing": facts,
+        "analytical": errors(analytical, meas),
+        "held_out_by_op_kind": {"analytical": errors(np.array(analytical)[ok_k], np.array(meas)[ok_k]),
+                                "calibrated": errors(by_kind[ok_k], np.array(meas)[ok_k])},
+        "held_out_by_family": {"analytical": errors(np.array(analytical)[ok_f], np.array(meas)[ok_f]),
+                               "calibrated": errors(by_family[ok_f], np.array(meas)[ok_f])},
+    }
+    per_kind = {}
+    for kind in sorted({m.op.op for m in measured}):
+        idx = [i for i, m in enumerate(measured) if m.op.op == kind and ok_k[i]]
+        if idx:
+            per_kind[kind] = {"rows": len(idx),
+                              "analytical": errors([analytical[i] for i in idx], [meas[i] for i in idx])["median"],
+                              "calibrated": errors(by_kind[idx], [meas[i] for i in idx])["median"]}
+    host["per_kind_median"] = per_kind
+
+    # -- whole models, family held out
+    hw0 = sim.load_hw(args.presets[0])
+    whole = []
+    fams = {family(label) for label, _ in graphs}
+    cal_wo = {}
+    for f in sorted(fams):
+        train = [i for i, m in enumerate(measured) if f not in fam_of_key.get(m.op.key, set())]
+        if len(train) >= 8:
+            cal_wo[f] = fit([samples[i] for i in train], [meas[i] for i in train], ref)
+    for label, g in graphs:
+        f = family(label)
+        try:
+            t = whole_model_seconds(g)
+        except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
+            whole.append({"model": label, "error": str(e).splitlines()[0][:120]})
+            continue
+        got = t["median_s"]
+        row = {"model": label, "family": f, "measured_s": got, "best_run_s": t["best_s"], "runs": t["runs"]}
+        row["analytical_s"] = graph_cost(g, KernelCoster(hw0), CostOptions(fidelity="analytical")).total.latency_s
+        if f in cal_wo:
+            opts = CostOptions(fidelity="analytical", calibration=cal_wo[f])
+            row["calibrated_s"] = graph_cost(g, KernelCoster(hw0, opts=opts), opts).total.latency_s
+            row["calibrated_error"] = row["calibrated_s"] / got - 1.0
+        row["analytical_error"] = row["analytical_s"] / got - 1.0
+        if "calibrated_s" in row:
+            row["calibrated_error_vs_best_run"] = row["calibrated_s"] / t["best_s"] - 1.0
+        whole.append(row)
+
+    # -- partition decisions, calibration on all the host data
+    from tuner.calibration import fit_calibration
+    from tuner.tune import tune
+    full = fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[], reference_host=ref)
+    decisions = []
+    for preset in args.presets:
+        for name in args.decision_models:
+            g = next((gr for label, gr in graphs if label == name), None)
+            if g is None:
+                continue
+            rows = {}
+            for tag, cal in (("analytical", None), ("calibrated", full)):
+                try:
+                    p = tune(g, preset, trials=0, progress=False, calibration=cal)
+                except ValueError as e:
+                    rows[tag] = {"error": str(e).splitlines()[0]}
+                    continue
+                rows[tag] = {"offloaded": len(p.decision.offloaded), "of": p.decision.offloadable,
+                             "latency_s": p.latency_s, "all_host_s": p.baselines["all_host"].latency_s}
+            if "offloaded" in rows.get("analytical", {}) and "offloaded" in rows.get("calibrated", {}):
+                rows["moved"] = rows["analytical"]["offloaded"] != rows["calibrated"]["offloaded"]
+            decisions.append({"preset": preset, "model": name, **rows})
+
+    # -- device rows
+    device = device_rows(args.device_hw)
+    load_after = os.getloadavg()
+    result = {"host": host, "whole_models": whole, "decisions": decisions, "device": device,
+              "config": {"sources": sources, "min_time_s": args.min_time, "reference_host": ref,
+                         "presets": args.presets, "python": platform.python_version(),
+                         "onnxruntime": ort.__version__, "cpu_count": os.cpu_count(),
+                         "load_before": load_before, "load_after": load_after,
+                         "wall_s": time.perf_counter() - t0}}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result, indent=1, default=float))
+    if args.json:
+        print(json.dumps(result, indent=1, default=float))
+        return 0
+    report(result)
+    return 0
+
+
+def device_rows(hw_name: str | None) -> dict:
+    import sim
+    from tuner.calibrate_device import read_rows, row_sample
+    from tuner.calibration import fit_calibration
+    if not ORACLE.exists():
+        return {"skipped": f"{ORACLE} not found"}
+    rows = read_rows(str(ORACLE))
+    name = hw_name or ("a100-sxm-80gb" if "a100-sxm-80gb" in sim.hw.presets.names() else "cloud-npu")
+    hw = sim.load_hw(name)
+    samples = [row_sample(r, hw) for r in rows]
+    meas = np.array([r.measured_s for r in rows])
+    analytical = np.array([s.analytical_s for s in samples])
+    out = {"hw": name, "rows": len(rows), "analytical": errors(analytical, meas)}
+    sweep_of = sweeps(rows)
+    for tag, group in (("held_out_by_op_kind", lambda r: r.op), ("held_out_by_sweep", lambda r: sweep_of[r.line])):
+        pred = np.full(len(rows), np.nan)
+        for gname in sorted({group(r) for r in rows}):
+            test = [i for i, r in enumerate(rows) if group(r) == gname]
+            train = [i for i, r in enumerate(rows) if group(r) != gname]
+            if len(train) < 4:
+                continue
+            cal = fit_calibration([samples[i] for i in train], meas[train], kind="device", fingerprint="bench",
+                                  hardware=name, rows=[])
+            pred[test] = cal.predict_seconds([samples[i] for i in test])
+        ok = ~np.isnan(pred)
+        out[tag] = {"analytical": errors(analytical[ok], meas[ok]), "calibrated": errors(pred[ok], meas[ok])}
+    return out
+
+
+def sweeps(rows) -> dict:
+    """Each row's sweep: its op and the (dimension, value) it shares with the most rows of that op
+    (``matmul K=12288`` while M varies, ``softmax M=4096`` while N varies)."""
+    count: dict = {}
+    for r in rows:
+        for kv in r.shape.items():
+            count[(r.op, kv)] = count.get((r.op, kv), 0) + 1
+    return {r.line: f"{r.op} {max(r.shape.items(), key=lambda kv: (count[(r.op, kv)], kv))}" for r in rows}
+
+
+def report(r: dict) -> None:
+    h = r["host"]
+    print(f"host: {h['rows']} op instances of {h['op_kinds']} kinds timed with onnxruntime "
+          f"({h['timing']['wall_s']:.0f} s; {h['skipped']} skipped); errors |pred/measured - 1|:")
+    print(f"  {'':<24} {'analytical median':>18} {'worst':>9} {'calibrated median':>18} {'worst':>9}")
+    for tag in ("held_out_by_op_kind", "held_out_by_family"):
+        a, c = h[tag]["analytical"], h[tag]["calibrated"]
+        print(f"  {tag:<24} {a['median']:>18.1%} {a['worst']:>9.1f} {c['median']:>18.1%} {c['worst']:>9.1f}"
+              f"   ({c['rows']} rows; target calibrated <= half: {'met' if c['median'] <= a['median'] / 2 else 'NOT met'})")
+    print("whole models, all on the host (family held out of the calibration) vs onnxruntime:")
+    print(f"  {'model':<28} {'measured ms':>12} {'analytical ms':>14} {'err':>7} {'calibrated ms':>14} {'err':>7}"
+          f" {'best run ms':>12} {'err':>7}")
+    for w in r["whole_models"]:
+        if "error" in w:
+            print(f"  {w['model']:<28} onnxruntime: {w['error']}")
+            continue
+        c = w.get("calibrated_s")
+        print(f"  {w['model']:<28} {w['measured_s'] * 1e3:>12.2f} {w['analytical_s'] * 1e3:>14.2f} "
+              f"{w['analytical_error']:>+7.0%} " + (f"{c * 1e3:>14.2f} {w['calibrated_error']:>+7.0%} "
+                                                    f"{w['best_run_s'] * 1e3:>12.2f} {w['calibrated_error_vs_best_run']:>+7.0%}"
+                                                    if c else ""))
+    within = [w for w in r["whole_models"] if "calibrated_error" in w]
+    n20 = sum(abs(w["calibrated_error"]) <= 0.2 for w in within)
+    print(f"  within 20 % of the median: {n20} of {len(within)} calibrated, "
+          f"{sum(abs(w['analytical_error']) <= 0.2 for w in within)} of {len(within)} analytical; of the best run: "
+          f"{sum(abs(w['calibrated_error_vs_best_run']) <= 0.2 for w in within)} calibrated")
+    print("partition decisions (tune --trials 0), offloaded units analytical -> calibrated host:")
+    for d in r["decisions"]:
+        a, c = d.get("analytical", {}), d.get("calibrated", {})
+        if "offloaded" not in a or "offloaded" not in c:
+            continue
+        print(f"  {d['preset']:<12} {d['model']:<20} {a['offloaded']:>3} -> {c['offloaded']:>3} of {a['of']:<4} "
+              f"latency {a['latency_s'] * 1e3:9.3f} -> {c['latency_s'] * 1e3:9.3f} ms  all-host "
+              f"{a['all_host_s'] * 1e3:9.3f} -> {c['all_host_s'] * 1e3:9.3f} ms{'  MOVED' if d.get('moved') else ''}")
+    dv = r["device"]
+    if "skipped" in dv:
+        print(f"device: skipped ({dv['skipped']})")
+        return
+    print(f"device: {dv['rows']} measured A100 rows costed on {dv['hw']}; analytical median "
+          f"{dv['analytical']['median']:.1%}, worst {dv['analytical']['worst']:.1f}")
+    for tag in ("held_out_by_op_kind", "held_out_by_sweep"):
+        a, c = dv[tag]["analytical"], dv[tag]["calibrated"]
+        print(f"  {tag:<22} analytical median {a['median']:.1%} worst {a['worst']:.1f}; calibrated median "
+              f"{c['median']:.1%} worst {c['worst']:.1f}")
+    print(f"(load average before {r['config']['load_before'][0]:.1f}, after {r['config']['load_after'][0]:.1f} "
+          f"on {r['config']['cpu_count']} CPUs; wall {r['config']['wall_s']:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""LLM decoders as shape-only IR graphs."""

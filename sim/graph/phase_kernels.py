@@ -1,0 +1,211 @@
+"""The kernels of one device's decoder graph, each costed once: what ``sim.graph.serving`` composes.
+
+Every node of a shape-only decoder graph (``partition.llm.graph``) is one kernel on the device,
+costed as the tool costs any offloaded kernel: its workload (``sim.workload_of``) through the
+``coster`` (by default ``simulate`` under the given schedule, else the default schedule or, on a
+storage hierarchy, the default mapping; equal workloads are costed once). Then:
+
+- the weight operand of a dense / batched product is stored in ``weight_bytes`` per element and the
+  K/V operand of the attention products (and the ``kv_append`` write) in ``kv_bytes``: the DRAM
+  bytes the simulator counted in device words (``hw.array.word_bytes``) are rescaled, and the
+  kernel's time moves by the difference at the DRAM bandwidth, never below its compute (the same
+  rule as an on-chip credit, ``sim.graph.subgraph.credited_cycles``). Weight-only quantization
+  changes bytes, never MACs;
+- the fused (flash-attention) form keeps the scores and probabilities of a KV block on chip: the
+  scores product does not write them, the mask and softmax neither read nor write DRAM, the
+  context product does not read them;
+- a ``gather`` (embedding lookup, expert dispatch) reads the rows it gathers, not its whole table;
+- ``all_reduce`` and ``send`` are costed on the interconnect (``sim.graph.collective``); ``recv``
+  is the other end of a send (free); the head split/merge views are free.
+
+A kernel's time splits into ``compute_s`` (the array or vector unit busy) and ``memory_s`` (DRAM
+time not hidden behind it), or ``interconnect_s`` for a collective.
+
+``per_block`` turns an attention kernel costed over one and over two KV blocks into its fixed part
+(first load, last store, any per-kernel overhead the hardware model charges) and its cost per
+block: ``fixed + n x per`` is exact at one and two blocks and the kernel streams on at the
+marginal cost of a block (what paged and flash attention kernels do).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from ..cost.kernel import simulate
+from ..cost.multilevel import kernel_mapping
+from ..mapping.defaults import default_schedule
+from ..cost.report import KernelReport
+from ..hw.config import HardwareConfig
+from ..mapping.schedule import Schedule
+from ..workload.from_ir import workload_of
+from ..workload.workload import VIEW_OPS, Workload
+from . import collective
+
+Coster = Callable[[Workload], tuple[KernelReport, str]]
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One kernel of a phase graph on one device (seconds and joules of one execution)."""
+    name: str
+    op: str
+    part: str                 # embed, layer, head, link
+    attention: bool           # grows with the context (costed per KV block)
+    workload: str             # workload key ('' for collectives)
+    seconds: float
+    compute_s: float
+    memory_s: float
+    interconnect_s: float
+    energy_j: float
+    bytes_sent: float = 0.0   # over the interconnect, per device
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "op": self.op, "part": self.part, "attention": self.attention,
+                "workload": self.workload, "seconds": self.seconds, "compute_s": self.compute_s,
+                "memory_s": self.memory_s, "interconnect_s": self.interconnect_s, "energy_j": self.energy_j}
+
+
+def default_coster(hw: HardwareConfig, schedules: dict[str, Schedule] | None = None,
+                   labels: dict[str, str] | None = None,
+                   on_default: Callable[[Workload, Schedule, KernelReport], None] | None = None) -> Coster:
+    """``simulate`` each workload once: under ``schedules[key]`` when given (its source
+    ``labels[key]``, default 'tuned'), else the default schedule ('default schedule') or, for MAC
+    kernels on a storage hierarchy, the default mapping ('default mapping'); ``on_default`` is told
+    the schedule (with its mapping) each default kernel ran with, so a caller can keep it."""
+    cache: dict[str, tuple[KernelReport, str]] = {}
+    given = dict(schedules or {})
+    names = dict(labels or {})
+
+    def cost(wl: Workload) -> tuple[KernelReport, str]:
+        hit = cache.get(wl.key)
+        if hit is None:
+            s = given.get(wl.key)
+            if s is not None:
+                hit = cache[wl.key] = (simulate(wl, hw, s), names.get(wl.key, "tuned"))
+            else:
+                mapped = bool(hw.levels) and wl.is_mac
+                rep = simulate(wl, hw)
+                hit = cache[wl.key] = (rep, "default mapping" if mapped else "default schedule")
+                if on_default is not None:
+                    s = default_schedule(wl, hw)
+                    if mapped:
+                        s = s.replace(mapping=kernel_mapping(wl, hw)[0])
+                    on_default(wl, s, rep)
+        return hit
+    return cost
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Bytes per element as stored, against the device word the simulator counts in."""
+    weight_bytes: float
+    kv_bytes: float
+    act_bytes: float
+
+
+def _retimed(rep: KernelReport, hw: HardwareConfig, delta_bytes: float) -> tuple[float, float, float]:
+    """(cycles, compute cycles, joules) of a kernel that moves ``delta_bytes`` more DRAM bytes
+    (fewer when negative) than the simulator counted."""
+    cycles, comp = float(rep.total_cycles), float(rep.compute_cycles)
+    bw = hw.dram.bytes_per_cycle
+    if delta_bytes < 0:
+        cycles = max(comp, cycles + delta_bytes / bw)
+        cut_pj = min(rep.energy_pj.get("dram", 0.0), -delta_bytes * hw.energy.dram_pj_per_byte)
+        joules = rep.energy_j - cut_pj * 1e-12
+    else:
+        cycles += delta_bytes / bw
+        joules = rep.energy_j + delta_bytes * hw.energy.dram_pj_per_byte * 1e-12
+    return cycles, comp, joules
+
+
+def _is_view(node: Any) -> bool:
+    return bool(node.meta.get("view")) or node.op in VIEW_OPS
+
+
+def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storage, fused: bool,
+                 sources: dict[str, tuple[str, KernelReport, list[str]]] | None = None,
+                 only: Callable[[Any], bool] | None = None) -> list[KernelTime]:
+    """Every kernel of ``graph`` (those ``only`` keeps), costed once. ``sources`` collects, per
+    workload key, (schedule source, report, kernel names) for the report's schedule list."""
+    word = hw.array.word_bytes
+    weights = set(graph.meta.get("weights", ()))
+    clock = hw.clock_hz
+    out: list[KernelTime] = []
+    for node in graph.nodes:
+        if only is not None and not only(node):
+            continue
+        part, att = node.meta.get("part", "layer"), bool(node.meta.get("attention"))
+        if _is_view(node):
+            continue
+        if node.op in ("all_reduce", "send", "recv"):
+            nbytes = node.outputs[0].type.size * storage.act_bytes
+            if node.op == "all_reduce":
+                c = collective.all_reduce(nbytes, int(node.attrs.get("group_size", 1)), hw)
+            elif node.op == "send":
+                c = collective.send(nbytes, hw)
+            else:
+                c = collective.CollectiveCost(0.0, 0.0, 0.0)
+            out.append(KernelTime(node.name, node.op, part, att, "", c.seconds, 0.0, 0.0, c.seconds, c.joules,
+                                  c.bytes_sent))
+            continue
+        wl = workload_of(node)
+        rep, src = coster(wl)
+        if sources is not None:
+            entry = sources.setdefault(wl.key, (src, rep, []))
+            entry[2].append(node.name)
+        dram = rep.bytes_by_operand.get("dram", {})
+        delta = 0.0
+        if node.op in ("dense", "batch_matmul", "matmul") and len(node.inputs) > 1:
+            w = node.inputs[1]
+            if w.name in weights or (w.producer is not None and _is_view(w.producer)
+                                     and w.producer.inputs[0].name in weights):
+                delta += dram.get("weight", 0) * (storage.weight_bytes / word - 1.0)
+            elif w.producer is not None and w.producer.op == "kv_append":
+                delta += dram.get("weight", 0) * (storage.kv_bytes / word - 1.0)
+            delta += (dram.get("ifmap", 0) + dram.get("output", 0)) * (storage.act_bytes / word - 1.0)
+        elif node.op == "kv_append":
+            delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.kv_bytes / word - 1.0)
+        elif node.op == "gather":
+            # an embedding lookup (or an expert's dispatch) reads the rows it gathers, not the table
+            # (the one-buffer data-move workload counts the whole data input)
+            rows = node.outputs[0].type.size * storage.act_bytes
+            delta += rows + rep.dram_write_bytes * (storage.act_bytes / word - 1.0) - rep.dram_read_bytes
+        else:
+            delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.act_bytes / word - 1.0)
+        if fused and att:
+            # the block's scores and probabilities stay on chip (flash attention)
+            if node.op == "batch_matmul" and node.attrs.get("transpose_b"):
+                delta -= dram.get("output", 0) * storage.act_bytes / word
+            elif node.op == "batch_matmul":
+                delta -= dram.get("ifmap", 0) * storage.act_bytes / word
+            else:
+                delta -= (rep.dram_read_bytes + rep.dram_write_bytes) * storage.act_bytes / word
+        cycles, comp, joules = _retimed(rep, hw, delta)
+        out.append(KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
+                              (cycles - comp) / clock, 0.0, joules))
+    return out
+
+
+def per_block(one: list[KernelTime], two: list[KernelTime]) -> list[tuple[KernelTime, KernelTime]]:
+    """(fixed, per block) of each kernel of ``one`` (costed over one KV block), matched by name in
+    ``two`` (the same kernels over two blocks). A cost that does not grow gives no per-block part;
+    one that more than doubles is all per-block (neither part is ever negative)."""
+    by_name = {k.name: k for k in two}
+    out = []
+    for k1 in one:
+        k2 = by_name[k1.name]
+
+        def split(a: float, b: float) -> tuple[float, float]:
+            per = max(b - a, 0.0)
+            return max(a - per, 0.0), (per if a - per >= 0 else a)
+        fs, ps = split(k1.seconds, k2.seconds)
+        fc, pc = split(k1.compute_s, k2.compute_s)
+        fc, pc = min(fc, fs), min(pc, ps)
+        fe, pe = split(k1.energy_j, k2.energy_j)
+        fixed = replace(k1, seconds=fs, compute_s=fc, memory_s=fs - fc, energy_j=fe)
+        per = replace(k1, seconds=ps, compute_s=pc, memory_s=ps - pc, energy_j=pe)
+        out.append((fixed, per))
+    return out
+
+
+__all__ = ["KernelTime", "Storage", "Coster", "default_coster", "kernel_times", "per_block"]

@@ -1,0 +1,274 @@
+"""Issue 19 (3): the learned calibration (``tuner.calibration``): the file round-trips and refuses
+a mismatched or corrupt copy, the fit removes a known bias, the costs and every JSON it touches
+say ``calibrated``, device rows are read (and malformed ones refused in one line)."""
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("xgboost")
+
+import sim  # noqa: E402
+from tuner.calibration import (CalibrationError, fit_calibration, host_sample,  # noqa: E402
+                               load_calibration, machine_fingerprint, read_calibration, roofline_sample)
+from tuner.cli import main  # noqa: E402
+
+ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "llm" / "measured_ops.jsonl"
+REF = {"peak_flops": 50e9, "mem_bytes_per_s": 20e9, "op_overhead_s": 2e-6}
+
+
+def synthetic(n: int, seed: int):
+    """Ops whose true time is the analytical one times a known bias: compute-bound work runs 4x
+    slower than the reference peak, memory-bound 0.5x, and ``relu`` pays 3 us more dispatch."""
+    rng = np.random.default_rng(seed)
+    samples, truth = [], []
+    for i in range(n):
+        op = ("conv2d", "add", "relu")[i % 3]
+        elems = float(10 ** rng.uniform(2, 6))
+        flops = elems * (10 ** rng.uniform(1, 3) if op == "conv2d" else 1.0)
+        s = roofline_sample(op, flops, 8 * elems, elems, elems, 4, 2, 1, 1, REF["peak_flops"],
+                            REF["mem_bytes_per_s"], REF["op_overhead_s"])
+        t = max(4 * s.compute_s, 0.5 * s.memory_s) + REF["op_overhead_s"] + (3e-6 if op == "relu" else 0.0)
+        samples.append(s)
+        truth.append(t)
+    return samples, np.array(truth)
+
+
+_FITTED: dict = {}
+
+
+def host_cal(tmp_path, fingerprint=None):
+    """A host calibration fitted once per session on the synthetic rows, saved under
+    ``tmp_path`` with this machine's fingerprint (or ``fingerprint``)."""
+    if "cal" not in _FITTED:
+        s, t = synthetic(180, 0)
+        _FITTED["cal"] = fit_calibration(s, t, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
+                                         hardware="test host", rows=[{"i": i, "t": float(v)} for i, v in enumerate(t)],
+                                         reference_host=REF, rounds=150)
+    cal = _FITTED["cal"]
+    if fingerprint is not None:
+        cal = replace(cal, fingerprint=fingerprint, _state={})
+    path = tmp_path / "cal.json"
+    cal.save(path)
+    return cal, path
+
+
+def test_the_fit_removes_a_known_bias_on_held_out_rows(tmp_path):
+    cal, _ = host_cal(tmp_path)
+    test, truth = synthetic(120, 1)  # other sizes than the training rows
+    analytical = np.array([s.analytical_s for s in test])
+    err_a = np.median(np.abs(analytical / truth - 1))
+    err_c = np.median(np.abs(cal.predict_seconds(test) / truth - 1))
+    assert err_a > 0.4          # the bias is real
+    assert err_c < err_a / 4    # and the calibration learns most of it
+
+
+def test_round_trip_keeps_predictions_and_hash(tmp_path):
+    cal, path = host_cal(tmp_path)
+    back = load_calibration(path)
+    test, _ = synthetic(30, 2)
+    np.testing.assert_allclose(back.predict_seconds(test), cal.predict_seconds(test), rtol=1e-6)
+    assert (back.kind, back.fingerprint, back.data_sha256, back.ops) == (cal.kind, cal.fingerprint,
+                                                                         cal.data_sha256, cal.ops)
+    doc = json.loads(path.read_text())
+    assert doc["features"][:3] == ["log_flops", "log_bytes", "log_out_elems"] and "op=relu" in doc["features"]
+    assert doc["reference_host"] == REF
+
+
+def test_the_data_hash_depends_on_the_data(tmp_path):
+    s, t = synthetic(30, 0)
+    a = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 1.0}], reference_host=REF, rounds=5)
+    b = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 2.0}], reference_host=REF, rounds=5)
+    assert a.data_sha256 != b.data_sha256 and len(a.data_sha256) == 64
+
+
+def test_refuses_another_machine_and_another_hardware(tmp_path):
+    _, path = host_cal(tmp_path, fingerprint="0" * 64)
+    with pytest.raises(CalibrationError, match="another machine"):
+        load_calibration(path)
+    assert load_calibration(path, machine="0" * 64).kind == "host"
+    s, t = synthetic(30, 0)
+    dev = fit_calibration(s, t, kind="device", fingerprint=sim.load_hw("cloud-npu").fingerprint(),
+                          hardware="cloud-npu", rows=[], rounds=5)
+    dev.save(tmp_path / "dev.json")
+    assert load_calibration(tmp_path / "dev.json", sim.load_hw("cloud-npu")).kind == "device"
+    with pytest.raises(CalibrationError, match="fitted for hardware cloud-npu"):
+        load_calibration(tmp_path / "dev.json", sim.load_hw("edge-npu"))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda t: t[: len(t) // 2], "not valid JSON"),
+    (lambda t: t.replace('"kind": "host"', '"kind": "gpu"'), "kind 'gpu'"),
+    (lambda t: t.replace('"data_sha256"', '"data_sha"'), "field 'data_sha256'"),
+    (lambda t: t.replace('"format": "accel-tune-calibration"', '"format": "x"'), "not an accel-tune calibration"),
+])
+def test_refuses_a_corrupt_file_in_one_line(tmp_path, damage, message):
+    _, path = host_cal(tmp_path)
+    path.write_text(damage(path.read_text()))
+    with pytest.raises(CalibrationError, match=message) as e:
+        read_calibration(path)
+    assert "\n" not in str(e.value)
+
+
+def test_refuses_a_tampered_booster(tmp_path):
+    _, path = host_cal(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["booster"]["learner"]["learner_model_param"]["base_score"] = "[9E0]"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CalibrationError, match="sha256"):
+        read_calibration(path)
+
+
+def test_host_seconds_replaces_the_host_model_and_reaches_graph_cost(tmp_path):
+    from partition import models
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+    cal, _ = host_cal(tmp_path)
+    g = models.get("bert_tiny")  # no control flow: each node runs once
+    hw = sim.load_hw("edge-npu")
+    opts = CostOptions(fidelity="analytical", calibration=cal)
+    got = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s
+    # independently: every host op's calibrated prediction
+    from tuner.calibrate_host import walk_nodes
+    host = sim.hw.config.HostConfig(**REF)
+    want = 0.0
+    for n in walk_nodes(g):
+        want += float(cal.predict_seconds([host_sample(n, host)])[0])
+    assert got == pytest.approx(want, rel=1e-6)
+    assert got != pytest.approx(graph_cost(g, KernelCoster(hw), CostOptions(fidelity="analytical")).total.host_s)
+
+
+def test_scaled_report_keeps_its_parts_adding_up():
+    from sim.graph.subgraph import scaled_report
+    hw = sim.load_hw("edge-npu")
+    wl = sim.Workload.gemm(64, 64, 64)
+    rep = sim.simulate(wl, hw, sim.default_schedule(wl, hw), fidelity="analytical")
+    for k in (0.3, 1.0, 2.5):
+        r = scaled_report(rep, k)
+        assert r.total_cycles == max(1, round(rep.total_cycles * k))
+        assert r.prologue_cycles + r.compute_cycles + r.stall_cycles + r.epilogue_cycles == r.total_cycles
+        assert min(r.prologue_cycles, r.compute_cycles, r.stall_cycles, r.epilogue_cycles) >= 0
+
+
+# ------------------------------------------------------------------------------------- the CLI
+def _json(argv, capsys):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _one_line_error(argv, capsys, match):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("accel-tune: error:") and "\n" not in err and match in err, err
+    return err
+
+
+def test_json_says_calibrated(tmp_path, capsys):
+    _, path = host_cal(tmp_path)
+    base = ["simulate", "--model", "byoc_demo", "--hw", "edge-npu", "--json"]
+    plain = _json(base, capsys)
+    cal = _json(base + ["--calibration", str(path)], capsys)
+    assert plain["calibrated"] is False and cal["calibrated"] is True
+    assert cal["host_s"] != pytest.approx(plain["host_s"])
+    tune = ["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--trials", "0", "--json"]
+    assert _json(tune, capsys)["calibrated"] is False
+    t = _json(tune + ["--calibration", str(path)], capsys)
+    assert t["calibrated"] is True and t["calibration"]["kind"] == "host"
+    p = _json(["partition", "--model", "byoc_demo", "--target", "edge-npu", "--json", "--calibration", str(path)],
+              capsys)
+    assert p["calibrated"] is True and p["cost"]["host_s"] == pytest.approx(cal["host_s"])
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    _, path = host_cal(tmp_path, fingerprint="1" * 64)
+    _one_line_error(["simulate", "--model", "byoc_demo", "--hw", "edge-npu", "--calibration", str(path)], capsys,
+                    "another machine")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    _one_line_error(["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--calibration", str(bad)], capsys,
+                    "not valid JSON")
+    _one_line_error(["partition", "--model", "byoc_demo", "--target", "npu-gemm", "--calibration", str(bad)],
+                    capsys, "hardware preset")
+    _one_line_error(["calibrate", "--measurements", str(bad), "-o", str(tmp_path / "o.json")], capsys, "--hw")
+
+
+@pytest.mark.parametrize("row, field", [
+    ({"op": "matmul", "shape": {"M": 4, "K": 4}, "dtype": "fp16", "measured_s": 1e-5}, "'shape'"),
+    ({"op": "conv", "shape": {"M": 4}, "dtype": "fp16", "measured_s": 1e-5}, "'op'"),
+    ({"op": "softmax", "shape": {"M": 4, "N": 8}, "dtype": "fp16", "measured_s": -1}, "'measured_s'"),
+    ({"op": "softmax", "shape": {"M": 4, "N": 8}, "dtype": "int3", "measured_s": 1e-5}, "'dtype'"),
+    ({"op": "softmax", "shape": {"M": 4, "N": 0}, "dtype": "fp16", "measured_s": 1e-5}, "'shape'"),
+])
+def test_malformed_rows_name_the_row_and_field(tmp_path, capsys, row, field):
+    good = {"op": "softmax", "shape": {"M": 64, "N": 64}, "dtype": "fp16", "measured_s": 1e-5}
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps(r) for r in (good, good, row)) + "\n")
+    err = _one_line_error(["calibrate", "--measurements", str(rows), "--hw", "cloud-npu", "-o",
+                           str(tmp_path / "c.json")], capsys, field)
+    assert "line 3" in err
+
+
+@pytest.mark.skipif(not ORACLE.exists(), reason="../shared/oracle is absent")
+def test_measurements_path_on_oracle_rows(tmp_path, capsys):
+    lines = ORACLE.read_text().splitlines()
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(lines[::4]) + "\n")  # both ops, a few shapes
+    out = tmp_path / "dev.json"
+    s = _json(["calibrate", "--measurements", str(rows), "--hw", "cloud-npu", "-o", str(out), "--json"], capsys)
+    assert s["kind"] == "device" and s["rows"] == len(lines[::4]) and set(s["ops"]) == {"matmul", "softmax"}
+    assert s["fit"]["calibrated_median_error"] < s["fit"]["analytical_median_error"]
+    cal = load_calibration(out, sim.load_hw("cloud-npu"))
+    # the device calibration scales the kernel of a row as the fit predicts: device + launch = prediction
+    from tuner.calibrate_device import read_rows, row_node, row_sample
+    r = read_rows(str(rows))[0]
+    hw = sim.load_hw("cloud-npu")
+    wl = sim.workload_of(row_node(r))
+    rep = sim.simulate(wl, hw, sim.default_schedule(wl, hw), fidelity="analytical")
+    k = cal.kernel_scale(wl, rep, hw)
+    pred = float(cal.predict_seconds([row_sample(r, hw)])[0])
+    assert rep.total_cycles / hw.clock_hz * k + hw.link.launch_latency_s == pytest.approx(pred, rel=1e-6)
+    _one_line_error(["tune", "--model", "byoc_demo", "--hw", "edge-npu", "--calibration", str(out)], capsys,
+                    "fitted for hardware cloud-npu")
+    _one_line_error(["sweep", "spec.toml", "-o", str(tmp_path / "s"), "--calibration", str(out)], capsys,
+                    "host calibration")
+
+
+def test_measurer_command_fills_rows(tmp_path, capsys):
+    import sys
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("\n".join(json.dumps({"op": "softmax", "shape": {"M": 64 * (i + 1), "N": 128}, "dtype": "fp16"})
+                              for i in range(5)) + "\n")
+    meas = tmp_path / "m.py"
+    meas.write_text("import json, sys\nr = json.load(sys.stdin)\n"
+                    "print(json.dumps({'measured_s': 1e-6 * r['shape']['M']}))\n")
+    s = _json(["calibrate", "--measurements", str(rows), "--hw", "cloud-npu", "-o", str(tmp_path / "c.json"),
+               "--measurer", f"{sys.executable} {meas}", "--json"], capsys)
+    assert s["rows"] == 5
+    _one_line_error(["calibrate", "--measurements", str(rows), "--hw", "cloud-npu", "-o", str(tmp_path / "d.json")],
+                    capsys, "'measured_s'")
+
+
+def test_one_node_onnx_matches_the_reference(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    from partition import models
+    from partition.onnx.export import node_to_onnx
+    from tuner.calibrate_host import random_feed
+    g = models.get("resnet18")
+    node = next(n for n in g.nodes if n.op == "conv2d")
+    m = node_to_onnx(node)
+    feed = random_feed(m.graph.input, np.random.default_rng(0))
+    got = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feed)[0]
+    from partition.ops import get_op
+    want = get_op(node.op).compute([feed[m.graph.input[0].name]] + [v.data for v in node.inputs[1:]], node.attrs)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_calibrate_host_on_a_tiny_op_set(tmp_path, capsys):
+    out = tmp_path / "host.json"
+    s = _json(["calibrate", "--host", "--models", "bert_tiny", "--ops", "add,relu,softmax,matmul", "--max-per-op", "3",
+               "--min-time", "0", "-o", str(out), "--json"], capsys)
+    assert s["kind"] == "host" and set(s["ops"]) <= {"add", "relu", "softmax", "matmul"} and s["rows"] >= 4
+    cal = load_calibration(out)
+    assert cal.meta["session_options"] == "default" and "intra_op_threads" in cal.meta

@@ -1,0 +1,375 @@
+"""A learned calibration of the analytical cost model against measured costs: the model, its file,
+and how costing applies it (``accel-tune calibrate`` makes the files: ``tuner.calibrate_host``,
+``tuner.calibrate_device``).
+
+What is learned: an XGBoost regressor of ``log(measured_s / analytical_s)`` for one op, from the
+op's features (kind, FLOPs, bytes, element counts, rank, groups, window) and the analytical
+model's own breakdown of it (compute, memory and launch seconds: ``OpSample``). A prediction is
+``analytical_s * exp(model(features))``. Two kinds of file:
+
+- ``host``: this machine's CPU timed with onnxruntime (``calibrate --host``). The analytical side
+  is the roofline of a *reference* host model stored in the file (``reference_host``), so the
+  prediction does not depend on the preset it is used with: it is the measured host. Its
+  fingerprint is the machine's (CPU model and count): loading it on another machine is refused.
+- ``device``: measured rows of one hardware preset (``calibrate --measurements``). The analytical
+  side is the kernel simulator (default schedule, analytical fidelity) plus the launch latency;
+  its fingerprint is ``HardwareConfig.fingerprint()``: loading it for another config is refused.
+
+Applying it (configuration passed down, never global):
+
+    cal = load_calibration("CAL.json", hw)        # CalibrationError: one line (corrupt, wrong hardware)
+    opts = tuner.costing.CostOptions(calibration=cal)      # tune / partition search / graph_cost
+    sim.cost_graph(pg, hw, host_seconds=cal.host_seconds, kernel_scale=cal.kernel_scale)
+    cal.host_seconds(node, hw)                    # seconds of one host op (the analytical model
+                                                  # when the file is a device file)
+    cal.kernel_scale(workload, report, hw)        # factor on one device kernel's cycles (1.0 for a
+                                                  # host file)
+    cal.predict_seconds([OpSample, ...])          # the model itself
+
+A device kernel's calibrated seconds are ``(device_s + launch_s) * exp(f) - launch_s`` (the rows
+are single-kernel calls, launch included), never below 5 % of ``device_s``; ``kernel_scale`` is
+that over ``device_s``. The file is JSON: the booster (XGBoost's own JSON form) inside, with the
+fingerprint, the sha256 of the training data and of the booster, the feature list and the kind.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+FORMAT = "accel-tune-calibration"
+VERSION = 1
+KINDS = ("host", "device")
+# Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
+NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
+           "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity")
+# Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
+# under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
+# min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
+# would forbid the very splits that separate a few dozen device rows.
+FIT_PARAMS = {"objective": "reg:pseudohubererror", "huber_slope": 0.3, "max_depth": 4, "eta": 0.08, "min_child_weight": 0.0,
+              "subsample": 0.9, "colsample_bytree": 0.9, "lambda": 1.0, "seed": 0, "nthread": 1}
+FIT_ROUNDS = 300
+MIN_ROWS = 4
+# Multiply-accumulate ops: the model corrects an op kind it never saw only when it saw ops of the
+# same class (a MAC kernel from other MAC kernels), else it keeps the analytical cost (ratio 1).
+MAC_OPS = frozenset({"conv2d", "conv_transpose", "dense", "matmul", "batch_matmul", "gemm"})
+DEVICE_FLOOR = 0.05  # a calibrated kernel keeps at least this share of its simulated time
+
+
+class CalibrationError(ValueError):
+    """A calibration file or data set that cannot be used: one line naming the problem."""
+
+
+# ------------------------------------------------------------------------------------- samples
+@dataclass(frozen=True)
+class OpSample:
+    """One op instance as the calibration sees it: what it computes and what the analytical model
+    says of it (seconds: ``compute_s`` = FLOPs / peak, ``memory_s`` = bytes / bandwidth,
+    ``launch_s`` the fixed cost; ``analytical_s`` their roofline sum)."""
+    op: str
+    flops: float
+    bytes: float
+    out_elems: float
+    in_elems: float
+    rank: int
+    n_inputs: int
+    groups: int
+    window: int
+    compute_s: float
+    memory_s: float
+    launch_s: float
+    analytical_s: float
+
+    def numeric(self) -> list[float]:
+        lg = lambda v: math.log10(max(float(v), 0.0) + 1.0)  # noqa: E731 - zero-safe
+        ls = lambda s: math.log10(max(float(s), 1e-12))  # noqa: E731
+        return [lg(self.flops), lg(self.bytes), lg(self.out_elems), lg(self.in_elems), float(self.rank),
+                float(self.n_inputs), math.log2(max(1, self.groups)), math.log2(max(1, self.window)),
+                ls(self.compute_s), ls(self.memory_s), ls(self.launch_s), ls(self.analytical_s),
+                lg(self.flops) - lg(self.bytes)]
+
+    def key(self) -> tuple:
+        return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
+                self.groups, self.window, self.compute_s, self.memory_s, self.launch_s)
+
+
+def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
+                    n_inputs: int, groups: int, window: int, peak_flops: float, bytes_per_s: float,
+                    launch_s: float) -> OpSample:
+    """A sample costed by a roofline: max(compute, memory) + launch (the host model's form)."""
+    c, m = flops / peak_flops, nbytes / bytes_per_s
+    return OpSample(op, float(flops), float(nbytes), float(out_elems), float(in_elems), int(rank), int(n_inputs),
+                    int(groups), int(window), c, m, float(launch_s), max(c, m) + launch_s)
+
+
+def host_sample(node: Any, host: Any) -> OpSample:
+    """One IR node on a host model (``peak_flops``, ``mem_bytes_per_s``, ``op_overhead_s``): the
+    same FLOPs and bytes as ``sim.graph.subgraph.host_op_work``."""
+    from sim.graph.subgraph import host_op_work
+    flops, nbytes = host_op_work(node)
+    outs = sum(int(np.prod(o.shape, dtype=np.int64)) for o in node.outputs)
+    ins = sum(int(np.prod(v.shape, dtype=np.int64)) for v in node.inputs)
+    rank = max((len(o.shape) for o in node.outputs), default=0)
+    groups = int(node.attrs.get("groups", 1) or 1)
+    window = 1
+    if node.op in ("conv2d", "conv_transpose") and len(node.inputs) > 1:
+        window = int(np.prod(node.inputs[1].shape[2:], dtype=np.int64))
+    elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
+        window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
+    return roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
+                           host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
+
+
+def feature_names(ops: Sequence[str]) -> tuple[str, ...]:
+    return NUMERIC + tuple(f"op={o}" for o in ops)
+
+
+def feature_matrix(samples: Sequence[OpSample], ops: Sequence[str]) -> np.ndarray:
+    col = {o: i for i, o in enumerate(ops)}
+    x = np.zeros((len(samples), len(NUMERIC) + len(ops)), dtype=np.float64)
+    for r, s in enumerate(samples):
+        x[r, :len(NUMERIC)] = s.numeric()
+        j = col.get(s.op)
+        if j is not None:
+            x[r, len(NUMERIC) + j] = 1.0
+    return x
+
+
+# --------------------------------------------------------------------------------- fingerprints
+def machine_fingerprint() -> dict[str, Any]:
+    """What identifies this machine's host for timing: CPU model, logical CPUs, architecture."""
+    model = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info = {"cpu": model or "unknown", "logical_cpus": os.cpu_count() or 0, "machine": platform.machine()}
+    return {**info, "fingerprint": hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()}
+
+
+def data_sha256(rows: Iterable[Mapping[str, Any]]) -> str:
+    """sha256 of the training rows in a canonical form (sorted keys, rows sorted)."""
+    lines = sorted(json.dumps(r, sort_keys=True, separators=(",", ":"), default=float) for r in rows)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------- model
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """A fitted calibration (see the module docstring). ``booster`` is XGBoost's JSON model text."""
+    kind: str
+    fingerprint: str
+    hardware: str
+    data_sha256: str
+    ops: tuple[str, ...]
+    booster: str
+    reference_host: Mapping[str, float] | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    _state: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise CalibrationError(f"calibration kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return feature_names(self.ops)
+
+    def _booster(self):
+        b = self._state.get("booster")
+        if b is None:
+            import xgboost as xgb
+            b = xgb.Booster()
+            try:
+                b.load_model(bytearray(self.booster.encode()))
+            except Exception as e:  # noqa: BLE001 - xgboost raises its own XGBoostError
+                raise CalibrationError(f"calibration booster does not load: {str(e).strip().splitlines()[0]}") from None
+            b.set_param({"nthread": 1})
+            self._state["booster"] = b
+        return b
+
+    def predict_log_ratio(self, samples: Sequence[OpSample]) -> np.ndarray:
+        """The learned log(measured / analytical) of each sample; 0 (the analytical cost) for an op
+        kind not in the data whose class (MAC or not, ``MAC_OPS``) is not in the data either."""
+        if not samples:
+            return np.zeros(0)
+        y = np.asarray(self._booster().inplace_predict(feature_matrix(samples, self.ops)), dtype=np.float64)
+        classes = {o in MAC_OPS for o in self.ops}
+        unseen = np.array([s.op not in self.ops and (s.op in MAC_OPS) not in classes for s in samples])
+        return np.where(unseen, 0.0, y)
+
+    def predict_seconds(self, samples: Sequence[OpSample]) -> np.ndarray:
+        """Calibrated seconds of each sample: its analytical seconds times exp(the learned log ratio)."""
+        a = np.array([s.analytical_s for s in samples], dtype=np.float64)
+        return a * np.exp(self.predict_log_ratio(samples))
+
+    def _memo(self, sample: OpSample) -> float:
+        memo = self._state.setdefault("memo", {})
+        k = sample.key()
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = float(self.predict_seconds([sample])[0])
+        return v
+
+    def describe(self) -> dict[str, Any]:
+        """What a result reports of the calibration it used."""
+        return {"kind": self.kind, "hardware": self.hardware, "data_sha256": self.data_sha256,
+                "rows": self.meta.get("rows")}
+
+    # -- what costing calls
+    def host_seconds(self, node: Any, hw: Any) -> float:
+        """Seconds of one host op: the measured host's prediction for a host file (control flow
+        keeps its dispatch cost), the analytical host model of ``hw`` for a device file."""
+        from sim.graph.subgraph import host_op_seconds
+        if self.kind != "host" or node.op in ("if", "loop", "call"):
+            return host_op_seconds(node, hw)
+        return self._memo(host_sample(node, _Host(**self.reference_host)))
+
+    def kernel_scale(self, workload: Any, report: Any, hw: Any) -> float:
+        """Factor on one device kernel's cycles (1.0 for a host file)."""
+        if self.kind != "device" or report.total_cycles <= 0:
+            return 1.0
+        from .calibrate_device import kernel_sample
+        s = kernel_sample(workload, report, hw)
+        device_s = report.total_cycles / hw.clock_hz
+        want = self._memo(s) - s.launch_s
+        return max(DEVICE_FLOOR, want / device_s)
+
+    # -- the file
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "kind": self.kind, "fingerprint": self.fingerprint,
+                "hardware": self.hardware, "data_sha256": self.data_sha256, "features": list(self.features),
+                "ops": list(self.ops), "reference_host": dict(self.reference_host) if self.reference_host else None,
+                "meta": dict(self.meta), "booster_sha256": hashlib.sha256(_canonical(self.booster).encode()).hexdigest(),
+                "booster": json.loads(self.booster)}
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically (a temporary file beside ``path``, renamed into place)."""
+        from partition.packed import write_atomically
+        text = json.dumps(self.to_json(), indent=1, allow_nan=False)
+        write_atomically(os.fspath(path), lambda f: f.write(text.encode()), "the calibration file", ".json",
+                         CalibrationError)
+
+
+@dataclass(frozen=True)
+class _Host:
+    peak_flops: float
+    mem_bytes_per_s: float
+    op_overhead_s: float
+
+
+def reference_host_of(host: Any) -> dict[str, float]:
+    return {"peak_flops": float(host.peak_flops), "mem_bytes_per_s": float(host.mem_bytes_per_s),
+            "op_overhead_s": float(host.op_overhead_s)}
+
+
+def fit_calibration(samples: Sequence[OpSample], measured_s: Sequence[float], *, kind: str, fingerprint: str,
+                    hardware: str, rows: Sequence[Mapping[str, Any]], reference_host: Mapping[str, float] | None = None,
+                    meta: Mapping[str, Any] | None = None, rounds: int = FIT_ROUNDS) -> Calibration:
+    """Fit the regressor of log(measured / analytical) on ``samples``. ``rows`` are the training
+    data as stored (their sha256 goes in the file)."""
+    import xgboost as xgb
+    if len(samples) != len(measured_s):
+        raise CalibrationError(f"{len(samples)} samples but {len(measured_s)} measurements")
+    if len(samples) < MIN_ROWS:
+        raise CalibrationError(f"a calibration needs at least {MIN_ROWS} measured rows, got {len(samples)}")
+    y_meas = np.asarray(measured_s, dtype=np.float64)
+    if not np.all(np.isfinite(y_meas)) or np.any(y_meas <= 0):
+        raise CalibrationError("measured seconds must be finite and > 0")
+    a = np.array([s.analytical_s for s in samples])
+    ops = tuple(sorted({s.op for s in samples}))
+    x = feature_matrix(samples, ops)
+    y = np.log(y_meas / a)
+    d = xgb.DMatrix(x, label=y, feature_names=[f.replace("=", "_") for f in feature_names(ops)])
+    # base_score: the mean log ratio, so the trees fit what varies around the overall bias
+    booster = xgb.train({**FIT_PARAMS, "base_score": float(np.mean(y))}, d, num_boost_round=rounds)
+    raw = booster.save_raw(raw_format="json").decode()
+    return Calibration(kind, fingerprint, hardware, data_sha256(rows), ops, raw,
+                       dict(reference_host) if reference_host else None,
+                       {**(meta or {}), "rows": len(samples), "fit": {**FIT_PARAMS, "rounds": rounds}})
+
+
+# ----------------------------------------------------------------------------------- loading
+_REQUIRED = {"format": str, "version": int, "kind": str, "fingerprint": str, "hardware": str,
+             "data_sha256": str, "features": list, "ops": list, "meta": dict, "booster_sha256": str,
+             "booster": dict}
+
+
+def read_calibration(path: str | os.PathLike) -> Calibration:
+    """A calibration file, checked: JSON, every field of the right type, the booster's sha256."""
+    p = os.fspath(path)
+    try:
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise CalibrationError(f"calibration file not found: {p}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CalibrationError(f"cannot read calibration file {p}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise CalibrationError(f"calibration file {p} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CalibrationError(f"{p} is not an accel-tune calibration file (no \"format\": \"{FORMAT}\")")
+    for k, t in _REQUIRED.items():
+        if not isinstance(doc.get(k), t) or isinstance(doc.get(k), bool):
+            raise CalibrationError(f"calibration file {p}: field '{k}' is missing or not a {t.__name__}")
+    if doc["version"] != VERSION:
+        raise CalibrationError(f"calibration file {p}: version {doc['version']} (this accel-tune reads {VERSION})")
+    if doc["kind"] not in KINDS:
+        raise CalibrationError(f"calibration file {p}: kind {doc['kind']!r} is not one of {', '.join(KINDS)}")
+    ops = doc["ops"]
+    if not all(isinstance(o, str) for o in ops) or doc["features"] != list(feature_names(ops)):
+        raise CalibrationError(f"calibration file {p}: field 'features' does not match this accel-tune's "
+                               f"features for its ops")
+    ref = doc.get("reference_host")
+    if doc["kind"] == "host":
+        if not isinstance(ref, dict) or set(ref) != {"peak_flops", "mem_bytes_per_s", "op_overhead_s"} or \
+                not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in ref.values()) \
+                or ref["peak_flops"] <= 0 or ref["mem_bytes_per_s"] <= 0:
+            raise CalibrationError(f"calibration file {p}: field 'reference_host' must give peak_flops, "
+                                   f"mem_bytes_per_s (> 0) and op_overhead_s (>= 0)")
+    booster = json.dumps(doc["booster"], separators=(",", ":"))
+    if hashlib.sha256(booster.encode()).hexdigest() != doc["booster_sha256"]:
+        raise CalibrationError(f"calibration file {p}: the booster does not match its sha256 (corrupt file)")
+    cal = Calibration(doc["kind"], doc["fingerprint"], doc["hardware"], doc["data_sha256"], tuple(ops), booster,
+                      {k: float(v) for k, v in ref.items()} if doc["kind"] == "host" else None, doc["meta"])
+    cal._booster()  # a booster XGBoost cannot read is refused now, not in the middle of a search
+    return cal
+
+
+def load_calibration(path: str | os.PathLike, hw: Any = None, *, machine: str | None = None) -> Calibration:
+    """A calibration file checked for use with ``hw`` (a ``HardwareConfig``): a device file must
+    have been fitted on the same config (fingerprint), a host file on this machine (``machine``:
+    the fingerprint to compare with, default ``machine_fingerprint()``). One-line
+    ``CalibrationError`` otherwise."""
+    cal = read_calibration(path)
+    p = os.fspath(path)
+    if cal.kind == "host":
+        here = machine or machine_fingerprint()["fingerprint"]
+        if cal.fingerprint != here:
+            raise CalibrationError(f"calibration file {p} was measured on another machine ({cal.hardware}); "
+                                   f"rerun accel-tune calibrate --host here")
+    elif hw is not None and cal.fingerprint != hw.fingerprint():
+        raise CalibrationError(f"calibration file {p} was fitted for hardware {cal.hardware} "
+                               f"(fingerprint {cal.fingerprint[:12]}), not {hw.name} ({hw.fingerprint()[:12]})")
+    return cal
+
+
+def _canonical(booster: str) -> str:
+    """The booster text as the file's reader sees it (the digest is over this form)."""
+    return json.dumps(json.loads(booster), separators=(",", ":"))
+
+
+__all__ = ["Calibration", "CalibrationError", "OpSample", "host_sample", "roofline_sample", "feature_matrix",
+           "feature_names", "fit_calibration", "read_calibration", "load_calibration", "machine_fingerprint",
+           "data_sha256", "reference_host_of", "FORMAT", "VERSION", "KINDS"]

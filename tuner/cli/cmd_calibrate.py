@@ -1,0 +1,176 @@
+"""accel-tune calibrate: fit a learned calibration of the cost model to measured costs and write it
+as a calibration file (``tuner.calibration``), for ``--calibration FILE`` of simulate, tune,
+partition and sweep.
+
+- ``--host``: times this machine's host ops with onnxruntime (``tuner.calibrate_host``): every op
+  kind of the built-in models and the zoo's ONNX files (or ``--models``), across their shapes.
+- ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
+  without ``measured_s`` are measured by ``--measurer CMD``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+import numpy as np
+
+from tuner.cli import CLIError, print_json
+from tuner.cli.common import check_writable
+from tuner.cli.progress import add_progress_arg, progress_enabled
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("calibrate", help="learn a calibration of the cost model from measured costs",
+                       description="Fit an XGBoost model of log(measured / analytical) per op and write it as a "
+                                   "calibration file: --host times this machine's host ops with onnxruntime; "
+                                   "--measurements reads a device's measured rows (JSON lines: op, shape, dtype, "
+                                   "measured_s).")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--host", action="store_true", help="measure this machine's host ops with onnxruntime")
+    src.add_argument("--measurements", metavar="ROWS.jsonl", help="measured device rows (JSON lines)")
+    p.add_argument("--hw", metavar="PRESET|FILE",
+                   help="with --measurements (required): the hardware the rows were measured on; with --host: "
+                        "whose host model is the analytical reference (default: the host model's defaults)")
+    p.add_argument("--measurer", metavar="CMD",
+                   help="with --measurements: a command that measures a row without measured_s (the row's JSON "
+                        "on stdin; prints {\"measured_s\": S})")
+    p.add_argument("-o", "--output", required=True, metavar="CAL.json", help="the calibration file to write")
+    p.add_argument("--models", nargs="+", metavar="NAME|FILE",
+                   help="with --host: built-in models and ONNX files whose ops are timed (default: every built-in "
+                        "model and the zoo's ONNX files)")
+    p.add_argument("--ops", metavar="OP,...", help="with --host: time only these op kinds (IR names, e.g. conv2d,add)")
+    p.add_argument("--max-per-op", type=int, default=100, metavar="N",
+                   help="with --host: at most N shapes of one op kind, spread over its sizes (default 100)")
+    p.add_argument("--time-budget", type=float, default=240.0, metavar="S",
+                   help="with --host: stop timing after S seconds; kinds are visited round-robin, so each keeps "
+                        "shapes (default 240)")
+    p.add_argument("--min-time", type=float, default=0.1, metavar="S",
+                   help="with --host: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
+                        "the median is kept (default 0.1)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_progress_arg(p)
+    return p
+
+
+def run(args) -> int:
+    check_writable(args.output, "the calibration file")
+    if args.host:
+        if args.measurer or args.measurements:
+            raise CLIError("calibrate: --measurer goes with --measurements, not --host")
+        summary = _host(args)
+    else:
+        if not args.hw:
+            raise CLIError("calibrate: --measurements needs --hw (the hardware the rows were measured on)")
+        if args.models or args.ops:
+            raise CLIError("calibrate: --models and --ops go with --host")
+        summary = _device(args)
+    if args.json:
+        print_json(summary)
+        return 0
+    f = summary["fit"]
+    print(f"calibration ({summary['kind']}, {summary['hardware']}) written to {args.output}: "
+          f"{summary['rows']} rows, {len(summary['ops'])} op kinds, data sha256 {summary['data_sha256'][:12]}")
+    print(f"  in-sample median error: analytical {f['analytical_median_error']:.1%}, calibrated "
+          f"{f['calibrated_median_error']:.1%} (held-out figures: experiments/bench/calibration.py)")
+    if summary.get("skipped"):
+        print(f"  {len(summary['skipped'])} op(s) skipped, e.g. {summary['skipped'][0]['key'][:80]}: "
+              f"{summary['skipped'][0]['reason']}")
+    return 0
+
+
+def _errors(pred: np.ndarray, meas: np.ndarray) -> dict:
+    e = np.abs(pred / meas - 1.0)
+    return {"median": float(np.median(e)), "worst": float(np.max(e))}
+
+
+def _fit_summary(cal, samples, measured) -> dict:
+    meas = np.asarray(measured)
+    a = _errors(np.array([s.analytical_s for s in samples]), meas)
+    c = _errors(cal.predict_seconds(samples), meas)
+    return {"analytical_median_error": a["median"], "analytical_worst_error": a["worst"],
+            "calibrated_median_error": c["median"], "calibrated_worst_error": c["worst"]}
+
+
+def _host(args) -> dict:
+    import sim
+    from tuner.calibrate_host import (TimingOptions, collect_ops, default_sources, load_source, measure_ops,
+                                      source_label)
+    from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, reference_host_of
+    if args.max_per_op < 1:
+        raise CLIError(f"--max-per-op must be >= 1, got {args.max_per_op}")
+    if not (args.time_budget > 0 and math.isfinite(args.time_budget)):
+        raise CLIError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
+    if not (args.min_time >= 0 and math.isfinite(args.min_time)):
+        raise CLIError(f"--min-time must be >= 0 seconds, got {args.min_time}")
+    import onnxruntime as ort
+    ort.set_default_logger_severity(3)  # its "unused initializer" notes are not the user's business
+    t0 = time.perf_counter()
+    host = sim.load_hw(args.hw).host if args.hw else sim.hw.config.HostConfig()
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
+    sources = args.models or default_sources()
+    graphs = []
+    labels = set()
+    for src in sources:
+        label = source_label(src)
+        label = label if label not in labels else f"{label}({src})"
+        labels.add(label)
+        graphs.append((label, load_source(src)))
+    items = collect_ops(graphs, ops=ops, max_per_op=args.max_per_op)
+    if not items:
+        raise CLIError(f"calibrate: no host op to time ({'none of --ops ' + args.ops if ops else 'the models have none'})")
+    from tqdm import tqdm
+    bar = tqdm(total=len(items), desc="calibrate --host", unit="op", file=sys.stderr, leave=False,
+               disable=not progress_enabled(args), dynamic_ncols=True)
+    budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
+
+    def step(h):
+        bar.set_postfix_str(h.op, refresh=False)
+        bar.update(1)
+
+    measured, skipped, facts = measure_ops(items, TimingOptions(min_time_s=args.min_time), budget_s=budget,
+                                           on_step=step)
+    bar.close()
+    samples = [host_sample(m.op.node, host) for m in measured]
+    rows = [{"op": m.op.op, "key": m.op.key, "model": m.op.model, "measured_s": m.seconds} for m in measured]
+    fp = machine_fingerprint()
+    cal = fit_calibration(samples, [m.seconds for m in measured], kind="host", fingerprint=fp["fingerprint"],
+                          hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows,
+                          reference_host=reference_host_of(host),
+                          meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
+                                "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
+                                "dispatch_s": facts["dispatch_s"],
+                                "models": [label for label, _ in graphs], "timing_s": facts["wall_s"]})
+    cal.save(args.output)
+    kinds: dict[str, int] = {}
+    for m in measured:
+        kinds[m.op.op] = kinds.get(m.op.op, 0) + 1
+    return {"output": args.output, "kind": "host", "hardware": cal.hardware, "fingerprint": cal.fingerprint,
+            "data_sha256": cal.data_sha256, "rows": len(rows), "ops": kinds,
+            "skipped": [{"key": k, "reason": r} for k, r in skipped], "intra_op_threads": facts["intra_op_threads"],
+            "run_overhead_s": facts["run_overhead_s"], "dispatch_s": facts["dispatch_s"],
+            "onnxruntime": ort.__version__,
+            "fit": _fit_summary(cal, samples, [m.seconds for m in measured]), "wall_s": time.perf_counter() - t0}
+
+
+def _device(args) -> dict:
+    import sim
+    from tuner.calibrate_device import measure_with, read_rows, row_record, row_sample
+    from tuner.calibration import fit_calibration
+    t0 = time.perf_counter()
+    hw = sim.load_hw(args.hw)
+    rows = read_rows(args.measurements, need_measured=args.measurer is None)
+    if args.measurer:
+        rows = measure_with(args.measurer, rows, args.measurements)
+    samples = [row_sample(r, hw) for r in rows]
+    measured = [r.measured_s for r in rows]
+    cal = fit_calibration(samples, measured, kind="device", fingerprint=hw.fingerprint(), hardware=hw.name,
+                          rows=[row_record(r) for r in rows], meta={"measurements": args.measurements})
+    cal.save(args.output)
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r.op] = kinds.get(r.op, 0) + 1
+    return {"output": args.output, "kind": "device", "hardware": hw.name, "fingerprint": cal.fingerprint,
+            "data_sha256": cal.data_sha256, "rows": len(rows), "ops": kinds, "skipped": [],
+            "fit": _fit_summary(cal, samples, measured), "wall_s": time.perf_counter() - t0}
