@@ -323,20 +323,29 @@ def roofline_parts(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0) -
     return float(compute), int(compulsory) * wb
 
 
+def traffic_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float | None = None) -> float:
+    """The roofline's traffic term on the one-buffer machine: the compulsory bytes through its one
+    DRAM port (reads and writes share it), rounded up. Inside an external function that keeps
+    ``on_chip_bytes`` of the kernel's DRAM traffic on chip (``sim.graph.subgraph``) the bytes less
+    those, floored as the costing floors: the kernel is costed as max(compute, total - on_chip /
+    bandwidth) and its total is never below its DRAM bytes over the bandwidth, which are never
+    below the compulsory bytes, so the bound stays a lower bound."""
+    _, nbytes = roofline_parts(wl, hw)
+    if on_chip_bytes is None:
+        return float(np.ceil(nbytes / hw.dram.bytes_per_cycle))
+    return float(np.floor(max(0.0, nbytes - on_chip_bytes) / hw.dram.bytes_per_cycle))
+
+
 def roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float = 0.0):
     """The fastest any schedule can run: PEs all busy, or DRAM moving only compulsory bytes."""
-    compute, nbytes = roofline_parts(wl, hw, vector_work)
-    return max(compute, float(np.ceil(nbytes / hw.dram.bytes_per_cycle)))
+    return max(roofline_parts(wl, hw, vector_work)[0], traffic_cycles(wl, hw))
 
 
 def fused_roofline_cycles(wl: Workload, hw: HardwareConfig, vector_work: float, on_chip_bytes: float) -> float:
     """The bound of a kernel inside an external function that keeps ``on_chip_bytes`` of its DRAM
-    traffic on chip (``sim.graph.subgraph``): the compute bound, or the compulsory bytes less those kept
-    on chip over the bandwidth. The kernel is costed as max(compute, total - on_chip / bandwidth)
-    and its total is never below its DRAM bytes over the bandwidth, which are never below the
-    compulsory bytes, so this stays a lower bound (floored, as the costing floors)."""
-    compute, nbytes = roofline_parts(wl, hw, vector_work)
-    return max(compute, float(np.floor(max(0.0, nbytes - on_chip_bytes) / hw.dram.bytes_per_cycle)))
+    traffic on chip (``sim.graph.subgraph``): the compute bound, or the compulsory bytes less those
+    kept on chip over the bandwidth (``traffic_cycles``)."""
+    return max(roofline_parts(wl, hw, vector_work)[0], traffic_cycles(wl, hw, on_chip_bytes))
 
 
 def leakage_pj(hw: HardwareConfig, cycles):

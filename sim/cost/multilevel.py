@@ -52,7 +52,6 @@ from ..mapping.mapping import Mapping
 from ..mapping.policy import PolicyStats, default_mapping
 from .movement import Evaluation, evaluate
 from ..workload.nest import Nest, nest_from_workload
-from .report import KernelReport
 from ..mapping.schedule import Schedule
 from .walk import WalkResult, walk
 from ..workload.workload import Workload
@@ -142,23 +141,20 @@ def mapping_dict(m: Mapping, hier: Hierarchy) -> list[dict]:
             for lv, lm in zip(hier.levels, m.levels)]
 
 
-def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
-    """The cycles no mapping beats: every MAC on the array, plus the epilogue; every word of every
-    tensor through the outermost level's read (Inputs, Weights) and write (Outputs) bandwidth.
-    With a ``kernels`` section, MACs at the operand width's rate and words in its bytes (the
-    sustained fractions stay out: this is the peak's bound).
-    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the
-    traffic bound drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the
-    bytes at ``dram.bytes_per_cycle``); the compute bound stays."""
+def traffic_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
+    """The roofline's traffic term on the hierarchy: every word of every tensor the nest touches
+    (``touched_words``) through the outermost level's read (Inputs, Weights) and write (Outputs)
+    bandwidth, each port on its own, in whole cycles. With a ``kernels`` section, the words are in
+    the kernel's element bytes (the sustained fractions stay out: this is the peak's bound).
+    Inside a function that keeps ``on_chip_bytes`` of the kernel's DRAM traffic on chip, the bound
+    drops by what that credit takes off (``sim.graph.subgraph.credited_cycles``: the bytes at
+    ``dram.bytes_per_cycle``)."""
     hier = hierarchy_of(hw)
     nest = nest_from_workload(wl)
     top = hier.levels[0]
-    compute = math.ceil(nest.macs / hier.arithmetic.instances) + _epilogue_cycles(wl, hw)
     reads = sum(touched_words(ds, dict(nest.bounds)) for ds in nest.data_spaces if not ds.read_write)
     writes = nest.size(nest.output.name)
-    if hw.kernels.active:  # the operand width's peak rate; its bytes in the level's words
-        compute = math.ceil(nest.macs / hier.arithmetic.instances / hw.kernels.rate(wl.dtype_bytes)) \
-            + _epilogue_cycles(wl, hw)
+    if hw.kernels.active:  # its bytes in the level's words
         scale = wl.dtype_bytes * 8 / top.word_bits
         reads, writes = reads * scale, writes * scale
     traffic = 0.0
@@ -168,8 +164,16 @@ def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0
         traffic = max(traffic, writes / top.write_bandwidth)
     # the model counts whole cycles of a port's words (a bound of 1,979,733.3 cycles is met by
     # 1,979,733): the bound is the whole cycles below it
-    traffic = math.floor(traffic - on_chip_bytes / hw.dram.bytes_per_cycle + 1e-9)
-    return float(max(compute, traffic))
+    return float(math.floor(traffic - on_chip_bytes / hw.dram.bytes_per_cycle + 1e-9))
+
+
+def roofline_cycles(wl: Workload, hw: HardwareConfig, on_chip_bytes: float = 0.0) -> float:
+    """The cycles no mapping beats: every MAC on the array, plus the epilogue; or the traffic
+    (``traffic_cycles``); the compute bound stays whatever stays on chip."""
+    rate = hw.kernels.rate(wl.dtype_bytes) if hw.kernels.active else 1.0  # the operand width's peak rate
+    compute = math.ceil(nest_from_workload(wl).macs / hierarchy_of(hw).arithmetic.instances / rate) \
+        + _epilogue_cycles(wl, hw)
+    return float(max(compute, traffic_cycles(wl, hw, on_chip_bytes)))
 
 
 def touched_words(ds, bounds: dict[str, int], limit: int = 1 << 16) -> int:
@@ -198,10 +202,12 @@ def _epilogue_cycles(wl: Workload, hw: HardwareConfig) -> int:
     return vector_cycles(hw, g * m * n, wl.epilogue)
 
 
-def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> KernelReport:
-    """The ``KernelReport`` of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring):
-    under the schedule's mapping when it has one (checked: ``MappingError`` names the first
-    problem), else the default policy's."""
+def hierarchy_terms(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity: str) -> dict:
+    """The cost terms of MAC workload ``wl`` on hierarchical ``hw`` (see module docstring), keyed
+    as the one-level model keys them (``sim.cost.analytical.evaluate``'s columns, one value each)
+    plus ``mapping``: under the schedule's mapping when it has one (checked: ``MappingError``
+    names the first problem), else the default policy's. ``sim.cost.kernel`` turns them into the
+    ``KernelReport``."""
     hier = hierarchy_of(hw)
     if s.mapping is not None:
         m, searched = s.mapping, 0
@@ -241,15 +247,11 @@ def simulate_multilevel(wl: Workload, hw: HardwareConfig, s: Schedule, fidelity:
     energy = {"mac": ev.mac_energy_pj, "register": 0.0, "sram": sum(lv.access_energy_pj for lv in ev.levels[1:]),
               "dram": top.access_energy_pj, "vector": g * mm * n * len(wl.epilogue) * e.vector_op_pj,
               "leakage": sum(lv.leak_energy_pj for lv in ev.levels)}
-    return KernelReport(
-        workload=wl.key, hardware=hw.name, schedule=s.to_dict(), fidelity=fidelity,
-        total_cycles=int(total), compute_cycles=int(min(busy, cycles) + vec),
-        stall_cycles=int(max(0, cycles - busy - fill - drain)),
-        prologue_cycles=fill, epilogue_cycles=drain, array_cycles=int(cycles), vector_cycles=int(vec), macs=wl.macs,
-        dram_read_bytes=int(round(dram_read)), dram_write_bytes=int(round(dram_write)),
-        bytes_by_operand={"dram": {k: int(round(v)) for k, v in dram.items()},
-                          "sram": {k: int(round(v)) for k, v in sram.items()}},
-        energy_pj=energy, utilization=(wl.macs / (hw.pes * total)) if total else 0.0,
-        roofline_cycles=roofline_cycles(wl, hw), clock_hz=hw.clock_hz, n_tiles=1,
-        mapping={"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
-                 "search_evaluations": searched, "given": s.mapping is not None})
+    return {"total_cycles": cycles + vec, "compute_cycles": min(busy, cycles) + vec,
+            "stall_cycles": max(0, cycles - busy - fill - drain), "prologue_cycles": fill,
+            "epilogue_cycles": drain, "array_cycles": cycles, "vector_cycles": vec,
+            "dram_read_bytes": dram_read, "dram_write_bytes": dram_write,
+            **{f"dram_{k}_bytes": v for k, v in dram.items()}, **{f"sram_{k}_bytes": v for k, v in sram.items()},
+            "n_tiles": 1, "energy": energy,
+            "mapping": {"levels": mapping_dict(m, hier), "utilized_macs": ev.utilized_macs,
+                        "search_evaluations": searched, "given": s.mapping is not None}}

@@ -2,11 +2,12 @@
 
 - space: ``space`` (``ScheduleSpace``, the legal schedules of a workload on a config; a mapping
   space is ``sim.mapping.mapspace``'s);
-- the loop: ``strategies`` (ask/tell strategies over a schedule space: random, evolution ranked by
-  a scorer, evolution on measurements; ``breed`` is the tournament + mutation + crossover step
-  that the schedule search and the mapping search share), ``mapsearch`` (evolution over a
-  mapspace with the batched data-movement model as fitness, then local descent) and ``mapper``
-  (the best mapping of a nest on a hierarchy under a budget);
+- the loop: ``evolution`` (the one evolutionary loop: ``breed``, the tournament + mutation +
+  crossover step, generations, elitist or (mu + lambda) survival), run by ``strategies``
+  (ask/tell strategies over a schedule space: random, evolution ranked by a scorer, evolution on
+  measurements) and by ``mapsearch`` (evolution over a mapspace with the batched data-movement
+  model as fitness, then local descent); ``mapper`` (the best mapping of a nest on a hierarchy
+  under a budget);
 - the learned model: ``cost_model`` (XGBoost behind fit/predict), ``features``, ``scoring`` (how a
   search ranks candidates), ``learner`` (the model's side of a kernel tuning run) and
   ``map_learn`` (the model for mappings, where measuring is the expensive part);

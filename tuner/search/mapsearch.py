@@ -26,7 +26,7 @@ from sim.cost.engines.batch import MappingArrays
 
 from sim.mapping.policy import METRICS, rank_keys
 from sim.mapping.mapspace import MapCrossover, MapMutation, MapMutationMix, Mapspace, MapUniformCrossover, neighbours
-from .strategies import _tournament, breed
+from .evolution import Breeding, Loop, evolve, plus_tournament
 
 class MapSearchError(ValueError):
     pass
@@ -170,42 +170,42 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
         pop = np.concatenate([np.atleast_2d(seeds), pop])
     pop, keys = arch.fresh(pop, max(budget(), 1))
     cost = arch.run(pop, keys)
-    gens, stale, empty, last_best = 0, 0, 0, arch.best
     ls_share = 0.15 if cfg.local_search else 0.0
-    while budget() > ls_share * cfg.evaluations and not out_of_time():
-        gens += 1
-        rank = _rank(metric, cost)
-        n_child = min(cfg.population, max(budget() - int(ls_share * cfg.evaluations), 1))
-        kids = breed(space, pop, rank, n_child, cfg.mutation, cfg.crossover, cfg.crossover_prob, rng)
-        if stale >= cfg.restart_after:
-            kids[: n_child // 2] = space.sample(n_child // 2, rng)
-            stale = 0
-        kids, keys = arch.fresh(kids)
+    # the shared loop (tuner.search.evolution) with measurement as fitness, (mu + lambda)
+    # survival, and what only this search has: an archive (a mapping is measured once), a budget
+    # and a clock, and fresh blood after ``restart_after`` generations without improvement
+    state = {"stale": 0, "empty": 0, "last_best": arch.best, "stop": False, "keys": None}
+
+    def keep_going(_gens: int) -> bool:
+        return not state["stop"] and budget() > ls_share * cfg.evaluations and not out_of_time()
+
+    def n_children(_pop: np.ndarray) -> int:
+        return min(cfg.population, max(budget() - int(ls_share * cfg.evaluations), 1))
+
+    def prepare(kids: np.ndarray) -> np.ndarray:
+        if state["stale"] >= cfg.restart_after:
+            kids[: len(kids) // 2] = space.sample(len(kids) // 2, rng)
+            state["stale"] = 0
+        kids, state["keys"] = arch.fresh(kids)
         if len(kids) == 0:
             # every child was seen before: the space is (nearly) exhausted around the population
-            stale += 1
-            empty += 1
-            if empty > 3 * cfg.restart_after:
-                break
-            continue
-        empty = 0
-        kc = arch.run(kids, keys)
-        # (mu + lambda): the best of parents and children survive, elites kept first
-        allg = np.concatenate([pop, kids])
-        allc = Costs(np.concatenate([cost.cycles, kc.cycles]), np.concatenate([cost.energy_pj, kc.energy_pj]))
-        r = _rank(metric, allc)
-        n_elite = max(1, int(cfg.elite_frac * cfg.population))
-        order = np.argsort(r)
-        keep = order[:n_elite]
-        rest = order[n_elite:]
-        # the rest by tournament among the others, so the population keeps some diversity
-        if len(rest) and cfg.population > n_elite:
-            pick = rest[_tournament(r[rest], min(cfg.population - n_elite, len(rest)), rng)]
-            keep = np.concatenate([keep, np.unique(pick)])
-        pop = allg[keep]
-        cost = Costs(allc.cycles[keep], allc.energy_pj[keep])
-        stale = 0 if arch.best is not last_best else stale + 1
-        last_best = arch.best
+            state["stale"] += 1
+            state["empty"] += 1
+            state["stop"] = state["empty"] > 3 * cfg.restart_after
+        else:
+            state["empty"] = 0
+        return kids
+
+    def on_generation(_pop: np.ndarray, _cost: Costs) -> None:
+        state["stale"] = 0 if arch.best is not state["last_best"] else state["stale"] + 1
+        state["last_best"] = arch.best
+
+    loop = Loop(rank=lambda c: _rank(metric, c), fitness_of=lambda kids: arch.run(kids, state["keys"]),
+                concat=lambda a, b: Costs(np.concatenate([a.cycles, b.cycles]), np.concatenate([a.energy_pj, b.energy_pj])),
+                take=lambda c, idx: Costs(c.cycles[idx], c.energy_pj[idx]), n_children=n_children,
+                keep_going=keep_going, prepare=prepare, on_generation=on_generation,
+                survive=plus_tournament(cfg.population, max(1, int(cfg.elite_frac * cfg.population))))
+    pop, cost, gens = evolve(space, pop, cost, loop, Breeding(cfg.mutation, cfg.crossover, cfg.crossover_prob), rng)
     if cfg.local_search and arch.best is not None:
         _descend(space, arch, budget, out_of_time)
     if arch.best is None:

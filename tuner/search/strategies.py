@@ -26,6 +26,7 @@ from sim import Schedule
 
 from .cost_model import CostModel
 from .scoring import Scorer, scorer_for
+from .evolution import Breeding, Loop, breed, elitist, evolve, tournament
 from .space import Crossover, Mutation, MutationMix, ScheduleSpace, UniformCrossover
 from sim import default_schedule
 
@@ -129,24 +130,7 @@ class EvolutionConfig:
     crossover: Crossover = field(default_factory=UniformCrossover)
 
 
-def _tournament(scores: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    a = rng.integers(0, len(scores), n)
-    b = rng.integers(0, len(scores), n)
-    return np.where(scores[a] <= scores[b], a, b)
-
-
-def breed(space, pop: np.ndarray, scores: np.ndarray, n: int, mutation, crossover, crossover_prob: float,
-          rng: np.random.Generator) -> np.ndarray:
-    """``n`` children of ``pop`` (gene rows; lower ``scores`` are fitter): two binary tournaments
-    pick each child's parents, every child is the first parent mutated, and a ``crossover_prob``
-    share is instead the crossover of both. Shared by the schedule and the mapping searches."""
-    pa = pop[_tournament(scores, n, rng)]
-    pb = pop[_tournament(scores, n, rng)]
-    kids = mutation(space, pa, rng)
-    cross = rng.random(n) < crossover_prob
-    if cross.any():
-        kids[cross] = crossover(space, pa[cross], pb[cross], rng)
-    return kids
+_tournament = tournament   # the names this module gave them before the loop moved to ``evolution``
 
 
 class EvolutionarySearch(_Strategy):
@@ -174,22 +158,17 @@ class EvolutionarySearch(_Strategy):
         return self._default
 
     def _evolve(self, pop: np.ndarray, scores: np.ndarray, generations: int, scorer: Scorer):
-        """Run ``generations`` from a scored population; every population seen, and the last."""
-        cfg, sp, rng = self.config, self.space, self.rng
+        """Run ``generations`` of the shared loop (``tuner.search.evolution``: elitist survival,
+        the scorer as fitness) from a scored population; every population seen, and the last."""
+        cfg, sp = self.config, self.space
         seen = [(pop, scores)]
-        for _ in range(generations):
-            n_elite = max(1, int(cfg.elite_frac * len(pop)))
-            elite = pop[np.argsort(scores, kind="stable")[:n_elite]]
-            n_child = cfg.population - n_elite
-            pa = pop[_tournament(scores, n_child, rng)]
-            pb = pop[_tournament(scores, n_child, rng)]
-            cross = rng.random(n_child) < cfg.crossover_prob
-            children = cfg.mutation(sp, pa, rng)
-            if cross.any():
-                children[cross] = cfg.crossover(sp, pa[cross], pb[cross], rng)
-            pop = np.concatenate([elite, children])
-            scores = scorer(sp, pop)
-            seen.append((pop, scores))
+        n_elite = lambda n: max(1, int(cfg.elite_frac * n))  # noqa: E731
+        loop = Loop(rank=lambda f: f, fitness_of=lambda kids: scorer(sp, kids), concat=lambda a, b: np.concatenate([a, b]),
+                    take=lambda f, idx: f[idx], n_children=lambda p: cfg.population - n_elite(len(p)),
+                    keep_going=lambda g: g < generations, survive=elitist(n_elite),
+                    on_generation=lambda p, f: seen.append((p, f)))
+        pop, scores, _ = evolve(sp, pop, scores, loop, Breeding(cfg.mutation, cfg.crossover, cfg.crossover_prob),
+                                self.rng)
         return seen, (pop, scores)
 
     def ask(self, n: int, model: "CostModel | Scorer | None" = None) -> list[Schedule]:
