@@ -155,7 +155,7 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
             entry[2].append(node.name)
         dram = rep.bytes_by_operand.get("dram", {})
         delta = 0.0
-        if node.op in ("dense", "batch_matmul", "matmul") and len(node.inputs) > 1:
+        if node.op in ("dense", "batch_matmul", "matmul", "gemm") and len(node.inputs) > 1:
             w = node.inputs[1]
             if w.name in weights or (w.producer is not None and _is_view(w.producer)
                                      and w.producer.inputs[0].name in weights):
