@@ -29,13 +29,14 @@ the attention ones (``describe()['prefill']`` says which).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, clone_graph
 from .config import ConfigError
 from .graph import SplitError
 
@@ -61,6 +62,9 @@ class OnnxSource:
     head_dim: int | None = None
     cache_dtype: str = "float32"
     multi_token: bool = True
+    # graphs already built, by (batch, tokens, context, dtype): a serving point asks for the prefill
+    # graph twice (its kernels and its attention); callers get a copy
+    built: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -79,8 +83,10 @@ class OnnxSource:
             raise ConfigError(f"--model {path}: not a readable ONNX file ({type(e).__name__})") from None
         syms = cache_dims(model)
         try:
-            g = _import(model, {s: 1 for s in syms.values()} | ({syms["past"]: 2} if "past" in syms else {}),
-                        frozenset())
+            with warnings.catch_warnings():  # a file without cache dims warns of its batch: not the error to show
+                warnings.simplefilter("ignore")
+                g = _import(model, {s: 1 for s in syms.values()} | ({syms["past"]: 2} if "past" in syms else {}),
+                            frozenset())
             kv = find_kv_cache(g)
         except OnnxImportError as e:
             raise ConfigError(f"--model {path}: {e}") from None
@@ -134,6 +140,12 @@ class OnnxSource:
             raise SplitError(f"{tokens} new tokens exceed the context of {context}")
         if tp != 1 or first_layer != 0:
             raise SplitError(f"{self.name}: an ONNX decoder is costed as one graph on one device")
+        key = (batch, tokens, context, dtype)
+        if key not in self.built:
+            self.built[key] = self._build(batch, tokens, context, dtype)
+        return clone_graph(self.built[key])
+
+    def _build(self, batch: int, tokens: int, context: int, dtype: str) -> Graph:
         folded = tokens > 1 and not self.multi_token
         b, t = (batch * tokens, 1) if folded else (batch, tokens)
         g = self._sized(b, t, context)
