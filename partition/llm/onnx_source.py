@@ -54,6 +54,7 @@ class OnnxSource:
     path: str
     model: Any = field(repr=False, compare=False)       # onnx.ModelProto
     syms: tuple[tuple[str, str], ...] = ()               # role -> the file's dim symbol
+    extra_syms: tuple[tuple[str, str], ...] = ()         # other symbols: (symbol, 'context' | 'new')
     form: str = "concat"
     cache_names: tuple[str, ...] = ()
     per_token_elems: int = 0                             # K/V elements of one token, all layers
@@ -82,11 +83,12 @@ class OnnxSource:
         except Exception as e:  # protobuf's DecodeError and friends
             raise ConfigError(f"--model {path}: not a readable ONNX file ({type(e).__name__})") from None
         syms = cache_dims(model)
+        extra = _other_symbols(model, syms)
         try:
             with warnings.catch_warnings():  # a file without cache dims warns of its batch: not the error to show
                 warnings.simplefilter("ignore")
-                g = _import(model, {s: 1 for s in syms.values()} | ({syms["past"]: 2} if "past" in syms else {}),
-                            frozenset())
+                probe = {s: 1 for s in syms.values()} | ({syms["past"]: 2} if "past" in syms else {})
+                g = _import(model, probe | {sym: 3 if role == "context" else 1 for sym, role in extra}, frozenset())
             kv = find_kv_cache(g)
         except OnnxImportError as e:
             raise ConfigError(f"--model {path}: {e}") from None
@@ -106,11 +108,12 @@ class OnnxSource:
                               f"(batch, heads, tokens, head size) key/value cache, the layout `llm` costs")
         per_tok = sum(int(np.prod([d for a, d in enumerate(pr.past_shape) if a not in (0, 2)])) for pr in kv.pairs)
         try:  # a decode step at T = 2 imports only when the file was not traced at one token
-            _import(model, {syms["batch"]: 1, syms["past"]: 2, syms["new"]: 2}, frozenset())
+            _import(model, {syms["batch"]: 1, syms["past"]: 2, syms["new"]: 2}
+                    | {sym: 4 if role == "context" else 2 for sym, role in extra}, frozenset())
             multi = True
         except OnnxImportError:
             multi = False
-        return cls(str(p), model, tuple(sorted(syms.items())), kv.form, kv.inputs, per_tok, kv.layers, kv.heads,
+        return cls(str(p), model, tuple(sorted(syms.items())), extra, kv.form, kv.inputs, per_tok, kv.layers, kv.heads,
                    kv.head_size, kv.dtype, multi)
 
     @property
@@ -125,8 +128,9 @@ class OnnxSource:
     def _sized(self, batch: int, tokens: int, context: int, extra: int = 0) -> Graph:
         s = dict(self.syms)
         past = context if self.form == "scatter" else context - tokens
-        return _import(self.model, {s["batch"]: batch, s["past"]: past + extra, s["new"]: tokens},
-                       frozenset({s["past"]}))
+        dims = {s["batch"]: batch, s["past"]: past + extra, s["new"]: tokens}
+        dims |= {sym: context + extra if role == "context" else tokens for sym, role in self.extra_syms}
+        return _import(self.model, dims, frozenset({s["past"]}))
 
     def graph(self, batch, tokens, context, *, tp=1, first_layer=0, layers=None, embed=None, head=None,
               dtype="float16") -> Graph:
@@ -194,13 +198,39 @@ class OnnxSource:
             vocab = int(d.dim_value) if d.HasField("dim_value") else None
         return {"name": self.name, "params": self.params(), "layers": self.layers, "kv_heads": self.kv_heads,
                 "head_dim": self.head_dim, "vocab": vocab, "kv_form": self.form, "kv_dtype": self.cache_dtype,
-                "kv_cache_inputs": list(self.cache_names), "dims": dict(self.syms),
+                "kv_cache_inputs": list(self.cache_names),
+                "dims": dict(self.syms) | {sym: f"{role} (read from the input's role)" for sym, role in self.extra_syms},
                 "prefill": "multi-token graph" if self.multi_token else
                            "folded: B x T one-token sequences (the file was traced at one new token)",
                 "source": f"onnx:{self.path}"}
 
     def _presents(self) -> list[str]:
         return [o.name for o in self.model.graph.output if o.name.lower().startswith("present")]
+
+
+def _other_symbols(model, syms: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Plain symbols of the inputs besides batch, past and new that a decode step's structure
+    settles: the last axis of a mask input is the context (optimum's ``total_sequence_length``),
+    an axis after the batch of an integer ``position*`` input is the new tokens."""
+    from onnx import TensorProto
+    known = set(syms.values())
+    inits = {t.name for t in model.graph.initializer}
+    out: dict[str, str] = {}
+    for vi in model.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        name = vi.name.lower()
+        for axis, d in enumerate(dims):
+            sym = d.dim_param if not d.HasField("dim_value") else ""
+            if not sym or sym in known or not sym.replace("_", "").isalnum():
+                continue
+            if "mask" in name and axis == len(dims) - 1:
+                out.setdefault(sym, "context")
+            elif "position" in name and axis >= 1 and vi.type.tensor_type.elem_type in (TensorProto.INT64,
+                                                                                         TensorProto.INT32):
+                out.setdefault(sym, "new")
+    return tuple(sorted(out.items()))
 
 
 def _in_place(g: Graph) -> None:

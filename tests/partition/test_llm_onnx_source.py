@@ -223,3 +223,19 @@ def test_empty_past_only_when_asked():
 def test_missing_file_is_config_error(tmp_path):
     with pytest.raises(ConfigError, match="no ONNX file"):
         source_for(str(tmp_path / "absent.onnx"))
+
+
+def test_total_length_symbol(gpt2, tmp_path):
+    """A mask sized by its own symbol (optimum's total_sequence_length) is the context: the same
+    graphs as the file that writes it past_sequence + sequence."""
+    m = onnx.load(GPT2)
+    mask = next(vi for vi in m.graph.input if vi.name == "attention_mask")
+    mask.type.tensor_type.shape.dim[1].dim_param = "total_sequence_length"
+    p = tmp_path / "total.onnx"
+    onnx.save(m, p)
+    src = source_for(str(p))
+    assert dict(src.extra_syms) == {"total_sequence_length": "context"}
+    for args in ((2, 1, 9), (2, 8, 8)):
+        a, b = src.graph(*args), gpt2.graph(*args)
+        assert [(n.op, [v.shape for v in n.outputs], bool(n.meta.get("attention"))) for n in a.nodes] == \
+               [(n.op, [v.shape for v in n.outputs], bool(n.meta.get("attention"))) for n in b.nodes]
