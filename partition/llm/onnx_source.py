@@ -187,8 +187,11 @@ class OnnxSource:
         return self.per_token_elems * elem_bytes
 
     def params(self) -> int:
+        """Elements of the float initializers of more than one element (the weights)."""
+        from onnx import TensorProto
+        floats = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE)
         return int(sum(int(np.prod(t.dims)) for t in self.model.graph.initializer
-                       if len(t.dims) and int(np.prod(t.dims)) > 1))
+                       if t.data_type in floats and len(t.dims) and int(np.prod(t.dims)) > 1))
 
     def describe(self) -> dict[str, Any]:
         out = next((o for o in self.model.graph.output if o.name not in set(self._presents())), None)

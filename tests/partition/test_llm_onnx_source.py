@@ -239,3 +239,31 @@ def test_total_length_symbol(gpt2, tmp_path):
         a, b = src.graph(*args), gpt2.graph(*args)
         assert [(n.op, [v.shape for v in n.outputs], bool(n.meta.get("attention"))) for n in a.nodes] == \
                [(n.op, [v.shape for v in n.outputs], bool(n.meta.get("attention"))) for n in b.nodes]
+
+
+def _attention_decoder(tmp_path, **kw):
+    """A decoder of other sizes from the generator of the stored ones (experiments/zoo/attention_decoder.py)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "attention_decoder", Path(__file__).resolve().parents[2] / "experiments" / "zoo" / "attention_decoder.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    p = tmp_path / "dec.onnx"
+    onnx.save(mod.build(**kw), p)
+    return str(p)
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_other_sizes_against_independent_counts(tmp_path, scatter):
+    """3 layers, hidden 64, 8 query heads over 4 KV heads, MLP 96, vocab 50: what is read from the
+    file, and the MACs of a decode step, against the hyper-parameters the file was built with."""
+    path = _attention_decoder(tmp_path, layers=3, hidden=64, heads=8, kv_heads=4, ffn=96, vocab=50, scatter=scatter)
+    src = source_for(path)
+    d = src.describe()
+    assert (src.layers, d["kv_heads"], d["head_dim"], d["vocab"]) == (3, 4, 8, 50)
+    assert src.kv_bytes_per_token(2.0) == 2 * 3 * 4 * 8 * 2
+    embed, per_layer, head = 50 * 64, 64 * 64 * 2 + 2 * 64 * 32 + 3 * 64 * 96, 64 * 50
+    assert src.params() == embed + 3 * per_layer + head + 7 * 64      # + the 2 x 3 + 1 norm weights
+    for ctx in (5, 17):
+        assert macs(src.graph(3, 1, ctx)) == {"linear": 3 * (3 * per_layer + head),
+                                              "attention": 3 * 2 * 3 * 8 * ctx * 8}
