@@ -202,7 +202,7 @@ class OnnxSource:
         return {"name": self.name, "params": self.params(), "layers": self.layers, "kv_heads": self.kv_heads,
                 "head_dim": self.head_dim, "vocab": vocab, "kv_form": self.form, "kv_dtype": self.cache_dtype,
                 "kv_cache_inputs": list(self.cache_names),
-                "dims": dict(self.syms) | {sym: f"{role} (read from the input's role)" for sym, role in self.extra_syms},
+                "dims": dict(self.syms) | {sym: f"{role} (from the input's role)" for sym, role in self.extra_syms},
                 "prefill": "multi-token graph" if self.multi_token else
                            "folded: B x T one-token sequences (the file was traced at one new token)",
                 "source": f"onnx:{self.path}"}

@@ -267,3 +267,18 @@ def test_other_sizes_against_independent_counts(tmp_path, scatter):
     for ctx in (5, 17):
         assert macs(src.graph(3, 1, ctx)) == {"linear": 3 * (3 * per_layer + head),
                                               "attention": 3 * 2 * 3 * 8 * ctx * 8}
+
+
+def test_sweep_takes_an_onnx_decoder(tmp_path):
+    from tuner.sweep.spec import SpecError, parse_spec
+    d = {"name": "s", "base": "cloud-npu", "axes": {"dram.bytes_per_cycle": [256.0]},
+         "models": [{"llm": ATT, "batch": [1, 2], "input_len": 4, "output_len": 2}]}
+    spec = parse_spec(d, tmp_path)
+    assert [m.label for m in spec.models] == ["attention_decoder.b1.i4.o2", "attention_decoder.b2.i4.o2"]
+    assert spec.models[0].llm.model == ATT
+    d["models"][0]["llm"] = _no_cache_model(tmp_path)
+    with pytest.raises(SpecError, match="no KV cache"):
+        parse_spec(d, tmp_path)
+    d["models"][0].update(llm=ATT, tp=2)
+    with pytest.raises(SpecError, match="tensor/pipeline parallel"):
+        parse_spec(d, tmp_path)
