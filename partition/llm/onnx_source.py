@@ -126,6 +126,14 @@ class OnnxSource:
 
     # ------------------------------------------------------------------ graphs
     def _sized(self, batch: int, tokens: int, context: int, extra: int = 0) -> Graph:
+        from ..onnx.errors import OnnxImportError
+        try:
+            return self._sized_as_is(batch, tokens, context, extra)
+        except OnnxImportError as e:  # e.g. a learned position table shorter than the context
+            raise ConfigError(f"{self.name} cannot be sized at {batch} sequences x {tokens} new tokens at context "
+                              f"{context + extra}: {e}") from None
+
+    def _sized_as_is(self, batch: int, tokens: int, context: int, extra: int) -> Graph:
         s = dict(self.syms)
         past = context if self.form == "scatter" else context - tokens
         dims = {s["batch"]: batch, s["past"]: past + extra, s["new"]: tokens}

@@ -282,3 +282,29 @@ def test_sweep_takes_an_onnx_decoder(tmp_path):
     d["models"][0].update(llm=ATT, tp=2)
     with pytest.raises(SpecError, match="tensor/pipeline parallel"):
         parse_spec(d, tmp_path)
+
+
+def test_fused_attention_still_reads_the_cache(gpt2):
+    """Flash-style attention keeps scores on chip, never the K/V reads: each product of the
+    exported graph (plain MatMul) takes at least the time to read its K or V from DRAM."""
+    from sim import load_hw
+    from sim.graph.phase_kernels import Storage, default_coster, kernel_times
+    hw = load_hw("cloud-npu")
+    ctx = 60  # the file's learned positions end at 64
+    g = gpt2.graph(2, 1, ctx)
+    ks = kernel_times(g, hw, default_coster(hw), Storage(2.0, 2.0, 2.0), True, None,
+                      lambda n: n.op == "matmul" and bool(n.meta.get("attention")))
+    assert len(ks) == 4  # scores and context of 2 layers
+    floor = 2 * 4 * ctx * 16 * 2 / (hw.dram.bytes_per_cycle * hw.clock_hz)
+    assert all(k.seconds >= floor for k in ks), [(k.name, k.seconds, floor) for k in ks]
+
+
+def test_context_past_the_position_table_is_one_line(capsys):
+    """The file's 64 learned positions: a context past them is one line naming the table's size;
+    within them the prefill's two-block probe fits when --kv-block is at most half the table."""
+    rc, out, err = run(capsys, "llm", "--model", GPT2, "--hw", "cloud-npu", "--batch", "1", "--input-len", "40",
+                       "--output-len", "30")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "cannot be sized" in err and "size 64" in err
+    rc, out, err = run(capsys, "llm", "--model", GPT2, "--hw", "cloud-npu", "--batch", "1", "--input-len", "40",
+                       "--output-len", "20", "--kv-block", "16", "--json")
+    assert rc == 0, err
