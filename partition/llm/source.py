@@ -3,8 +3,8 @@
 A ``DecoderSource`` gives the graph of one device for ``B`` sequences x ``T`` new tokens at
 context ``L`` (a layer range of a pipeline stage, a tensor-parallel shard), the KV-cache bytes per
 token and the parameter count. A built-in name and a Hugging Face ``config.json`` both become a
-``ConfigSource``; an ONNX decoder exported with its KV cache will be a source of its own once the
-importer recognises the cache (``source_for`` says so in one line until then).
+``ConfigSource``; an ONNX decoder exported with its KV cache is an ``OnnxSource``
+(``partition.llm.onnx_source``).
 """
 from __future__ import annotations
 
@@ -85,10 +85,8 @@ class ConfigSource:
 def source_for(model: str) -> DecoderSource:
     """``--model``: a built-in name, a config.json, or an ONNX decoder with its KV cache."""
     if str(model).lower().endswith(".onnx"):
-        if not Path(model).is_file():
-            raise ConfigError(f"no ONNX file {model}")
-        raise ConfigError(f"--model {model}: ONNX decoders with a KV cache are not yet supported by `llm` "
-                          f"(give a built-in name or a Hugging Face config.json)")
+        from .onnx_source import OnnxSource
+        return OnnxSource.load(model)
     return ConfigSource(resolve(model))
 
 

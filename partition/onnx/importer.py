@@ -194,7 +194,7 @@ def _read_model(path_or_bytes):
 
 def load_onnx(path_or_bytes, *, fill_seed: int = 0,
               input_shapes: Mapping[str, Sequence[int]] | None = None, fold_qdq: bool = False,
-              dims: Mapping[str, int] | None = None) -> Graph:
+              dims: Mapping[str, int] | None = None, empty_dims: frozenset[str] = frozenset()) -> Graph:
     """Import an ONNX model (a path, the serialized bytes or an ``onnx.ModelProto``) of opset 11 to
     ``max_opset()``.
 
@@ -212,7 +212,10 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     pair becomes an identity, so the float graph between them is what partitioning sees, as an
     int8 accelerator that absorbs the pairs would run it. Weights stay quantized (their
     DequantizeLinear folds to a constant); outputs then differ from the QDQ model's by its
-    activation rounding. The graph's meta records ``folded_qdq_pairs``."""
+    activation rounding. The graph's meta records ``folded_qdq_pairs``.
+
+    ``empty_dims``: symbols of ``dims`` that may be 0 (a decoder's past length at prefill: its cache
+    inputs are then empty tensors, and a concat onto them is the new tokens alone)."""
     model, label = _read_model(path_or_bytes)
     folded = 0
     if fold_qdq:
@@ -239,8 +242,10 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     filled = fill_arrays(model, fill_seed) if stripped else {}
     shapes = dict(input_shapes or {})
     if dims:
-        shapes = {**_shapes_from_dims(model, dims, label, set(shapes)), **shapes}
+        shapes = {**_shapes_from_dims(model, dims, label, set(shapes), frozenset(empty_dims)), **shapes}
     imp = _Importer(opset, filled, label, shapes, model)
+    # inputs whose shape came from an empty symbol may have a 0 dimension
+    imp.empty_inputs = frozenset(n for n, sh in shapes.items() if 0 in sh and n not in (input_shapes or {}))
     graph = imp.import_main(model.graph, name=model.graph.name or "main")
     graph.meta["source"] = f"onnx:{label}"
     graph.meta["opset"] = opset
@@ -328,11 +333,12 @@ def eval_dim(expr: str, dims: Mapping[str, int]) -> int | None:
     return terms + sign * prod
 
 
-def _shapes_from_dims(model, dims: Mapping[str, int], label: str, given: set[str]) -> dict[str, tuple[int, ...]]:
+def _shapes_from_dims(model, dims: Mapping[str, int], label: str, given: set[str],
+                      empty: frozenset[str] = frozenset()) -> dict[str, tuple[int, ...]]:
     """Input shapes whose every symbolic dimension ``dims`` settles. A symbol no input names, or a
-    size below 1, is one line."""
+    size below 1 (below 0 for a symbol of ``empty``), is one line."""
     for name, n in dims.items():
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        if not isinstance(n, int) or isinstance(n, bool) or n < (0 if name in empty else 1):
             raise OnnxImportError(f"dimension '{name}' must be an integer >= 1, got {n!r}")
     inits = {t.name for t in model.graph.initializer}
     out: dict[str, tuple[int, ...]] = {}
@@ -363,7 +369,7 @@ def _shape_text(dims) -> str:
     return "[" + ",".join(str(d) for d in dims) + "]"
 
 
-def _fix_shape(name: str, declared: list, given: Sequence[int]) -> tuple[int, ...]:
+def _fix_shape(name: str, declared: list, given: Sequence[int], minimum: int = 1) -> tuple[int, ...]:
     """The shape the caller gave for input ``name``: same rank as declared, positive, and equal to
     every static dimension the model declares."""
     try:
@@ -374,7 +380,7 @@ def _fix_shape(name: str, declared: list, given: Sequence[int]) -> tuple[int, ..
         raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}' has rank {len(shape)}; "
                               f"the model declares rank {len(declared)} {_shape_text(declared)}")
     for axis, (d, want) in enumerate(zip(shape, declared)):
-        if d < 1:
+        if d < minimum:
             raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}': dimension {axis} must be >= 1")
         if isinstance(want, int) and want != d:
             raise OnnxImportError(f"input shape {_shape_text(shape)} for '{name}': dimension {axis} is "
@@ -451,6 +457,7 @@ class _Importer:
         self.filled = filled
         self.label = label
         self.input_shapes = input_shapes or {}
+        self.empty_inputs: frozenset[str] = frozenset()
         self.transposed: dict[tuple[int, int], Value] = {}  # (graph, MatMul weight) ids -> [N, K] copy
         # Fully static shapes the model declares (graph outputs, value_info), by value name: the
         # type of an op whose shape parameter is computed at run time (checked when it runs).
@@ -499,7 +506,7 @@ class _Importer:
         dtype = np_dtype(tt.elem_type).name
         declared = [int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in tt.shape.dim]
         if given is not None:
-            return _fix_shape(vi.name, declared, given), dtype
+            return _fix_shape(vi.name, declared, given, 0 if vi.name in self.empty_inputs else 1), dtype
         dims = []
         for axis, d in enumerate(declared):
             if isinstance(d, int):

@@ -122,6 +122,15 @@ def _is_view(node: Any) -> bool:
     return bool(node.meta.get("view")) or node.op in VIEW_OPS
 
 
+def _after_softmax(v: Any, depth: int = 8) -> bool:
+    """Whether ``v`` is the attention probabilities: a softmax, or made from one by attention
+    kernels (an exporter's NaN guard, a cast) within ``depth`` steps."""
+    n = v.producer
+    if n is None or depth == 0 or not n.meta.get("attention"):
+        return False
+    return n.op == "softmax" or any(_after_softmax(x, depth - 1) for x in n.inputs)
+
+
 def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storage, fused: bool,
                  sources: dict[str, tuple[str, KernelReport, list[str]]] | None = None,
                  only: Callable[[Any], bool] | None = None) -> list[KernelTime]:
@@ -155,7 +164,7 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
             entry[2].append(node.name)
         dram = rep.bytes_by_operand.get("dram", {})
         delta = 0.0
-        if node.op in ("dense", "batch_matmul", "matmul") and len(node.inputs) > 1:
+        if node.op in ("dense", "batch_matmul", "matmul", "gemm") and len(node.inputs) > 1:
             w = node.inputs[1]
             if w.name in weights or (w.producer is not None and _is_view(w.producer)
                                      and w.producer.inputs[0].name in weights):
@@ -173,11 +182,12 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
         else:
             delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.act_bytes / word - 1.0)
         if fused and att:
-            # the block's scores and probabilities stay on chip (flash attention)
-            if node.op == "batch_matmul" and node.attrs.get("transpose_b"):
-                delta -= dram.get("output", 0) * storage.act_bytes / word
-            elif node.op == "batch_matmul":
-                delta -= dram.get("ifmap", 0) * storage.act_bytes / word
+            # the block's scores and probabilities stay on chip (flash attention); the products
+            # still read Q, K and V and write the context
+            if node.op in ("batch_matmul", "matmul") and not _after_softmax(node.inputs[0]):
+                delta -= dram.get("output", 0) * storage.act_bytes / word      # scores: Q K^T
+            elif node.op in ("batch_matmul", "matmul"):
+                delta -= dram.get("ifmap", 0) * storage.act_bytes / word       # context: P V
             else:
                 delta -= (rep.dram_read_bytes + rep.dram_write_bytes) * storage.act_bytes / word
         cycles, comp, joules = _retimed(rep, hw, delta)

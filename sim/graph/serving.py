@@ -205,11 +205,11 @@ def _kernel_rows(ks: list[KernelTime], att: list[tuple[KernelTime, KernelTime]],
         return {"name": k.name, "op": k.op, "attention": k.attention, "workload": k.workload, "seconds": secs,
                 "compute_s": comp, "memory_s": mem, "interconnect_s": link, "energy_j": joules}
     for k in ks:
-        if k.part == "layer" and not k.attention:
+        if k.part in ("layer", "model") and not k.attention:
             rows.append(row(k, passes * k.seconds, passes * k.compute_s, passes * k.memory_s,
                             passes * k.interconnect_s, passes * k.energy_j))
     for f, p in att:
-        if f.part == "layer":
+        if f.part in ("layer", "model"):
             rows.append(row(f, passes * f.seconds + att_blocks * p.seconds,
                             passes * f.compute_s + att_blocks * p.compute_s,
                             passes * f.memory_s + att_blocks * p.memory_s, 0.0,
@@ -274,7 +274,11 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     probe = source.graph(1, 1, 1, tp=point.tp, first_layer=0, layers=1, embed=False, head=False, dtype=gdt)
     kv_in = next(v for v in probe.inputs if v.name in probe.meta["kv_cache"])
     kv_heads, dh = kv_in.shape[1], kv_in.shape[3]
-    group = probe.node_by_name(next(n.name for n in probe.nodes if n.meta.get("attention"))).inputs[0].shape[2]
+    # query rows per KV head of one token: the rows of the first attention product (1 when an
+    # imported graph repeats the KV heads instead)
+    first = next((n for n in probe.nodes if n.meta.get("attention") and n.op in ("batch_matmul", "matmul")
+                  and len(n.inputs[0].shape) == 4), None)
+    group = first.inputs[0].shape[2] if first is not None else 1
 
     def fits_fused(t_blk: int, blk: int) -> bool:
         tile = (group * t_blk * blk + group * t_blk * dh + 2 * blk * dh) * act_b
@@ -318,7 +322,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         g = kd["graph"]
         quant = set()   # the weight operands of the linear layers (through a view: an expert slice)
         for n in g.nodes:
-            if n.op in ("dense", "batch_matmul") and len(n.inputs) > 1:
+            if n.op in ("dense", "batch_matmul", "matmul", "gemm") and len(n.inputs) > 1:
                 w = n.inputs[1]
                 while w.producer is not None and w.producer.meta.get("view"):
                     w = w.producer.inputs[0]
@@ -385,21 +389,25 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         stream = s_weights / hw.link.bytes_per_s if streamed else 0.0
         pre_fixed = _sum([k for k in kd["pre"] if k.part != "layer"])
         pre_layer = _sum([k for k in kd["pre"] if k.part == "layer"])
-        att_pre_t, att_pre_j = _blocks(kd["pre_att"], pairs)
-        tp_ = pre_fixed + s.layers * (pre_layer + att_pre_t) + launch
+        # attention kernels of a layer run once per layer; any outside the layers (a whole-model
+        # graph, part 'model') once per pass
+        att_pre_t, att_pre_j = _blocks([p for p in kd["pre_att"] if p[0].part == "layer"], pairs)
+        once_pre_t, once_pre_j = _blocks([p for p in kd["pre_att"] if p[0].part != "layer"], pairs)
+        tp_ = pre_fixed + once_pre_t + s.layers * (pre_layer + att_pre_t) + launch
         t_pre.append(max(tp_, stream))
         stream_pre.append(stream)
         dec_fixed = _sum([k for k in kd["dec"] if k.part != "layer"])
         dec_layer = _sum([k for k in kd["dec"] if k.part == "layer"])
-        att_dec_t, att_dec_j = _blocks(kd["dec_att"], nb_dec)
-        td = dec_fixed + s.layers * (dec_layer + att_dec_t) + launch
+        att_dec_t, att_dec_j = _blocks([p for p in kd["dec_att"] if p[0].part == "layer"], nb_dec)
+        once_dec_t, once_dec_j = _blocks([p for p in kd["dec_att"] if p[0].part != "layer"], nb_dec)
+        td = dec_fixed + once_dec_t + s.layers * (dec_layer + att_dec_t) + launch
         t_dec.append(np.maximum(td, stream))
         stream_dec.append(stream)
         link_j = (s_weights * hw.energy.link_pj_per_byte * 1e-12) if streamed else 0.0
         ej = lambda ks: sum(k.energy_j for k in ks)  # noqa: E731
-        e_pre += m * point.tp * (ej([k for k in kd["pre"] if k.part != "layer"])
+        e_pre += m * point.tp * (ej([k for k in kd["pre"] if k.part != "layer"]) + once_pre_j
                                  + s.layers * (ej([k for k in kd["pre"] if k.part == "layer"]) + att_pre_j) + link_j)
-        e_dec = e_dec + m * point.tp * (ej([k for k in kd["dec"] if k.part != "layer"])
+        e_dec = e_dec + m * point.tp * (ej([k for k in kd["dec"] if k.part != "layer"]) + once_dec_j
                                         + s.layers * (ej([k for k in kd["dec"] if k.part == "layer"])
                                                       + att_dec_j) + link_j)
     t_pre_a = np.array(t_pre)
@@ -415,6 +423,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
 
     # ---------------------------------------------------------------- report
     first = kinds[(stages[0].embed, stages[0].head)]
+    whole = any(k.part == "model" for k in first["pre"])
     pre_rows = _kernel_rows(first["pre"], first["pre_att"], m * pairs, m)
     dec_rows = _kernel_rows(first["dec"], first["dec_att"], float(m * nb_dec.sum()), m * len(steps))
     def outside(key: str, passes: float) -> list[dict[str, Any]]:
@@ -425,7 +434,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
                 continue
             seen.add(kind)
             for k in kinds[kind][key]:
-                if k.part != "layer":
+                if k.part not in ("layer", "model"):
                     rows.append({"stage": i, "name": k.name, "op": k.op, "part": k.part, "workload": k.workload,
                                  "seconds": passes * k.seconds, "compute_s": passes * k.compute_s,
                                  "memory_s": passes * k.memory_s, "interconnect_s": passes * k.interconnect_s,
@@ -440,7 +449,8 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     phases = {
         "prefill": {"seconds": ttft, "tokens": i_len, "micro_batches": m, "micro_batch": bm,
                     "attention_form": forms["prefill"], "kv_block": blk_pre, "attention_blocks": pairs,
-                    "kernels_per_layer_of": "stage 0, one device, summed over the phase",
+                    "kernels_per_layer_of": ("the whole model (an imported graph, its layers not separated)"
+                                             if whole else "stage 0, one device, summed over the phase"),
                     "kernels": pre_rows, "outside_layers": outside("pre", m)},
         "decode": {"seconds": float(step.sum()), "steps": int(len(steps)),
                    "context_first": int(ctx[0]) if len(steps) else None,

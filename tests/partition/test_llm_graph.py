@@ -95,10 +95,10 @@ def test_pipeline_stage_graphs():
     assert last.nodes[-1].name == "lm_head"
 
 
-def test_onnx_model_not_yet(tmp_path):
+def test_onnx_model_unreadable(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(b"x")
-    with pytest.raises(ValueError, match="not yet supported"):
+    with pytest.raises(ValueError, match="not a readable ONNX file"):
         source_for(str(p))
 
 

@@ -131,7 +131,10 @@ def _print(d: dict) -> None:
                  f"({ph['weights_stream_s_per_pass'] * 1e3:.2f} ms)" if mem["weights_streamed"] else ""))
     for name in ("prefill", "decode"):
         rows = ph[name]["kernels"]
-        print(f"{name}: the kernels of one layer on one device, ms summed over the phase")
+        of = ph["prefill"].get("kernels_per_layer_of", "")
+        what = "the kernels of the whole model (an imported graph)" if of.startswith("the whole") else \
+            "the kernels of one layer on one device"
+        print(f"{name}: {what}, ms summed over the phase")
         print(f"  {'kernel':<30} {'op':<16} {'total':>11} {'compute':>11} {'memory':>11} {'interconnect':>12}")
         for r in rows:
             print(f"  {r['name'][-30:]:<30} {r['op']:<16} {r['seconds'] * 1e3:11.3f} {r['compute_s'] * 1e3:11.3f} "

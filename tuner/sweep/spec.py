@@ -111,19 +111,25 @@ def _ints(where: str, v: Any, lo: int, hi: int) -> list[int]:
 
 
 def _parse_llm(where: str, m: Mapping[str, Any], root: Path) -> list[ModelSpec]:
-    """``[[models]]`` with ``llm = "<built-in or config.json>"``: ``batch``, ``input_len`` and
+    """``[[models]]`` with ``llm = "<built-in, config.json or FILE.onnx>"``: ``batch``, ``input_len`` and
     ``output_len`` take one integer or a list (their product gives one model entry per point,
     labelled ``<label>.b<B>.i<I>.o<O>``); ``tp``, ``pp``, ``dtype``, ``kv_dtype`` one value;
     ``trials`` (default 0: default schedules) tunes each point's distinct MAC kernels first."""
-    from partition.llm.config import ConfigError, resolve
+    from partition.llm.config import resolve
     _unknown(f"{where}.", m, LLM_KEYS)
     model = _str(f"{where}.llm", m["llm"])
-    if model.endswith(".json"):
+    onnx_file = model.lower().endswith(".onnx")
+    if model.endswith(".json") or onnx_file:
         p = Path(model)
         model = str((p if p.is_absolute() else root / p).resolve())
     try:
-        resolve(model)
-    except ConfigError as e:
+        if onnx_file:  # an ONNX decoder with its KV cache: read once here so a bad file is one line now
+            from partition.llm.source import source_for
+            source_for(model).check_split(int(m.get("tp", 1)) if isinstance(m.get("tp", 1), int) else 1,
+                                          int(m.get("pp", 1)) if isinstance(m.get("pp", 1), int) else 1)
+        else:
+            resolve(model)
+    except ValueError as e:  # ConfigError, SplitError, an import error: one line
         raise SpecError(f"{where}.llm: {e}") from None
     for k in ("batch", "input_len", "output_len"):
         if k not in m:
@@ -142,7 +148,8 @@ def _parse_llm(where: str, m: Mapping[str, Any], root: Path) -> list[ModelSpec]:
             raise SpecError(f"{where}.{k} must be one of {', '.join(LLM_DTYPES)}, got {_show(v)}")
         dtypes[k] = v
     trials = _int(f"{where}.trials", m.get("trials", 0), 0, MAX_TRIALS)
-    base = _label(f"{where}.label", m.get("label", Path(model).parent.name if model.endswith(".json") else model))
+    default = Path(model).parent.name if model.endswith(".json") else Path(model).stem if onnx_file else model
+    base = _label(f"{where}.label", m.get("label", default))
     return [ModelSpec(_label(f"{where}.label", f"{base}.b{b}.i{i}.o{o}"), None, None, trials,
                       llm=LLMPointSpec(model, b, i, o, tp, pp, dtypes["dtype"], dtypes["kv_dtype"]))
             for b in bs for i in ins for o in outs]
