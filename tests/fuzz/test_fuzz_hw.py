@@ -137,6 +137,9 @@ def _file(rng, tmp: Path) -> list[Case]:
         p = tmp / names[0]
         label = f"cycle of {n} files"
     elif kind == 2:
+        # the chain is about depth: each file sets array.rows, which a hierarchy's fixed fan-outs may
+        # not divide, so it starts from a one-level preset
+        preset = choose(rng, [q for q in PRESETS if not sim.load_hw(q).levels])
         n = int(rng.integers(1, MAX_BASE_DEPTH + 4))
         for i in range(n):
             nxt = f"d{i + 1}.toml" if i < n - 1 else preset
