@@ -36,4 +36,4 @@ def hierarchy_of(hw: HardwareConfig) -> Hierarchy:
     a = hw.array
     mac = Arithmetic(name=ARITHMETIC_NAME, instances=a.rows * a.cols, mesh_x=a.cols, mesh_y=a.rows,
                      mac_pj=hw.energy.mac_pj, area_um2=hw.area.pe_mm2 * 1e6, word_bits=8 * a.word_bytes)
-    return Hierarchy(tuple(out), mac)
+    return Hierarchy(tuple(out), mac, family=hw.mapspace.family)
