@@ -1,0 +1,84 @@
+"""Issue 19 (3): host ops timed in context (``tuner.calibrate_context``): profiler events are
+attributed to IR nodes by name (longest prefix, fused kernels to the node they are named after),
+the run's rest is shared so a model's rows add up to its run, and a real profiled run gives a row
+per node; the calibration's context features (op class, weights, after a MAC op)."""
+import numpy as np
+import pytest
+
+from tuner.calibrate_context import FLOOR_S, attribute
+
+
+def _run(ts, dur):
+    return {"cat": "Session", "name": "model_run", "ts": ts, "dur": dur}
+
+
+def _kernel(name, ts, dur):
+    return {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur}
+
+
+def test_events_go_to_the_longest_named_node_and_runs_add_up():
+    names = ["conv", "conv_1", "bn", "relu"]
+    events = [_run(0, 1000), _kernel("conv/Conv", 10, 300), _kernel("conv_1_nchwc", 320, 200),
+              _kernel("ReorderOutput", 600, 100),                        # no IR name: part of the rest
+              _run(2000, 600), _kernel("conv/Conv", 2010, 100), _kernel("relu/Relu", 2200, 50),
+              _kernel("late", 5000, 7)]                                   # outside every run: ignored
+    a = attribute(events, names)
+    assert len(a) == 2
+    r0, r1 = a
+    rest0 = (1000 - 500) * 1e-6 / 4          # the reorder and the gaps, shared by the 4 nodes
+    assert r0["conv"] == pytest.approx(300e-6 + rest0)
+    assert r0["conv_1"] == pytest.approx(200e-6 + rest0)  # 'conv_1_nchwc' is conv_1's, not conv's
+    assert r0["bn"] == pytest.approx(rest0) and r0["__kernel__bn"] == 0.0  # fused away: the rest only
+    assert sum(r0[n] for n in names) == pytest.approx(1000e-6)
+    assert sum(r1[n] for n in names) == pytest.approx(600e-6)
+    assert r1["__kernel__relu"] == pytest.approx(50e-6) and r1["__kernel__conv_1"] == 0.0
+
+
+def test_a_run_with_no_rest_keeps_a_positive_floor():
+    a = attribute([_run(0, 100), _kernel("x/Add", 0, 100)], ["x", "y"])[0]
+    assert a["x"] == pytest.approx(100e-6) and a["y"] == FLOOR_S
+
+
+def test_profiled_rows_cover_the_nodes_and_add_up_to_the_run():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+    from tuner.calibrate_host import CONTROL, walk_nodes
+    g = models.get("bert_tiny")
+    (p,), failed = profile_models([("bert_tiny", g)], rounds=2)
+    assert failed == [] and p.runs == 2 and p.whole_s > 0
+    want = {n.name for n in walk_nodes(g) if n.op not in CONTROL}
+    assert {r.node.name for r in p.rows} == want
+    assert sum(r.seconds for r in p.rows) == pytest.approx(p.profiled_run_s, rel=1e-6)
+    assert all(r.seconds >= r.kernel_s >= 0 for r in p.rows)
+    assert sum(r.kernel_s > 0 for r in p.rows) >= len(want) // 3   # most kernels were found by name
+
+
+def test_a_model_onnxruntime_cannot_run_is_reported_not_fatal():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+
+    class Broken:  # the exporter fails on it: reported with the model's label
+        nodes = ()
+    out, failed = profile_models([("broken", Broken()), ("byoc_demo", models.get("byoc_demo"))], rounds=1)
+    assert [p.model for p in out] == ["byoc_demo"] and failed[0][0] == "broken" and "\n" not in failed[0][1]
+
+
+def test_context_features():
+    import sim
+    from partition import models
+    from tuner.calibration import NUMERIC, host_sample
+    g = models.get("resnet18")
+    host = sim.hw.config.HostConfig()
+    conv = next(n for n in g.nodes if n.op == "conv2d")
+    bn = next(n for n in g.nodes if n.op == "batch_norm" and n.inputs[0].producer is conv)
+    s_conv, s_bn = host_sample(conv, host), host_sample(bn, host)
+    w = conv.inputs[1]
+    assert s_conv.weight_bytes == sum(int(np.prod(v.shape)) * 4 for v in conv.inputs if v.is_const) >= w.data.nbytes
+    assert s_bn.after_mac and not s_conv.after_mac
+    f_conv, f_bn = dict(zip(NUMERIC, s_conv.numeric())), dict(zip(NUMERIC, s_bn.numeric()))
+    assert f_conv["class_gemm"] == 1 and f_conv["class_normalisation"] == 0
+    assert f_bn["class_normalisation"] == 1 and f_bn["after_mac"] == 1
+    assert f_conv["log_weight_bytes"] == pytest.approx(np.log10(s_conv.weight_bytes + 1))
+    assert s_conv.key() != s_bn.key()

@@ -1,0 +1,168 @@
+"""Timing host ops *in context*: whole models run by onnxruntime with its profiler on
+(``accel-tune calibrate --host``; ``tuner.calibrate_host`` keeps the one-node timing).
+
+Why: a one-node model keeps its weights in cache between repeats and pays no inter-op cost, so
+its time is far below what the same op costs inside the whole model (docs/TUNING.md). Here each
+model is exported (``partition.onnx.export.graph_to_onnx``) and run with onnxruntime's *default*
+session options plus ``enable_profiling``; the trace gives each kernel's time inside the real
+run, with the real cache state. Models are run round-robin (one run of each per round), so the
+load of a shared machine hits them alike, and medians over rounds are kept.
+
+What a node's in-context time is (``attribute``):
+- a kernel event belongs to the IR node whose name is the longest prefix of the event's name
+  (the exporter names ONNX nodes ``<ir name>/<OpType>``; onnxruntime names a fused kernel after
+  the last node it absorbed, e.g. ``layer1.0.bn_1_nchwc`` for Conv+BatchNormalization);
+- an IR node with no event of its own was fused into a neighbour (or removed) and costs nothing
+  more than its share of the run's rest;
+- the run's rest (the run's duration less the kernels matched to IR nodes: layout reorders,
+  kernels onnxruntime made of several nodes, the executor's own work between nodes) is shared
+  equally by the model's nodes, so the times of a model add up to its run.
+
+A second session of the same model without profiling gives the whole model's latency under the
+same conditions (``Profiled.whole_s``): what ``tune --calibration``'s all-on-host latency is
+compared with.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from .calibrate_host import CONTROL, random_feed, walk_nodes
+
+FLOOR_S = 1e-8  # a node's in-context time is never below this (the fit is on a log scale)
+
+
+@dataclass(frozen=True)
+class InContext:
+    """One IR node of ``model`` and its median time inside the model's run (seconds)."""
+    model: str
+    node: Any
+    seconds: float
+    kernel_s: float      # median of the kernels matched to it alone (0 when fused away)
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """One model's in-context rows and its whole-model latencies (medians over rounds)."""
+    model: str
+    rows: tuple[InContext, ...]
+    whole_s: float          # plain session (no profiler), median of the rounds' runs
+    best_s: float           # its fastest run
+    profiled_run_s: float   # profiled session, median run duration in the trace
+    runs: int
+
+
+def _owner(names: Sequence[str]):
+    """event name -> the IR node name that is its longest prefix (at a separator), or None."""
+    by_len = sorted(set(names), key=len, reverse=True)
+    cache: dict[str, str | None] = {}
+
+    def find(ev: str) -> str | None:
+        if ev not in cache:
+            cache[ev] = next((n for n in by_len if ev == n or (ev.startswith(n) and ev[len(n)] in "/_.")), None)
+        return cache[ev]
+    return find
+
+
+def attribute(events: Sequence[dict], node_names: Sequence[str]) -> list[dict[str, float]]:
+    """Per profiled run (``model_run`` events, in order): {IR node name: seconds}, each name of
+    ``node_names`` present (see the module docstring), plus ``"__kernel__" + name`` for the
+    matched kernel time alone."""
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
+                  key=lambda e: e["ts"])
+    kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
+                     key=lambda e: e["ts"])
+    find = _owner(node_names)
+    out = []
+    k = 0
+    for r in runs:
+        start, end = r["ts"], r["ts"] + r["dur"]
+        matched = dict.fromkeys(node_names, 0.0)
+        while k < len(kernels) and kernels[k]["ts"] < start:
+            k += 1
+        while k < len(kernels) and kernels[k]["ts"] <= end:
+            owner = find(kernels[k]["name"][: -len("_kernel_time")])
+            if owner is not None:
+                matched[owner] += kernels[k]["dur"] * 1e-6
+            k += 1
+        rest = max(0.0, r["dur"] * 1e-6 - sum(matched.values())) / max(1, len(node_names))
+        row = {n: max(FLOOR_S, v + rest) for n, v in matched.items()}
+        row.update({"__kernel__" + n: v for n, v in matched.items()})
+        out.append(row)
+    return out
+
+
+def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 1, seed: int = 0,
+                   budget_s: float | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
+    """Run every (label, graph) round-robin, ``rounds`` times each after ``warmup`` runs, with and
+    without the profiler; (the models' in-context rows and latencies, (label, reason) of the models
+    onnxruntime could not run). ``budget_s`` stops adding rounds once spent (at least one round)."""
+    import onnxruntime as ort
+    from partition.onnx.export import graph_to_onnx
+    t0 = time.perf_counter()
+    live, failed = [], []
+    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
+    for label, g in graphs:
+        try:
+            m = graph_to_onnx(g)
+            data = m.SerializeToString()
+            so = ort.SessionOptions()
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tmp, f"p{len(live)}")
+            prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+            plain = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+            feed = random_feed(m.graph.input, np.random.default_rng(seed))
+            for _ in range(warmup):
+                plain.run(None, feed)
+        except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
+            failed.append((label, str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__))
+            continue
+        nodes = [n for n in walk_nodes(g) if n.op not in CONTROL]
+        live.append((label, nodes, prof, plain, feed))
+    wall: dict[str, list[float]] = {lb: [] for lb, *_ in live}
+    for r in range(rounds):
+        if r > 0 and budget_s is not None and time.perf_counter() - t0 > budget_s:
+            break
+        for label, _, prof, plain, feed in live:
+            if r == 0:
+                for _ in range(warmup):  # the profiled session's first run pays its allocations
+                    prof.run(None, feed)
+            t = time.perf_counter()
+            plain.run(None, feed)
+            wall[label].append(time.perf_counter() - t)
+            prof.run(None, feed)
+    out = []
+    for label, nodes, prof, _, _ in live:
+        path = prof.end_profiling()
+        try:
+            with open(path) as f:
+                events = json.load(f)
+        finally:
+            os.unlink(path)
+        names = list(dict.fromkeys(n.name for n in nodes))
+        per_run = attribute(events, names)[warmup:]
+        run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
+        ker = {n: float(np.median([r["__kernel__" + n] for r in per_run])) for n in names} if per_run else {}
+        # the run's rest from the medians, so a model's rows add up to its median profiled run
+        rest = max(0.0, float(np.median(run_s)) - sum(ker.values())) / max(1, len(names)) if run_s else 0.0
+        med = {n: max(FLOOR_S, ker[n] + rest) for n in ker}
+        # a name shared by several nodes (a loop body run many times) keeps one row: its first node
+        rows = tuple(InContext(label, n, med[n.name], ker[n.name]) for n in {n.name: n for n in nodes}.values()
+                     if n.name in med)
+        w = wall[label]
+        out.append(Profiled(label, rows, float(np.median(w)), float(np.min(w)),
+                            float(np.median(run_s)) if run_s else float("nan"), len(w)))
+    try:
+        os.rmdir(tmp)
+    except OSError:
+        pass
+    return out, failed
+
+
+__all__ = ["InContext", "Profiled", "attribute", "profile_models", "FLOOR_S"]
