@@ -9,14 +9,19 @@ run, with the real cache state. Models are run round-robin (one run of each per 
 load of a shared machine hits them alike, and medians over rounds are kept.
 
 What a node's in-context time is (``attribute``):
-- a kernel event belongs to the IR node whose name is the longest prefix of the event's name
-  (the exporter names ONNX nodes ``<ir name>/<OpType>``; onnxruntime names a fused kernel after
-  the last node it absorbed, e.g. ``layer1.0.bn_1_nchwc`` for Conv+BatchNormalization);
+- a kernel event belongs to the IR node whose name, or the name of one of its outputs, is the
+  longest prefix of the event's name (the exporter names ONNX nodes ``<ir name>/<OpType>``;
+  onnxruntime names a fused kernel after the last node it absorbed, or after that node's output,
+  e.g. ``layer1.0.bn_1_nchwc`` for Conv+BatchNormalization);
 - an IR node with no event of its own was fused into a neighbour (or removed) and costs nothing
   more than its share of the run's rest;
-- the run's rest (the run's duration less the kernels matched to IR nodes: layout reorders,
-  kernels onnxruntime made of several nodes, the executor's own work between nodes) is shared
-  equally by the model's nodes, so the times of a model add up to its run.
+- a kernel that absorbed other nodes (a Conv+BatchNormalization+Relu named after the Relu) is
+  shared by its owner and the nodes fused into it (its producers with no kernel of their own,
+  ``fused_groups``) in proportion to their cost on the default host model, so the Conv keeps
+  the Conv's work;
+- the run's rest (the profiled run's median duration less the kernels matched to IR nodes:
+  layout reorders, the executor's work between nodes, waiting for a core) is shared equally by
+  the model's nodes, so the times of a model add up to its run.
 
 A second session of the same model without profiling gives the whole model's latency under the
 same conditions (``Profiled.whole_s``): what ``tune --calibration``'s all-on-host latency is
@@ -29,7 +34,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -58,27 +63,58 @@ class Profiled:
     runs: int
 
 
-def _owner(names: Sequence[str]):
-    """event name -> the IR node name that is its longest prefix (at a separator), or None."""
-    by_len = sorted(set(names), key=len, reverse=True)
+def _owner(names: Sequence[str], aliases: Mapping[str, str]):
+    """event name -> the IR node whose name (or alias) is its longest prefix at a separator, or None."""
+    owner = {**{a: n for a, n in aliases.items()}, **{n: n for n in names}}
+    by_len = sorted(owner, key=len, reverse=True)
     cache: dict[str, str | None] = {}
 
     def find(ev: str) -> str | None:
         if ev not in cache:
-            cache[ev] = next((n for n in by_len if ev == n or (ev.startswith(n) and ev[len(n)] in "/_.")), None)
+            hit = next((k for k in by_len if ev == k or (ev.startswith(k) and ev[len(k)] in "/_.")), None)
+            cache[ev] = owner[hit] if hit is not None else None
         return cache[ev]
     return find
 
 
-def attribute(events: Sequence[dict], node_names: Sequence[str]) -> list[dict[str, float]]:
+def fused_groups(node_names: Sequence[str], producers: Mapping[str, Sequence[str]], has_kernel: set[str]
+                 ) -> dict[str, list[str]]:
+    """owner -> the owner and the nodes fused into it: its producers, recursively, that have no kernel
+    of their own (onnxruntime names Conv+BatchNorm+Relu after the Relu; the Conv did the work)."""
+    groups: dict[str, list[str]] = {}
+    taken: set[str] = set()
+    for n in reversed(list(node_names)):  # consumers first: a chain joins its last node
+        if n not in has_kernel:
+            continue
+        g, todo = [n], list(producers.get(n, ()))
+        while todo:
+            q = todo.pop()
+            if q in has_kernel or q in taken or q in g or q not in producers:
+                continue
+            g.append(q)
+            taken.add(q)
+            todo.extend(producers.get(q, ()))
+        groups[n] = g
+    return groups
+
+
+def attribute(events: Sequence[dict], node_names: Sequence[str],
+              aliases: Mapping[str, str] | None = None, producers: Mapping[str, Sequence[str]] | None = None,
+              weights: Mapping[str, float] | None = None) -> list[dict[str, float]]:
     """Per profiled run (``model_run`` events, in order): {IR node name: seconds}, each name of
     ``node_names`` present (see the module docstring), plus ``"__kernel__" + name`` for the
-    matched kernel time alone."""
+    matched kernel time alone. ``aliases`` (other name -> node name): the names of a node's
+    outputs, after which onnxruntime names some kernels it rewrote (``relu_nchwc``). With
+    ``producers`` (node -> the nodes its inputs come from), a kernel is shared by its owner and the
+    nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds)."""
     runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
                   key=lambda e: e["ts"])
     kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
                      key=lambda e: e["ts"])
-    find = _owner(node_names)
+    find = _owner(node_names, aliases or {})
+    owners = {find(e["name"][: -len("_kernel_time")]) for e in kernels} - {None}
+    groups = fused_groups(node_names, producers, owners) if producers else {}
+    w = weights or {}
     out = []
     k = 0
     for r in runs:
@@ -91,6 +127,11 @@ def attribute(events: Sequence[dict], node_names: Sequence[str]) -> list[dict[st
             if owner is not None:
                 matched[owner] += kernels[k]["dur"] * 1e-6
             k += 1
+        for owner, g in groups.items():
+            if len(g) > 1 and matched[owner] > 0:
+                total, tw = matched[owner], sum(max(w.get(x, 0.0), 0.0) for x in g)
+                for x in g:
+                    matched[x] = total * (max(w.get(x, 0.0), 0.0) / tw if tw > 0 else 1.0 / len(g))
         rest = max(0.0, r["dur"] * 1e-6 - sum(matched.values())) / max(1, len(node_names))
         row = {n: max(FLOOR_S, v + rest) for n, v in matched.items()}
         row.update({"__kernel__" + n: v for n, v in matched.items()})
@@ -104,7 +145,11 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     without the profiler; (the models' in-context rows and latencies, (label, reason) of the models
     onnxruntime could not run). ``budget_s`` stops adding rounds once spent (at least one round)."""
     import onnxruntime as ort
+    from types import SimpleNamespace
     from partition.onnx.export import graph_to_onnx
+    from sim.graph.subgraph import host_op_seconds
+    from sim.hw.config import HostConfig
+    hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
     t0 = time.perf_counter()
     live, failed = [], []
     tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
@@ -146,10 +191,16 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         finally:
             os.unlink(path)
         names = list(dict.fromkeys(n.name for n in nodes))
-        per_run = attribute(events, names)[warmup:]
+        aliases = {v.name: n.name for n in nodes for v in n.outputs if v.name not in names}
+        by_out = {id(v): n.name for n in nodes for v in n.outputs}
+        producers = {n.name: [by_out[id(v)] for v in n.inputs if id(v) in by_out] for n in nodes}
+        weights = {n.name: host_op_seconds(n, hw) for n in nodes}
+        per_run = attribute(events, names, aliases, producers, weights)[warmup:]
         run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
         ker = {n: float(np.median([r["__kernel__" + n] for r in per_run])) for n in names} if per_run else {}
-        # the run's rest from the medians, so a model's rows add up to its median profiled run
+        # the run's rest from the medians, so a model's rows add up to its median profiled run.
+        # (Taking the total from the plain session instead, to leave out the profiler's own cost,
+        # did worse on both held-out figures of experiments/bench/calibration.py: docs/TUNING.md.)
         rest = max(0.0, float(np.median(run_s)) - sum(ker.values())) / max(1, len(names)) if run_s else 0.0
         med = {n: max(FLOOR_S, ker[n] + rest) for n in ker}
         # a name shared by several nodes (a loop body run many times) keeps one row: its first node
@@ -165,4 +216,4 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     return out, failed
 
 
-__all__ = ["InContext", "Profiled", "attribute", "profile_models", "FLOOR_S"]
+__all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "FLOOR_S"]

@@ -240,27 +240,5 @@ def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repe
 
 __all__ = ["HostOp", "TimingOptions", "Measured", "default_sources", "load_source", "source_label", "walk_nodes",
            "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
-           "whole_model_seconds", "measure_host_peaks"]
+           "whole_model_seconds"]
 
-
-def _one_op_model(op: str, shapes: Sequence[Sequence[int]], out: Sequence[int]):
-    from onnx import TensorProto, helper
-    names = [f"x{i}" for i in range(len(shapes))]
-    g = helper.make_graph([helper.make_node(op, names, ["y"])], op.lower(),
-                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s)) for n, s in zip(names, shapes)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out))])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-
-
-def measure_host_peaks(opts: TimingOptions = TimingOptions(min_repeats=7, min_time_s=0.3)) -> dict[str, float]:
-    """This machine's host as a roofline, measured with onnxruntime (default session options):
-    ``peak_flops`` from a 768^3 MatMul, ``mem_bytes_per_s`` from an Add of two 4 M-float tensors
-    (larger than the caches of a usual CPU: 48 MB moved), ``op_overhead_s`` the per-op dispatch of
-    a chain of Neg nodes (``run_overhead``). Medians; the analytical prior of a host calibration."""
-    n = 768
-    mm = time_model(_one_op_model("MatMul", [(n, n), (n, n)], (n, n)), opts)[0]
-    e = 4 * 1024 * 1024
-    add = time_model(_one_op_model("Add", [(e,), (e,)], (e,)), opts)[0]
-    empty, dispatch = run_overhead(opts)
-    return {"peak_flops": 2.0 * n ** 3 / max(mm - empty, 1e-9), "mem_bytes_per_s": 3 * 4 * e / max(add - empty, 1e-9),
-            "op_overhead_s": max(dispatch, 1e-8)}

@@ -5,7 +5,7 @@ per node; the calibration's context features (op class, weights, after a MAC op)
 import numpy as np
 import pytest
 
-from tuner.calibrate_context import FLOOR_S, attribute
+from tuner.calibrate_context import FLOOR_S, attribute, fused_groups
 
 
 def _run(ts, dur):
@@ -32,6 +32,23 @@ def test_events_go_to_the_longest_named_node_and_runs_add_up():
     assert sum(r0[n] for n in names) == pytest.approx(1000e-6)
     assert sum(r1[n] for n in names) == pytest.approx(600e-6)
     assert r1["__kernel__relu"] == pytest.approx(50e-6) and r1["__kernel__conv_1"] == 0.0
+
+
+def test_a_fused_kernel_is_shared_with_the_nodes_it_absorbed():
+    # conv -> bn -> relu fused into one kernel named after relu; add has its own kernel and takes
+    # relu's output, so it is no part of the group; x is a graph input (no producer node)
+    names = ["conv", "bn", "relu", "add"]
+    producers = {"conv": [], "bn": ["conv"], "relu": ["bn"], "add": ["relu"]}
+    weights = {"conv": 8.0, "bn": 1.0, "relu": 1.0, "add": 5.0}
+    events = [_run(0, 1000), _kernel("relu_nchwc", 0, 500), _kernel("add/Add", 500, 100)]
+    assert fused_groups(names, producers, {"relu", "add"}) == {"add": ["add"], "relu": ["relu", "bn", "conv"]}
+    r = attribute(events, names, producers=producers, weights=weights)[0]
+    assert r["__kernel__conv"] == pytest.approx(400e-6)   # 8/10 of the fused kernel
+    assert r["__kernel__bn"] == pytest.approx(50e-6) and r["__kernel__relu"] == pytest.approx(50e-6)
+    assert r["__kernel__add"] == pytest.approx(100e-6)
+    assert sum(r[n] for n in names) == pytest.approx(1000e-6)
+    # without producers the owner keeps it all (the old attribution)
+    assert attribute(events, names)[0]["__kernel__relu"] == pytest.approx(500e-6)
 
 
 def test_a_run_with_no_rest_keeps_a_positive_floor():
