@@ -2,8 +2,10 @@
 as a calibration file (``tuner.calibration``), for ``--calibration FILE`` of simulate, tune,
 partition and sweep.
 
-- ``--host``: times this machine's host ops with onnxruntime (``tuner.calibrate_host``): every op
-  kind of the built-in models and the zoo's ONNX files (or ``--models``), across their shapes.
+- ``--host``: times this machine's host ops with onnxruntime in context (``tuner.calibrate_context``:
+  whole models under the profiler, each node's time inside the real run) for the built-in models
+  and the zoo's ONNX files (or ``--models``); one node at a time (``tuner.calibrate_host``) only
+  for the ops of a model onnxruntime cannot run whole.
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
 """
@@ -28,7 +30,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "--measurements reads a device's measured rows (JSON lines: op, shape, dtype, "
                                    "measured_s).")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--host", action="store_true", help="measure this machine's host ops with onnxruntime")
+    src.add_argument("--host", action="store_true",
+                     help="measure this machine's host ops with onnxruntime, in context (whole models, profiled)")
     src.add_argument("--measurements", metavar="ROWS.jsonl", help="measured device rows (JSON lines)")
     p.add_argument("--hw", metavar="PRESET|FILE",
                    help="with --measurements (required): the hardware the rows were measured on; with --host: "
@@ -42,12 +45,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "model and the zoo's ONNX files)")
     p.add_argument("--ops", metavar="OP,...", help="with --host: time only these op kinds (IR names, e.g. conv2d,add)")
     p.add_argument("--max-per-op", type=int, default=100, metavar="N",
-                   help="with --host: at most N shapes of one op kind, spread over its sizes (default 100)")
+                   help="with --host: for the one-node timing of models onnxruntime cannot run whole: at most N "
+                        "shapes of one op kind, spread over its sizes (default 100)")
     p.add_argument("--time-budget", type=float, default=240.0, metavar="S",
                    help="with --host: stop timing after S seconds; kinds are visited round-robin, so each keeps "
                         "shapes (default 240)")
     p.add_argument("--min-time", type=float, default=0.1, metavar="S",
-                   help="with --host: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
+                   help="with --host, one-node timing: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
                         "the median is kept (default 0.1)")
     p.add_argument("--rounds", type=int, default=5, metavar="N",
                    help="with --host: runs of each whole model with onnxruntime's profiler, round-robin over the "
