@@ -99,3 +99,26 @@ def test_context_features():
     assert f_bn["class_normalisation"] == 1 and f_bn["after_mac"] == 1
     assert f_conv["log_weight_bytes"] == pytest.approx(np.log10(s_conv.weight_bytes + 1))
     assert s_conv.key() != s_bn.key()
+
+
+def test_calibrate_host_falls_back_to_one_node_timing(tmp_path, capsys, monkeypatch):
+    """A model onnxruntime cannot run whole has its ops timed one node at a time, and says so."""
+    pytest.importorskip("onnxruntime")
+    import json
+    import tuner.calibrate_context as cc
+    from tuner.cli import main
+    monkeypatch.setattr(cc, "profile_models", lambda graphs, **kw: ([], [(graphs[0][0], "boom")]))
+    out = tmp_path / "h.json"
+    assert main(["calibrate", "--host", "--models", "bert_tiny", "--ops", "add,softmax,dense", "--max-per-op", "2",
+                 "--min-time", "0", "-o", str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["in_context_rows"] == 0 and s["rows"] >= 4 and set(s["ops"]) == {"add", "softmax", "dense"}
+    assert max(s["ops"].values()) <= 2  # --max-per-op applies to the one-node timing
+    assert s["skipped"][0]["key"] == "bert_tiny" and "boom" in s["skipped"][0]["reason"]
+
+
+def test_calibrate_host_refuses_zero_rounds(tmp_path, capsys):
+    from tuner.cli import main
+    assert main(["calibrate", "--host", "--rounds", "0", "-o", str(tmp_path / "h.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("accel-tune: error:") and "--rounds" in err and "\n" not in err
