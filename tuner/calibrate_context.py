@@ -140,33 +140,63 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
 
 
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 1, seed: int = 0,
-                   budget_s: float | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   budget_s: float | None = None, max_batch_bytes: int = 1 << 30
+                   ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Run every (label, graph) round-robin, ``rounds`` times each after ``warmup`` runs, with and
     without the profiler; (the models' in-context rows and latencies, (label, reason) of the models
-    onnxruntime could not run). ``budget_s`` stops adding rounds once spent (at least one round)."""
-    import onnxruntime as ort
-    from types import SimpleNamespace
+    onnxruntime could not run). ``budget_s`` stops adding rounds once spent (at least one round).
+    Models are taken in batches of at most ``max_batch_bytes`` of ONNX (weights included; a larger
+    model is a batch alone), round-robin within a batch, so memory stays bounded: every session
+    of a batch stays open while it runs."""
     from partition.onnx.export import graph_to_onnx
-    from sim.graph.subgraph import host_op_seconds
-    from sim.hw.config import HostConfig
-    hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
     t0 = time.perf_counter()
-    live, failed = [], []
-    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
+    out: list[Profiled] = []
+    failed: list[tuple[str, str]] = []
+    batch: list[tuple[str, Any, bytes, Any]] = []
+    size = 0
     for label, g in graphs:
         try:
             m = graph_to_onnx(g)
             data = m.SerializeToString()
+        except Exception as e:  # noqa: BLE001 - a model the exporter refuses is reported, not fatal
+            failed.append((label, _why(e)))
+            continue
+        if batch and size + len(data) > max_batch_bytes:
+            _run_batch(batch, rounds, warmup, seed, budget_s, t0, out, failed)
+            batch, size = [], 0
+        batch.append((label, g, data, m.graph.input))
+        size += len(data)
+    if batch:
+        _run_batch(batch, rounds, warmup, seed, budget_s, t0, out, failed)
+    order = {lb: i for i, (lb, _) in enumerate(graphs)}
+    out.sort(key=lambda p: order.get(p.model, 0))
+    return out, failed
+
+
+def _why(e: Exception) -> str:
+    return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+
+
+def _run_batch(batch, rounds, warmup, seed, budget_s, t0, out, failed) -> None:
+    import onnxruntime as ort
+    from types import SimpleNamespace
+    from sim.graph.subgraph import host_op_seconds
+    from sim.hw.config import HostConfig
+    hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
+    live = []
+    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
+    for label, g, data, inputs in batch:
+        try:
             so = ort.SessionOptions()
             so.enable_profiling = True
             so.profile_file_prefix = os.path.join(tmp, f"p{len(live)}")
             prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
             plain = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
-            feed = random_feed(m.graph.input, np.random.default_rng(seed))
+            feed = random_feed(inputs, np.random.default_rng(seed))
             for _ in range(warmup):
                 plain.run(None, feed)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
-            failed.append((label, str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__))
+            failed.append((label, _why(e)))
             continue
         nodes = [n for n in walk_nodes(g) if n.op not in CONTROL]
         live.append((label, nodes, prof, plain, feed))
@@ -182,7 +212,6 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             plain.run(None, feed)
             wall[label].append(time.perf_counter() - t)
             prof.run(None, feed)
-    out = []
     for label, nodes, prof, _, _ in live:
         path = prof.end_profiling()
         try:
@@ -213,7 +242,6 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         os.rmdir(tmp)
     except OSError:
         pass
-    return out, failed
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "FLOOR_S"]

@@ -71,6 +71,17 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_run():
     assert sum(r.kernel_s > 0 for r in p.rows) >= len(want) // 3   # most kernels were found by name
 
 
+def test_batches_bound_memory_and_keep_the_order():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+    graphs = [(n, models.get(n)) for n in ("bert_tiny", "byoc_demo")]
+    one, _ = profile_models(graphs, rounds=1, max_batch_bytes=1)   # each model a batch of its own
+    both, _ = profile_models(graphs, rounds=1)
+    assert [p.model for p in one] == [p.model for p in both] == ["bert_tiny", "byoc_demo"]
+    assert [len(p.rows) for p in one] == [len(p.rows) for p in both]
+
+
 def test_a_model_onnxruntime_cannot_run_is_reported_not_fatal():
     pytest.importorskip("onnxruntime")
     from partition import models
