@@ -140,7 +140,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
 
 
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 1, seed: int = 0,
-                   budget_s: float | None = None, max_batch_bytes: int = 1 << 30
+                   budget_s: float | None = None, max_batch_bytes: int = 256 << 20
                    ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Run every (label, graph) round-robin, ``rounds`` times each after ``warmup`` runs, with and
     without the profiler; (the models' in-context rows and latencies, (label, reason) of the models
