@@ -1,4 +1,6 @@
-"""Timing the host's ops on this machine with onnxruntime (``accel-tune calibrate --host``).
+"""Timing the host's ops on this machine with onnxruntime, one node at a time (``accel-tune
+calibrate --host`` times ops in context, ``tuner.calibrate_context``, and uses this module for the
+ops of models onnxruntime cannot run whole, and for its shared helpers).
 
 - The ops: every primitive node of the models given (the built-in models and the ONNX files of
   the zoo by default: ``default_sources``), control flow left out (the host model charges it its
@@ -241,3 +243,4 @@ def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repe
 __all__ = ["HostOp", "TimingOptions", "Measured", "default_sources", "load_source", "source_label", "walk_nodes",
            "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
            "whole_model_seconds"]
+

@@ -3,8 +3,10 @@ and how costing applies it (``accel-tune calibrate`` makes the files: ``tuner.ca
 ``tuner.calibrate_device``).
 
 What is learned: an XGBoost regressor of ``log(measured_s / analytical_s)`` for one op, from the
-op's features (kind, FLOPs, bytes, element counts, rank, groups, window) and the analytical
-model's own breakdown of it (compute, memory and launch seconds: ``OpSample``). A prediction is
+op's features (kind, FLOPs, bytes, element counts, rank, groups, window, weight bytes, whether it
+follows a MAC op, its class: GEMM-like, element-wise, reduction, data movement, normalisation)
+and the analytical model's own breakdown of it (compute, memory and launch seconds: ``OpSample``).
+The class and context features carry over to an op kind the data never saw. A prediction is
 ``analytical_s * exp(model(features))``. Two kinds of file:
 
 - ``host``: this machine's CPU timed with onnxruntime (``calibrate --host``). The analytical side
@@ -38,17 +40,19 @@ import json
 import math
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 1
+VERSION = 2  # 2: op-class, weight-bytes and after-MAC features (files of version 1 are refused)
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
-           "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity")
+           "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
+           "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
+           "class_normalisation")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -60,6 +64,23 @@ MIN_ROWS = 4
 # Multiply-accumulate ops: the model corrects an op kind it never saw only when it saw ops of the
 # same class (a MAC kernel from other MAC kernels), else it keeps the analytical cost (ratio 1).
 MAC_OPS = frozenset({"conv2d", "conv_transpose", "dense", "matmul", "batch_matmul", "gemm"})
+# Op classes: features that carry over to an op kind the data never saw (a held-out kind still has
+# its class, its FLOPs, its bytes); an op in none of them is "other" (all class columns 0).
+OP_CLASSES = {
+    "gemm": MAC_OPS,
+    "elementwise": frozenset({"add", "sub", "mul", "div", "relu", "relu6", "gelu", "sigmoid", "tanh", "exp", "erf",
+                              "silu", "hard_sigmoid", "hard_swish", "bias_add", "and", "or", "not", "less", "greater",
+                              "equal", "where", "cast", "clip", "pow", "sqrt", "neg", "abs", "leaky_relu", "log",
+                              "min", "max", "reciprocal", "softplus", "elu", "mish"}),
+    "reduction": frozenset({"reduce_mean", "reduce_max", "reduce_sum", "reduce_min", "global_avg_pool2d",
+                            "global_max_pool2d", "max_pool2d", "avg_pool2d", "argmax", "argmin", "topk",
+                            "non_max_suppression", "cumsum"}),
+    "movement": frozenset({"reshape", "flatten", "transpose", "concat", "split", "slice", "gather", "gather_elements",
+                           "gather_nd", "expand", "unsqueeze", "squeeze", "pad", "tile", "resize", "upsample",
+                           "identity", "scatter", "scatter_nd", "shape", "depth_to_space", "space_to_depth"}),
+    "normalisation": frozenset({"batch_norm", "layer_norm", "softmax", "log_softmax", "group_norm",
+                                "instance_norm", "rms_norm", "lrn"}),
+}
 DEVICE_FLOOR = 0.05  # a calibrated kernel keeps at least this share of its simulated time
 
 
@@ -86,6 +107,8 @@ class OpSample:
     memory_s: float
     launch_s: float
     analytical_s: float
+    weight_bytes: float = 0.0   # bytes of constant inputs (weights): they stream from memory in a whole model
+    after_mac: bool = False     # its first input comes from a MAC op (onnxruntime fuses such epilogues)
 
     def numeric(self) -> list[float]:
         lg = lambda v: math.log10(max(float(v), 0.0) + 1.0)  # noqa: E731 - zero-safe
@@ -93,11 +116,14 @@ class OpSample:
         return [lg(self.flops), lg(self.bytes), lg(self.out_elems), lg(self.in_elems), float(self.rank),
                 float(self.n_inputs), math.log2(max(1, self.groups)), math.log2(max(1, self.window)),
                 ls(self.compute_s), ls(self.memory_s), ls(self.launch_s), ls(self.analytical_s),
-                lg(self.flops) - lg(self.bytes)]
+                lg(self.flops) - lg(self.bytes), lg(self.weight_bytes), float(self.after_mac),
+                *(float(self.op in OP_CLASSES[c]) for c in ("gemm", "elementwise", "reduction", "movement",
+                                                            "normalisation"))]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
-                self.groups, self.window, self.compute_s, self.memory_s, self.launch_s)
+                self.groups, self.window, self.compute_s, self.memory_s, self.launch_s, self.weight_bytes,
+                self.after_mac)
 
 
 def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
@@ -123,8 +149,18 @@ def host_sample(node: Any, host: Any) -> OpSample:
         window = int(np.prod(node.inputs[1].shape[2:], dtype=np.int64))
     elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
-    return roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
-                           host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
+    s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
+                        host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
+    weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if v.is_const)
+    prod = node.inputs[0].producer if node.inputs else None
+    return replace(s, weight_bytes=float(weights), after_mac=bool(prod is not None and prod.op in MAC_OPS))
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:  # a dtype numpy does not name (bfloat16): two bytes
+        return 2
 
 
 def feature_names(ops: Sequence[str]) -> tuple[str, ...]:

@@ -310,6 +310,7 @@ class MemoryConfig(_Section):
 
 
 INTERCONNECT_TOPOLOGIES = ("ring", "switch", "mesh")
+MAPPING_FAMILIES = ("any", "row_stationary")  # sim.hw.hierarchy.MAPPING_FAMILIES, same order
 
 
 @dataclass(frozen=True)
@@ -326,6 +327,17 @@ class InterconnectConfig(_Section):
     pj_per_byte: float = _num(0.0, *_PJ, "energy of one byte sent to another device")
     # No cross-field rule here (max_devices > 1 with bytes_per_s = 0): a split that needs the links
     # is refused where it is asked for, with the split named in the message.
+
+
+@dataclass(frozen=True)
+class MapspaceConfig(_Section):
+    """Which mappings the hardware can run on its storage hierarchy. Optional: absent from files
+    and fingerprints at its default, the mapper's whole space. ``row_stationary``: only Eyeriss's
+    row-stationary family (``sim.mapping.row_stationary``), as a fabricated chip runs only what its
+    compiler emits; a nest the family does not cover (not a convolution) keeps the whole space."""
+    _name = "mapspace"
+    family: str = _R("choice", "any", "mappings the array runs: any (the mapper's whole space) or "
+                     "row_stationary (Eyeriss's RS family only)", choices=MAPPING_FAMILIES)
 
 
 @dataclass(frozen=True)
@@ -536,11 +548,11 @@ _SECTIONS: dict[str, type] = {
     "array": ArrayConfig, "buffers": BufferConfig, "dram": DramConfig, "vector": VectorConfig,
     "clock": ClockConfig, "host": HostConfig, "link": LinkConfig, "energy": EnergyConfig,
     "area": AreaConfig, "support": SupportConfig, "memory": MemoryConfig, "interconnect": InterconnectConfig,
-    "kernels": KernelsConfig,
+    "kernels": KernelsConfig, "mapspace": MapspaceConfig,
 }
 # Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
 # fingerprints) while they hold their defaults, and optional in a complete (packed) config.
-_OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels")
+_OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels", "mapspace")
 
 
 @dataclass(frozen=True)
@@ -560,6 +572,7 @@ class HardwareConfig:
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     interconnect: InterconnectConfig = field(default_factory=InterconnectConfig)
     kernels: KernelsConfig = field(default_factory=KernelsConfig)
+    mapspace: MapspaceConfig = field(default_factory=MapspaceConfig)
     # The multi-level hierarchy, outermost first; () = today's one-buffer machine (DRAM ->
     # buffers -> array), costed exactly as before (sim.hw.config_hierarchy derives its hierarchy).
     levels: tuple[LevelConfig, ...] = ()

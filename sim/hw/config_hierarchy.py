@@ -5,7 +5,7 @@ per entry: instances and mesh from the fan-outs above it (``fanout_x`` x ``fanou
 of the next level per instance; 0 = what the array leaves on that axis), unbounded capacity for ``capacity_words = 0``, unlimited
 bandwidth for the ``NO_LIMIT`` value, a network level (``spatial_only``: fans out, holds nothing)
 for ``keeps = []``, the walk's buffering per tensor (``buffering``); the MACs are the ``array`` (cols along X, rows along Y, one
-MAC costs ``energy.mac_pj``, one PE ``area.pe_mm2``). A config without ``levels`` is today's
+MAC costs ``energy.mac_pj``, one PE ``area.pe_mm2``). The hierarchy's mapping family is ``mapspace.family``. A config without ``levels`` is today's
 one-buffer machine, DRAM -> buffer -> array (``sim.hw.hierarchy.hierarchy_from_hardware``).
 """
 from __future__ import annotations
@@ -36,4 +36,4 @@ def hierarchy_of(hw: HardwareConfig) -> Hierarchy:
     a = hw.array
     mac = Arithmetic(name=ARITHMETIC_NAME, instances=a.rows * a.cols, mesh_x=a.cols, mesh_y=a.rows,
                      mac_pj=hw.energy.mac_pj, area_um2=hw.area.pe_mm2 * 1e6, word_bits=8 * a.word_bytes)
-    return Hierarchy(tuple(out), mac)
+    return Hierarchy(tuple(out), mac, family=hw.mapspace.family)

@@ -52,6 +52,9 @@ def _nonneg(where: str, name: str, v: Any, allow_none: bool = False) -> None:
 
 
 BUFFERING_MODES = ("auto", "single", "double", "stream")
+# The mappings a hierarchy runs (``Hierarchy.family``): the mapper's whole space, or only the
+# row-stationary family (sim.mapping.row_stationary) where it covers the nest.
+MAPPING_FAMILIES = ("any", "row_stationary")
 
 
 def parse_buffering(text: Any) -> dict[str, str]:
@@ -186,9 +189,12 @@ class Hierarchy:
     """Storage levels outermost first (index 0 = backing store), then the MACs."""
     levels: tuple[StorageLevel, ...]
     arithmetic: Arithmetic = field(default_factory=Arithmetic)
+    family: str = "any"       # MAPPING_FAMILIES: the mappings the default policy and the mapper consider
 
     def __post_init__(self):
         object.__setattr__(self, "levels", tuple(self.levels))
+        _check(self.family in MAPPING_FAMILIES,
+               f"hierarchy family must be one of {', '.join(MAPPING_FAMILIES)}, got {self.family!r}")
         _check(len(self.levels) >= 1, "hierarchy needs at least one storage level")
         _check(all(isinstance(lv, StorageLevel) for lv in self.levels),
                "hierarchy levels must be StorageLevel values")

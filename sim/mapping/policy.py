@@ -19,6 +19,11 @@ with evolution when the user tunes):
    bit flipped) is evaluated at once; the best neighbour is taken while it improves, up to
    ``steps`` times; the best end wins.
 
+A hierarchy whose ``family`` is ``row_stationary`` (a chip that runs only its compiler's RS
+mappings, e.g. the ``eyeriss-chip`` preset) has no samples and no descent: its RS candidates
+(``sim.mapping.row_stationary``), a few dozen, are all walked tile by tile (``sim.cost.walk``)
+and the best walk wins; a nest RS does not cover (not a convolution) keeps the whole space.
+
 For ``delay`` a row whose temporal iterations (the cycles of its MACs alone, a lower bound of the
 model's cycles) exceed the best cycles so far cannot win and is not evaluated. Metrics rank
 (cycles, energy) lexicographically (``rank_keys``). Same inputs and seed, same mapping.
@@ -228,6 +233,21 @@ def _row_stationary_rows(hier: Hierarchy, nest: Nest, spec) -> np.ndarray:
     return rows[space.valid(rows)]
 
 
+def _walked_best(hier: Hierarchy, nest: Nest, space: Mapspace, metric: str, rows: np.ndarray,
+                 start: float) -> tuple[Mapping, PolicyStats]:
+    """The best of a hardware's whole (small) mapping family ranked by the tile-level walk, the
+    cost `tune` and `run` report: a family of a few dozen rows is walked in full, no descent (a
+    neighbour leaves the family). The statistics keep the closed form's cycles and energy, as the
+    unrestricted policy reports them."""
+    from ..cost.walk import walk        # here: the walk imports sim.mapping
+    maps = [to_mapping(space, r) for r in rows]
+    walked = [walk(hier, nest, m) for m in maps]
+    p, s = rank_keys(metric, [w.cycles for w in walked], [w.energy_pj for w in walked])
+    i = int(np.lexsort((s, p))[0])
+    cyc, en = evaluate_rows(hier, nest, space, rows[i:i + 1])
+    return maps[i], PolicyStats(len(rows), time.perf_counter() - start, metric, float(cyc[0]), float(en[0]))
+
+
 def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
                     config: PolicyConfig = PolicyConfig()) -> tuple[Mapping, PolicyStats]:
     """The default mapping of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp) and the
@@ -242,10 +262,15 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
         packed = packed_rows(space, n_packed, rng)
         rows = packed if rows is None else np.concatenate([packed, rows])
         rs = row_stationary_rows(space, hier, nest)
-        if len(rs):
+        only_rs = hier.family == "row_stationary" and len(rs) > 0
+        if only_rs:
+            rows = rs            # the hardware runs only its compiler's family: nothing else is a candidate
+        elif len(rs):
             rows = np.concatenate([rows, rs])
     except MapspaceError as e:
         raise MappingPolicyError(f"no mapping of {nest.name} on {', '.join(hier.names)}: {e}") from None
+    if only_rs:
+        return _walked_best(hier, nest, space, metric, rows, start)
     best = _Best(hier, nest, space, metric)
     best.offer(rows)
     for start, c, e in best.last[:config.starts]:

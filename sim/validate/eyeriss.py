@@ -18,6 +18,10 @@ speed-up, applied to the outermost level's bandwidths.
 VGG-16: its 13 convolutions at batch 3, the mapping left to the tool, beside the chip's measured
 total latency per layer (JSSC 2017 Table VI, as transcribed in cucapra/fodlam
 data/eyeriss-vgg16.csv).
+
+GLB bound (``glb_bound_ms``): the chip's own global-buffer accesses (Tables V, VI) moved at the
+preset's buffer port rates, beside its processing latency: a check of those rates (the NoC
+widths) against the silicon that needs no mapping of ours.
 """
 from __future__ import annotations
 
@@ -35,12 +39,16 @@ from ..workload.nest import nest_from_workload
 from ..workload.workload import Workload
 
 # VGG-16's 13 convolutions (3x3, stride 1, pad 1) as (layer, C, M, H = W, the chip's measured total
-# latency in ms at batch 3): JSSC 2017 Table VI (cucapra/fodlam data/eyeriss-vgg16.csv).
-VGG16 = (("CONV1-1", 3, 64, 224, 76.2), ("CONV1-2", 64, 64, 224, 910.3), ("CONV2-1", 64, 128, 112, 470.3),
-         ("CONV2-2", 128, 128, 112, 894.3), ("CONV3-1", 128, 256, 56, 241.1), ("CONV3-2", 256, 256, 56, 460.9),
-         ("CONV3-3", 256, 256, 56, 457.7), ("CONV4-1", 256, 512, 28, 135.3), ("CONV4-2", 512, 512, 28, 254.8),
-         ("CONV4-3", 512, 512, 28, 246.3), ("CONV5-1", 512, 512, 14, 54.3), ("CONV5-2", 512, 512, 14, 53.7),
-         ("CONV5-3", 512, 512, 14, 53.7))
+# latency in ms at batch 3, its processing latency in ms, its global-buffer accesses in MB): JSSC 2017
+# Table VI (cucapra/fodlam data/eyeriss-vgg16.csv). CONV2-2's processing latency (1110.3) exceeds its
+# total, a transcription slip; it is kept as printed.
+VGG16 = (("CONV1-1", 3, 64, 224, 76.2, 38.0, 112.5), ("CONV1-2", 64, 64, 224, 910.3, 810.6, 2402.8),
+         ("CONV2-1", 64, 128, 112, 470.3, 405.3, 1201.4), ("CONV2-2", 128, 128, 112, 894.3, 1110.3, 2402.3),
+         ("CONV3-1", 128, 256, 56, 241.1, 204.0, 607.4), ("CONV3-2", 256, 256, 56, 460.9, 408.1, 1214.8),
+         ("CONV3-3", 256, 256, 56, 457.7, 408.1, 1214.8), ("CONV4-1", 256, 512, 28, 135.3, 105.1, 321.3),
+         ("CONV4-2", 512, 512, 28, 254.8, 210.0, 643.7), ("CONV4-3", 512, 512, 28, 246.3, 210.0, 643.7),
+         ("CONV5-1", 512, 512, 14, 54.3, 48.3, 90.0), ("CONV5-2", 512, 512, 14, 53.7, 48.5, 90.0),
+         ("CONV5-3", 512, 512, 14, 53.7, 48.5, 90.0))
 VGG16_BATCH = 3
 RLC_BITS = 21 / 16 * 64 / 63     # one (5-bit run, 16-bit value) pair per value, 3 pairs per 64-bit word
 
@@ -54,6 +62,8 @@ class LayerResult:
     tool_rlc_ms: float                # the same with the link carrying RLC-compressed ifmaps/ofmaps
     tool_dram_mb: float               # DRAM traffic of the tool's mapping (uncompressed)
     measured_dram_mb: float | None
+    measured_processing_ms: float | None = None   # the chip's latency without the link (Tables V, VI)
+    glb_bound_ms: float | None = None             # the chip's GLB accesses at the preset's GLB port rates
 
     @property
     def error(self) -> float:
@@ -103,6 +113,20 @@ def cost_layer(wl: Workload, hw: HardwareConfig, rs: RowStationary | None = None
     return chip, rep.total_cycles * ms, rlc.total_cycles * ms, (rep.dram_read_bytes + rep.dram_write_bytes) / 1e6
 
 
+def glb_bound_ms(glb_mb: float, hw: HardwareConfig) -> float | None:
+    """The least time the chip's measured global-buffer accesses (``glb_mb``, reads and writes)
+    take through the preset's buffer ports (the level that fans out to the PEs: its read plus
+    write words per cycle, both saturated), in ms; None without such a level or a bounded port.
+    Eyeriss's buffer talks to the array only through its NoC (GIN reads, GON writes), so a layer
+    whose processing time sits near this bound ran bound by those networks."""
+    hier = hierarchy_of(hw)
+    fan = [lv for i, lv in enumerate(hier.levels) if hier.fanout(i) != (1, 1)]
+    if len(fan) != 1 or fan[0].read_bandwidth is None or fan[0].write_bandwidth is None:
+        return None
+    words = glb_mb * 1e6 / (fan[0].word_bits / 8)
+    return words / (fan[0].read_bandwidth + fan[0].write_bandwidth) / hw.clock_hz * 1e3
+
+
 def compare(rows: list[dict], hw: HardwareConfig, rlc_zeros: float = 0.4) -> list[LayerResult]:
     """Ours vs the chip on the oracle ``rows`` (one AlexNet layer each)."""
     out = []
@@ -110,17 +134,19 @@ def compare(rows: list[dict], hw: HardwareConfig, rlc_zeros: float = 0.4) -> lis
         wl = conv_workload(r["conv"], r["batch"])
         rs = RowStationary(**r["row_stationary_mapping"]) if "row_stationary_mapping" in r else None
         chip, tool, rlc, dram = cost_layer(wl, hw, rs, rlc_zeros)
-        out.append(LayerResult(r["layer"], r["total_latency_ms"], chip, tool, rlc, dram, r.get("dram_mb")))
+        glb = glb_bound_ms(r["glb_mb"], hw) if "glb_mb" in r else None
+        out.append(LayerResult(r["layer"], r["total_latency_ms"], chip, tool, rlc, dram, r.get("dram_mb"),
+                               r.get("processing_latency_ms"), glb))
     return out
 
 
 def vgg16(hw: HardwareConfig, rlc_zeros: float = 0.4) -> list[LayerResult]:
     """The 13 VGG-16 convolutions at batch 3, the mapping left to the tool."""
     out = []
-    for name, c, m, h, measured in VGG16:
+    for name, c, m, h, measured, processing, glb_mb in VGG16:
         wl = conv_workload(dict(H=h, W=h, C=c, M=m, R=3, S=3, stride=1, pad=1), VGG16_BATCH)
         _, tool, rlc, dram = cost_layer(wl, hw, None, rlc_zeros)
-        out.append(LayerResult(name, measured, None, tool, rlc, dram, None))
+        out.append(LayerResult(name, measured, None, tool, rlc, dram, None, processing, glb_bound_ms(glb_mb, hw)))
     return out
 
 
@@ -135,5 +161,5 @@ def summary(results: list[LayerResult]) -> dict[str, float]:
 
 
 
-__all__ = ["LayerResult", "VGG16", "compare", "conv_workload", "cost_layer", "read_rows", "rlc_hardware", "summary",
-           "vgg16"]
+__all__ = ["LayerResult", "VGG16", "compare", "conv_workload", "cost_layer", "glb_bound_ms", "read_rows", "rlc_hardware",
+           "summary", "vgg16"]

@@ -23,8 +23,13 @@ def test_the_preset_is_the_papers_chip():
     assert hw.link.bytes_per_s == 64 / 8 * 60e6
     assert hw.dram.bytes_per_cycle == 64 / 8 * 60e6 / 200e6
     assert [x.buffering for x in hw.levels][2:] == ["stream"] * 3
-    # the same machine as the eyeriss preset but for its link
+    # the GLB <-> array networks (JSSC's NoC section): ifmap GIN 16 b and psum GIN 64 b read the GLB,
+    # the psum GON (64 b) writes it, in 16-bit words per cycle
+    assert lv["shared_glb"].read_bandwidth == (16 + 64) / 16 and lv["shared_glb"].write_bandwidth == 64 / 16
+    assert hw.mapspace.family == "row_stationary"                                 # the chip runs RS only
+    # the same machine as the eyeriss preset but for its link, GLB ports and mapping family
     ey = load_hw("eyeriss")
     assert [(x.name, x.capacity_words, x.keeps) for x in hw.levels] == [(x.name, x.capacity_words, x.keeps)
                                                                           for x in ey.levels]
     assert hw.fingerprint() != ey.fingerprint()
+    assert ey.mapspace.family == "any"                                            # the eyeriss preset's whole space

@@ -159,3 +159,23 @@ def test_optional_section_values_are_checked():
         hw.with_overrides({"memory.capacity_bytes": -1})
     with pytest.raises(HardwareError, match="interconnect.topology must be one of ring, switch, mesh"):
         hw.with_overrides({"interconnect.topology": "star"})
+
+
+def test_the_mapspace_section_is_optional_and_checked(tmp_path):
+    """mapspace.family came after fingerprints: at its default (any) it stays out of files and
+    fingerprints; row_stationary reaches the hierarchy; a bad value is one line naming the field."""
+    import pytest
+    from sim.hw.config import HardwareConfig, HardwareError, load_hw
+    from sim.hw.config_hierarchy import hierarchy_of
+    hw = load_hw("eyeriss")
+    assert "mapspace" not in hw.to_dict() and hierarchy_of(hw).family == "any"
+    rs = hw.with_overrides({"mapspace.family": "row_stationary"})
+    assert rs.to_dict()["mapspace"] == {"family": "row_stationary"} and rs.fingerprint() != hw.fingerprint()
+    assert hierarchy_of(rs).family == "row_stationary"
+    assert HardwareConfig.from_dict(rs.to_dict(), complete=True) == rs
+    with pytest.raises(HardwareError, match="mapspace.family must be one of any, row_stationary"):
+        hw.with_overrides({"mapspace.family": "weight_stationary"})
+    p = tmp_path / "bad.toml"
+    p.write_text('base = "eyeriss"\nname = "x"\n[mapspace]\nfamily = 3\n')
+    with pytest.raises(HardwareError, match="mapspace.family"):
+        load_hw(p)

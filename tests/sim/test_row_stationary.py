@@ -11,6 +11,7 @@ from sim.mapping.row_stationary import RowStationary, row_stationary, row_statio
 from sim.workload.nest import conv2d, gemm
 
 HIER = hierarchy_of(load_hw("eyeriss-chip"))
+ANY = hierarchy_of(load_hw("eyeriss-chip").with_overrides({"mapspace.family": "any"}))
 
 
 @pytest.mark.parametrize("layer, nest, rs, active", [
@@ -62,5 +63,45 @@ def test_candidates_are_legal_and_the_policy_considers_them():
         m.check(HIER, nest)
     from sim.cost.movement import evaluate
     best_rs = min(evaluate(HIER, nest, m).cycles for m in cands)
-    chosen, _ = default_mapping(HIER, nest, "delay")
-    assert evaluate(HIER, nest, chosen).cycles <= best_rs
+    chosen, _ = default_mapping(ANY, nest, "delay")      # the whole space holds the RS candidates
+    assert evaluate(ANY, nest, chosen).cycles <= best_rs
+
+
+def test_a_row_stationary_hierarchy_runs_the_best_walked_rs_candidate():
+    """eyeriss-chip's mapping space is its compiler's: the default policy returns the RS
+    candidate whose tile-level walk is fastest (recomputed here candidate by candidate), for
+    every metric the walk's (cycles, energy) rank; a nest RS does not cover keeps the whole space."""
+    from sim.cost.walk import walk
+    assert HIER.family == "row_stationary" and ANY.family == "any"
+    nest = conv2d(c=64, m=64, r=3, s=3, p=28, q=28)
+    walked = [(walk(HIER, nest, m), m) for m in row_stationary_candidates(HIER, nest)]
+    chosen, stats = default_mapping(HIER, nest, "delay")
+    w = walk(HIER, nest, chosen)
+    best = min(walked, key=lambda x: (x[0].cycles, x[0].energy_pj))[0]
+    assert (w.cycles, w.energy_pj) == pytest.approx((best.cycles, best.energy_pj), rel=1e-12)
+    assert stats.evaluations == len(walked)
+    energy, _ = default_mapping(HIER, nest, "energy")
+    assert walk(HIER, nest, energy).energy_pj == pytest.approx(min(w.energy_pj for w, _ in walked))
+    _, free = default_mapping(ANY, nest, "delay")
+    assert free.evaluations > len(walked)          # the whole space: samples and descents, not the family
+    mm = gemm(64, 64, 64)
+    g, _ = default_mapping(HIER, mm, "delay")
+    g.check(HIER, mm)
+
+
+def test_the_mapper_searches_only_the_family():
+    """tuner's mapper on a row-stationary hierarchy evaluates exactly the RS candidates (no
+    evolution) and returns the best of them by the closed form."""
+    from sim.cost.movement import evaluate
+    from tuner.search.mapper import search_mapping
+    from sim.mapping.mapspace_sim import to_mapping
+    nest = conv2d(c=64, m=64, r=3, s=3, p=28, q=28)
+    cands = row_stationary_candidates(HIER, nest)
+    space, res = search_mapping(HIER, nest, "delay", budget=500, keep_top=3)
+    assert res.generations == 0 and res.evaluations <= len(cands)
+    costs = {(evaluate(HIER, nest, m).cycles, evaluate(HIER, nest, m).energy_pj) for m in cands}
+    best = evaluate(HIER, nest, to_mapping(space, res.genes))
+    assert best.cycles == min(c for c, _ in costs)
+    for r in res.top:                   # every kept row is one of the candidates (its cost is theirs)
+        e = evaluate(HIER, nest, to_mapping(space, r))
+        assert any(e.cycles == c and e.energy_pj == pytest.approx(en, rel=1e-12) for c, en in costs)

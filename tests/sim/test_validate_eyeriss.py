@@ -70,3 +70,16 @@ def test_the_script_prints_json_with_its_configuration():
     bad = subprocess.run([sys.executable, str(REPO / "experiments" / "validate_eyeriss.py"), str(REPO)],
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "no alexnet.jsonl" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_glb_bound_moves_the_chips_buffer_accesses_at_the_noc_widths():
+    """CONV1-2 of VGG-16 (Table VI): 2,402.8 MB of 16-bit buffer accesses through the ifmap GIN
+    (16 b), psum GIN (64 b) and GON (64 b), 9 words a cycle at 200 MHz; no bound without one."""
+    from sim.validate.eyeriss import VGG16, glb_bound_ms
+    hw = sim.load_hw("eyeriss-chip")
+    row = dict((r[0], r) for r in VGG16)["CONV1-2"]
+    assert row[4:] == (910.3, 810.6, 2402.8)
+    assert glb_bound_ms(row[6], hw) == pytest.approx(2402.8e6 / 2 / (1 + 4 + 4) / 200e6 * 1e3)
+    assert glb_bound_ms(row[6], hw) < row[5]        # the chip's processing time stays above it
+    free = hw.with_overrides({"levels.shared_glb.write_bandwidth": 1e12})
+    assert glb_bound_ms(row[6], free) is None

@@ -2,8 +2,10 @@
 as a calibration file (``tuner.calibration``), for ``--calibration FILE`` of simulate, tune,
 partition and sweep.
 
-- ``--host``: times this machine's host ops with onnxruntime (``tuner.calibrate_host``): every op
-  kind of the built-in models and the zoo's ONNX files (or ``--models``), across their shapes.
+- ``--host``: times this machine's host ops with onnxruntime in context (``tuner.calibrate_context``:
+  whole models under the profiler, each node's time inside the real run) for the built-in models
+  and the zoo's ONNX files (or ``--models``); one node at a time (``tuner.calibrate_host``) only
+  for the ops of a model onnxruntime cannot run whole.
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
 """
@@ -28,7 +30,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "--measurements reads a device's measured rows (JSON lines: op, shape, dtype, "
                                    "measured_s).")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--host", action="store_true", help="measure this machine's host ops with onnxruntime")
+    src.add_argument("--host", action="store_true",
+                     help="measure this machine's host ops with onnxruntime, in context (whole models, profiled)")
     src.add_argument("--measurements", metavar="ROWS.jsonl", help="measured device rows (JSON lines)")
     p.add_argument("--hw", metavar="PRESET|FILE",
                    help="with --measurements (required): the hardware the rows were measured on; with --host: "
@@ -42,13 +45,17 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "model and the zoo's ONNX files)")
     p.add_argument("--ops", metavar="OP,...", help="with --host: time only these op kinds (IR names, e.g. conv2d,add)")
     p.add_argument("--max-per-op", type=int, default=100, metavar="N",
-                   help="with --host: at most N shapes of one op kind, spread over its sizes (default 100)")
+                   help="with --host: for the one-node timing of models onnxruntime cannot run whole: at most N "
+                        "shapes of one op kind, spread over its sizes (default 100)")
     p.add_argument("--time-budget", type=float, default=240.0, metavar="S",
                    help="with --host: stop timing after S seconds; kinds are visited round-robin, so each keeps "
                         "shapes (default 240)")
     p.add_argument("--min-time", type=float, default=0.1, metavar="S",
-                   help="with --host: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
+                   help="with --host, one-node timing: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
                         "the median is kept (default 0.1)")
+    p.add_argument("--rounds", type=int, default=5, metavar="N",
+                   help="with --host: runs of each whole model with onnxruntime's profiler, round-robin over the "
+                        "models (medians kept; fewer when half the time budget is spent; default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_progress_arg(p)
     return p
@@ -96,8 +103,10 @@ def _fit_summary(cal, samples, measured) -> dict:
 def _host(args) -> dict:
     import sim
     from tuner.calibrate_host import (TimingOptions, collect_ops, default_sources, load_source, measure_ops,
-                                      source_label)
+                                      op_key, source_label)
     from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, reference_host_of
+    if args.rounds < 1:
+        raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
     if args.max_per_op < 1:
         raise CLIError(f"--max-per-op must be >= 1, got {args.max_per_op}")
     if not (args.time_budget > 0 and math.isfinite(args.time_budget)):
@@ -117,12 +126,23 @@ def _host(args) -> dict:
         label = label if label not in labels else f"{label}({src})"
         labels.add(label)
         graphs.append((label, load_source(src)))
-    items = collect_ops(graphs, ops=ops, max_per_op=args.max_per_op)
-    if not items:
+    # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
+    # timing only for the ops of models onnxruntime could not run whole
+    from tuner.calibrate_context import profile_models
+    budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
+    profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2)
+    ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
+    samples = [host_sample(r.node, host) for r in ctx]
+    seconds = [r.seconds for r in ctx]
+    rows = [{"op": r.node.op, "key": op_key(r.node), "model": r.model, "node": r.node.name, "measured_s": r.seconds,
+             "in_context": True} for r in ctx]
+    failed_labels = {lb for lb, _ in failed}
+    items = collect_ops([(lb, g) for lb, g in graphs if lb in failed_labels], ops=ops, max_per_op=args.max_per_op)
+    if not items and not ctx:
         raise CLIError(f"calibrate: no host op to time ({'none of --ops ' + args.ops if ops else 'the models have none'})")
     from tqdm import tqdm
-    bar = tqdm(total=len(items), desc="calibrate --host", unit="op", file=sys.stderr, leave=False,
-               disable=not progress_enabled(args), dynamic_ncols=True)
+    bar = tqdm(total=len(items), desc="calibrate --host (one-node)", unit="op", file=sys.stderr, leave=False,
+               disable=not progress_enabled(args) or not items, dynamic_ncols=True)
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
 
     def step(h):
@@ -130,28 +150,38 @@ def _host(args) -> dict:
         bar.update(1)
 
     measured, skipped, facts = measure_ops(items, TimingOptions(min_time_s=args.min_time), budget_s=budget,
-                                           on_step=step)
+                                           on_step=step) if items else ([], [], {})
     bar.close()
-    samples = [host_sample(m.op.node, host) for m in measured]
-    rows = [{"op": m.op.op, "key": m.op.key, "model": m.op.model, "measured_s": m.seconds} for m in measured]
+    samples += [host_sample(m.op.node, host) for m in measured]
+    seconds += [m.seconds for m in measured]
+    rows += [{"op": m.op.op, "key": m.op.key, "model": m.op.model, "measured_s": m.seconds, "in_context": False}
+             for m in measured]
+    skipped = [(lb, f"onnxruntime cannot run the whole model: {why}") for lb, why in failed] + skipped
+    if not samples:
+        raise CLIError("calibrate: no host op could be timed (" + "; ".join(f"{k}: {r}" for k, r in skipped[:2]) + ")")
+    facts = {"intra_op_threads": ort.SessionOptions().intra_op_num_threads, "run_overhead_s": None,
+             "dispatch_s": None, **facts, "wall_s": time.perf_counter() - t0,
+             "whole_models": {p.model: {"median_s": p.whole_s, "profiled_run_s": p.profiled_run_s, "runs": p.runs}
+                              for p in profiled}}
     fp = machine_fingerprint()
-    cal = fit_calibration(samples, [m.seconds for m in measured], kind="host", fingerprint=fp["fingerprint"],
+    cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
                           hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows,
                           reference_host=reference_host_of(host),
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
-                                "dispatch_s": facts["dispatch_s"],
+                                "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
+                                "whole_models": facts["whole_models"],
                                 "models": [label for label, _ in graphs], "timing_s": facts["wall_s"]})
     cal.save(args.output)
     kinds: dict[str, int] = {}
-    for m in measured:
-        kinds[m.op.op] = kinds.get(m.op.op, 0) + 1
+    for r in rows:
+        kinds[r["op"]] = kinds.get(r["op"], 0) + 1
     return {"output": args.output, "kind": "host", "hardware": cal.hardware, "fingerprint": cal.fingerprint,
             "data_sha256": cal.data_sha256, "rows": len(rows), "ops": kinds,
             "skipped": [{"key": k, "reason": r} for k, r in skipped], "intra_op_threads": facts["intra_op_threads"],
             "run_overhead_s": facts["run_overhead_s"], "dispatch_s": facts["dispatch_s"],
             "onnxruntime": ort.__version__,
-            "fit": _fit_summary(cal, samples, [m.seconds for m in measured]), "wall_s": time.perf_counter() - t0}
+            "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0}
 
 
 def _device(args) -> dict:

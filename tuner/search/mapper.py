@@ -20,7 +20,7 @@ from sim.hw.hierarchy import Hierarchy
 from sim.mapping.mapping import Mapping
 from sim.workload.nest import Nest
 
-from .mapsearch import Costs, MapSearchConfig, MapSearchResult, search
+from .mapsearch import Costs, MapSearchConfig, MapSearchResult, evaluate_all, search
 from sim.cost.engines.batch import MappingArrays
 
 from sim.mapping.mapspace import LevelConstraint, Mapspace, MapspaceError
@@ -60,6 +60,10 @@ def search_mapping(hier: Hierarchy, nest: Nest, metric: str = "edp", budget: int
     # Eyeriss's own dataflow where it applies, on a preset's space (a Timeloop file's search
     # keeps Timeloop's mapper's space and seeds)
     rs = row_stationary_rows(space, hier, nest) if not (constraints or spatial_one_axis) else ()
+    if hier.family == "row_stationary" and len(rs):
+        # the hardware runs only the RS family (its compiler's), a few dozen rows: every one is
+        # evaluated, and nothing outside it is a candidate
+        return space, evaluate_all(space, evaluate, metric, rs, keep_top=keep_top)
     if len(rs):
         seeds = rs if seeds is None else np.concatenate([seeds, rs])
     cfg = MapSearchConfig(evaluations=budget, time_limit_s=time_limit_s, seed=seed, keep_top=keep_top,

@@ -214,6 +214,22 @@ def search(space: Mapspace, evaluate: Evaluator, metric: str = "edp", config: Ma
     return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, gens, tuple(arch.history), arch.top[0])
 
 
+def evaluate_all(space: Mapspace, evaluate: Evaluator, metric: str, rows: np.ndarray,
+                 keep_top: int = 0) -> MapSearchResult:
+    """The best of a given finite set of rows, every one evaluated (no evolution): for a
+    hardware whose mapping space is a small family, e.g. an Eyeriss chip's row-stationary
+    mappings."""
+    metric_keys(metric, Costs(np.ones(1), np.ones(1)))   # validates the metric
+    t0 = time.perf_counter()
+    arch = _Archive(space, evaluate, metric, keep_top)
+    genes, keys = arch.fresh(np.atleast_2d(rows))
+    arch.run(genes, keys)
+    if arch.best is None:
+        raise MapSearchError("the cost model rejected every mapping it was given")
+    g, cyc, en = arch.best
+    return MapSearchResult(g, cyc, en, arch.n, time.perf_counter() - t0, 0, tuple(arch.history), arch.top[0])
+
+
 def _descend(space: Mapspace, arch: _Archive, budget, out_of_time) -> None:
     """First the best row's neighbours, then the neighbours of the best of those, until no
     neighbour improves, the budget is spent or the time is up."""
@@ -227,5 +243,6 @@ def _descend(space: Mapspace, arch: _Archive, budget, out_of_time) -> None:
             break
 
 
-__all__ = ["METRICS", "Costs", "Evaluator", "MapSearchConfig", "MapSearchResult", "MapSearchError", "search",
+__all__ = ["METRICS", "Costs", "Evaluator", "MapSearchConfig", "MapSearchResult", "MapSearchError", "evaluate_all",
+           "search",
            "metric_keys"]

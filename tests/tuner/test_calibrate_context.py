@@ -1,0 +1,135 @@
+"""Issue 19 (3): host ops timed in context (``tuner.calibrate_context``): profiler events are
+attributed to IR nodes by name (longest prefix, fused kernels to the node they are named after),
+the run's rest is shared so a model's rows add up to its run, and a real profiled run gives a row
+per node; the calibration's context features (op class, weights, after a MAC op)."""
+import numpy as np
+import pytest
+
+from tuner.calibrate_context import FLOOR_S, attribute, fused_groups
+
+
+def _run(ts, dur):
+    return {"cat": "Session", "name": "model_run", "ts": ts, "dur": dur}
+
+
+def _kernel(name, ts, dur):
+    return {"cat": "Node", "name": f"{name}_kernel_time", "ts": ts, "dur": dur}
+
+
+def test_events_go_to_the_longest_named_node_and_runs_add_up():
+    names = ["conv", "conv_1", "bn", "relu"]
+    events = [_run(0, 1000), _kernel("conv/Conv", 10, 300), _kernel("conv_1_nchwc", 320, 200),
+              _kernel("ReorderOutput", 600, 100),                        # no IR name: part of the rest
+              _run(2000, 600), _kernel("conv/Conv", 2010, 100), _kernel("relu/Relu", 2200, 50),
+              _kernel("late", 5000, 7)]                                   # outside every run: ignored
+    a = attribute(events, names)
+    assert len(a) == 2
+    r0, r1 = a
+    rest0 = (1000 - 500) * 1e-6 / 4          # the reorder and the gaps, shared by the 4 nodes
+    assert r0["conv"] == pytest.approx(300e-6 + rest0)
+    assert r0["conv_1"] == pytest.approx(200e-6 + rest0)  # 'conv_1_nchwc' is conv_1's, not conv's
+    assert r0["bn"] == pytest.approx(rest0) and r0["__kernel__bn"] == 0.0  # fused away: the rest only
+    assert sum(r0[n] for n in names) == pytest.approx(1000e-6)
+    assert sum(r1[n] for n in names) == pytest.approx(600e-6)
+    assert r1["__kernel__relu"] == pytest.approx(50e-6) and r1["__kernel__conv_1"] == 0.0
+
+
+def test_a_fused_kernel_is_shared_with_the_nodes_it_absorbed():
+    # conv -> bn -> relu fused into one kernel named after relu; add has its own kernel and takes
+    # relu's output, so it is no part of the group; x is a graph input (no producer node)
+    names = ["conv", "bn", "relu", "add"]
+    producers = {"conv": [], "bn": ["conv"], "relu": ["bn"], "add": ["relu"]}
+    weights = {"conv": 8.0, "bn": 1.0, "relu": 1.0, "add": 5.0}
+    events = [_run(0, 1000), _kernel("relu_nchwc", 0, 500), _kernel("add/Add", 500, 100)]
+    assert fused_groups(names, producers, {"relu", "add"}) == {"add": ["add"], "relu": ["relu", "bn", "conv"]}
+    r = attribute(events, names, producers=producers, weights=weights)[0]
+    assert r["__kernel__conv"] == pytest.approx(400e-6)   # 8/10 of the fused kernel
+    assert r["__kernel__bn"] == pytest.approx(50e-6) and r["__kernel__relu"] == pytest.approx(50e-6)
+    assert r["__kernel__add"] == pytest.approx(100e-6)
+    assert sum(r[n] for n in names) == pytest.approx(1000e-6)
+    # without producers the owner keeps it all (the old attribution)
+    assert attribute(events, names)[0]["__kernel__relu"] == pytest.approx(500e-6)
+
+
+def test_a_run_with_no_rest_keeps_a_positive_floor():
+    a = attribute([_run(0, 100), _kernel("x/Add", 0, 100)], ["x", "y"])[0]
+    assert a["x"] == pytest.approx(100e-6) and a["y"] == FLOOR_S
+
+
+def test_profiled_rows_cover_the_nodes_and_add_up_to_the_run():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+    from tuner.calibrate_host import CONTROL, walk_nodes
+    g = models.get("bert_tiny")
+    (p,), failed = profile_models([("bert_tiny", g)], rounds=2)
+    assert failed == [] and p.runs == 2 and p.whole_s > 0
+    want = {n.name for n in walk_nodes(g) if n.op not in CONTROL}
+    assert {r.node.name for r in p.rows} == want
+    assert sum(r.seconds for r in p.rows) == pytest.approx(p.profiled_run_s, rel=1e-6)
+    assert all(r.seconds >= r.kernel_s >= 0 for r in p.rows)
+    assert sum(r.kernel_s > 0 for r in p.rows) >= len(want) // 3   # most kernels were found by name
+
+
+def test_batches_bound_memory_and_keep_the_order():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+    graphs = [(n, models.get(n)) for n in ("bert_tiny", "byoc_demo")]
+    one, _ = profile_models(graphs, rounds=1, max_batch_bytes=1)   # each model a batch of its own
+    both, _ = profile_models(graphs, rounds=1)
+    assert [p.model for p in one] == [p.model for p in both] == ["bert_tiny", "byoc_demo"]
+    assert [len(p.rows) for p in one] == [len(p.rows) for p in both]
+
+
+def test_a_model_onnxruntime_cannot_run_is_reported_not_fatal():
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+
+    class Broken:  # the exporter fails on it: reported with the model's label
+        nodes = ()
+    out, failed = profile_models([("broken", Broken()), ("byoc_demo", models.get("byoc_demo"))], rounds=1)
+    assert [p.model for p in out] == ["byoc_demo"] and failed[0][0] == "broken" and "\n" not in failed[0][1]
+
+
+def test_context_features():
+    import sim
+    from partition import models
+    from tuner.calibration import NUMERIC, host_sample
+    g = models.get("resnet18")
+    host = sim.hw.config.HostConfig()
+    conv = next(n for n in g.nodes if n.op == "conv2d")
+    bn = next(n for n in g.nodes if n.op == "batch_norm" and n.inputs[0].producer is conv)
+    s_conv, s_bn = host_sample(conv, host), host_sample(bn, host)
+    w = conv.inputs[1]
+    assert s_conv.weight_bytes == sum(int(np.prod(v.shape)) * 4 for v in conv.inputs if v.is_const) >= w.data.nbytes
+    assert s_bn.after_mac and not s_conv.after_mac
+    f_conv, f_bn = dict(zip(NUMERIC, s_conv.numeric())), dict(zip(NUMERIC, s_bn.numeric()))
+    assert f_conv["class_gemm"] == 1 and f_conv["class_normalisation"] == 0
+    assert f_bn["class_normalisation"] == 1 and f_bn["after_mac"] == 1
+    assert f_conv["log_weight_bytes"] == pytest.approx(np.log10(s_conv.weight_bytes + 1))
+    assert s_conv.key() != s_bn.key()
+
+
+def test_calibrate_host_falls_back_to_one_node_timing(tmp_path, capsys, monkeypatch):
+    """A model onnxruntime cannot run whole has its ops timed one node at a time, and says so."""
+    pytest.importorskip("onnxruntime")
+    import json
+    import tuner.calibrate_context as cc
+    from tuner.cli import main
+    monkeypatch.setattr(cc, "profile_models", lambda graphs, **kw: ([], [(graphs[0][0], "boom")]))
+    out = tmp_path / "h.json"
+    assert main(["calibrate", "--host", "--models", "bert_tiny", "--ops", "add,softmax,dense", "--max-per-op", "2",
+                 "--min-time", "0", "-o", str(out), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["in_context_rows"] == 0 and s["rows"] >= 4 and set(s["ops"]) == {"add", "softmax", "dense"}
+    assert max(s["ops"].values()) <= 2  # --max-per-op applies to the one-node timing
+    assert s["skipped"][0]["key"] == "bert_tiny" and "boom" in s["skipped"][0]["reason"]
+
+
+def test_calibrate_host_refuses_zero_rounds(tmp_path, capsys):
+    from tuner.cli import main
+    assert main(["calibrate", "--host", "--rounds", "0", "-o", str(tmp_path / "h.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("accel-tune: error:") and "--rounds" in err and "\n" not in err
