@@ -111,12 +111,12 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     variety): a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
     gets 4 x 3 from two dims when no dim alone has 12."""
     reach: dict[int, tuple[int, ...]] = {1: ()}
-    for k in rng.permutation(len(primes)):
+    for k in rng.permutation(len(primes)).tolist():
         g, f = primes[k]
-        for prod, used in list(reach.items()):
-            q = prod * f
-            if q <= fan and q not in reach:
-                reach[q] = used + (g,)
+        # one prime maps distinct products to distinct products: the new ones of this step, in
+        # the order they were reached, are added at once (as one insertion at a time adds them)
+        reach.update([(prod * f, used + (g,)) for prod, used in reach.items()
+                      if prod * f <= fan and prod * f not in reach])
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
     return list(reach[best])
 
@@ -142,8 +142,10 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
             if fan <= 1 or not len(free):
                 continue
             trial = slots.copy()
+            vals = space.prime_val[free]
+            still = slots[:, free] == outer[free]                  # [n, free] primes still outermost
             for r in range(n):
-                at_outer = [(int(j), int(space.prime_val[j])) for j in free if slots[r, j] == outer[j]]
+                at_outer = list(zip(free[still[r]].tolist(), vals[still[r]].tolist()))
                 trial[r, _pack(at_outer, fan, rng)] = s
             ok = space.valid(space.join(trial, perms, keep))
             slots[ok] = trial[ok]
