@@ -328,8 +328,9 @@ class Mapspace:
             fan[:, :, 1] |= ((F[:, 0::3, :] > 1) & (F[:, 1::3, :] > 1)).any(axis=2)
         return cap, fan
 
-    def valid(self, genes: np.ndarray) -> np.ndarray:
-        """Legal rows: every gene inside the space's constraints, capacity and fan-out respected."""
+    def valid(self, genes: np.ndarray, limits: bool = True) -> np.ndarray:
+        """Legal rows: every gene inside the space's constraints, capacity and fan-out respected
+        (``limits=False``: the constraints alone, capacity and fan-outs unchecked)."""
         g = np.atleast_2d(genes)
         if g.shape[1] != self.n_genes:
             return np.zeros(len(g), dtype=bool)
@@ -345,7 +346,7 @@ class Mapspace:
         forced = self.keep_forced >= 0
         ok &= np.all(((keep == 0) | (keep == 1)), axis=(1, 2))
         ok &= np.all(np.where(forced[None], keep == self.keep_forced[None], True), axis=(1, 2))
-        if ok.any():
+        if limits and ok.any():
             cap, fan = self.violations(np.where(ok[:, None], g, self._anchor()[None, :]))
             ok &= ~cap.any(axis=1) & ~fan.any(axis=(1, 2))
         return ok

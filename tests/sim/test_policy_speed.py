@@ -68,7 +68,11 @@ PINNED = [
 
 
 @pytest.mark.parametrize("preset,mnk,want", PINNED)
-def test_default_mapping_unchanged_on_gemms(preset, mnk, want):
+def test_default_mapping_unchanged_on_gemms(preset, mnk, want, monkeypatch):
+    from sim.cost.engines import batch
+    # the numpy form throughout: the jit kernel's energies may differ in the last bit, which can
+    # break a tie between two mappings of equal cycles differently
+    monkeypatch.setattr(batch, "_jit_worth_asking", lambda: False)
     hw = sim.load_hw(preset)
     _, stats = default_mapping(hierarchy_of(hw), ml.kernel_nest(Workload.gemm(*mnk, dtype_bytes=2), hw))
     assert stats.cycles == want[0] and stats.evaluations == want[2]
