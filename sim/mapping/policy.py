@@ -111,12 +111,12 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     variety): a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
     gets 4 x 3 from two dims when no dim alone has 12."""
     reach: dict[int, tuple[int, ...]] = {1: ()}
-    for k in rng.permutation(len(primes)):
+    for k in rng.permutation(len(primes)).tolist():
         g, f = primes[k]
-        for prod, used in list(reach.items()):
-            q = prod * f
-            if q <= fan and q not in reach:
-                reach[q] = used + (g,)
+        # one prime maps distinct products to distinct products: the new ones of this step, in
+        # the order they were reached, are added at once (as one insertion at a time adds them)
+        reach.update([(prod * f, used + (g,)) for prod, used in reach.items()
+                      if prod * f <= fan and prod * f not in reach])
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
     return list(reach[best])
 
@@ -135,6 +135,20 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
                                 enumerate(np.argsort(rng.random((L, D)), axis=1))]) for _ in range(n)])
     keep = np.broadcast_to(np.where(space.keep_forced >= 0, space.keep_forced, 1), (n, L, space.n_tensors))
     rows = np.arange(n)
+    # Moves go only to allowed slots and perms and keep never change, so a row's structural
+    # legality (``Mapspace.valid`` less capacity and fan-outs) is fixed: every prime starts at
+    # its outermost allowed slot. Each trial then checks capacity and fan-outs of the rows it
+    # changes only (the same answer as ``valid`` of every row, at a fraction of its passes).
+    sound = space.valid(space.join(slots, perms, keep), limits=False)
+
+    def fits(trial: np.ndarray, moved: np.ndarray) -> np.ndarray:
+        ok = sound & moved
+        at = np.flatnonzero(ok)
+        if len(at):
+            cap, fan = space.violations(space.join(trial[at], perms[at], keep[at]))
+            ok[at] = ~cap.any(axis=1) & ~fan.any(axis=(1, 2))
+        return ok
+
     for lv in range(L - 1, -1, -1):
         for k in (0, 1):
             s, fan = 3 * lv + k, int(space.fanout[lv, k])
@@ -142,10 +156,12 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
             if fan <= 1 or not len(free):
                 continue
             trial = slots.copy()
+            vals = space.prime_val[free]
+            still = slots[:, free] == outer[free]                  # [n, free] primes still outermost
             for r in range(n):
-                at_outer = [(int(j), int(space.prime_val[j])) for j in free if slots[r, j] == outer[j]]
+                at_outer = list(zip(free[still[r]].tolist(), vals[still[r]].tolist()))
                 trial[r, _pack(at_outer, fan, rng)] = s
-            ok = space.valid(space.join(trial, perms, keep))
+            ok = fits(trial, (trial != slots).any(axis=1))
             slots[ok] = trial[ok]
     order = np.argsort(rng.random((n, P)), axis=1)
     for lv in range(L):
@@ -159,7 +175,7 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
                 continue
             trial = slots.copy()
             trial[rows[cand], j[cand]] = s
-            ok = cand & space.valid(space.join(trial, perms, keep))
+            ok = fits(trial, cand)
             slots[ok] = trial[ok]
     out = space.join(slots, perms, keep)
     return out[space.valid(out)]

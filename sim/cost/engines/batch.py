@@ -26,6 +26,7 @@ rows with a spatial dim that indexes two ranks of one tensor are evaluated by
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
@@ -284,13 +285,13 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
     a compile: ``_jit_pays``). Both give the same numbers (tested). ``specialise`` (jit only): the kernel
     generated for this (hierarchy, nest) shape (True), the generic one (False), or None: the
     generated one when it is compiled already or the batch is large (``movement_jit.run``)."""
-    from . import jit as movement_jit
     if engine not in ("auto", "numpy", "jit"):
         raise ValueError(f"engine must be auto, numpy or jit, got {engine!r}")
+    movement_jit = _jit_module() if engine == "jit" or (engine == "auto" and _jit_worth_asking()) else None
     if engine == "jit" and not movement_jit.available():
         raise ValueError("engine='jit' needs numba (pip install 'accel-tune[fast]')")
     st = _structure(hier, nest)
-    if engine == "jit" or (engine == "auto" and _jit_pays(movement_jit)):
+    if engine == "jit" or (movement_jit is not None and _jit_pays(movement_jit)):
         reads, fills, updates, util, tcyc, cycles, energy, flagged = movement_jit.run(st, m, specialise=specialise)
         return _fallback(hier, nest, m, reads, fills, updates, util, tcyc, cycles, energy, flagged)
     t0 = time.process_time()
@@ -308,6 +309,22 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
 # then pays the compile, never more than twice the better of the two choices. A kernel already
 # compiled, in this process or in numba's cache on disk, is used at once.
 _NUMPY_SPENT = [0.0]
+
+
+# CPU seconds of importing numba (~0.45 s) and loading a kernel from its disk cache (~0.5 s): until
+# the numpy form has spent that much, ``auto`` does not even import the jit module (unless this
+# process imported it already, which costs nothing more), so a short run (one LLM serving point, a
+# few dozen small batches) pays neither; past it, the rent-or-buy rule below decides as before.
+JIT_LOAD_S = 1.0
+
+
+def _jit_worth_asking() -> bool:
+    return __package__ + ".jit" in sys.modules or _NUMPY_SPENT[0] >= JIT_LOAD_S
+
+
+def _jit_module():
+    from . import jit as movement_jit      # imports numba when installed: deferred (see JIT_LOAD_S)
+    return movement_jit
 
 
 def _jit_pays(movement_jit) -> bool:
