@@ -23,13 +23,15 @@ import glob
 import os
 import time
 import warnings
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 CONTROL = ("if", "loop", "call")
-SHARED_MODELS = "/work/shared/models"  # the zoo's ONNX files when present (docs/TUNING.md)
+# the shared real models beside the checkout (../shared/models), when present (docs/TUNING.md)
+SHARED_MODELS = str(Path(__file__).resolve().parents[2] / "shared" / "models")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ class TimingOptions:
 
 def default_sources() -> list[str]:
     """The built-in models by name and the zoo's ONNX files (``experiments/zoo`` exports to
-    ``/work/shared/models``), whichever exist."""
+    ``../shared/models`` beside the checkout), whichever exist."""
     from partition import models
     names = [m.name for m in models.list_models()]
     return names + sorted(glob.glob(os.path.join(SHARED_MODELS, "*.onnx")))
