@@ -488,32 +488,49 @@ class Mapspace:
 
 
 def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
-    """Every legal row one change away: one prime in another allowed slot, two free loops of one
-    level swapped, one free keep bit flipped."""
-    out = []
+    """Every legal mapping one change away, in the order its first gene row has among all single
+    changes: one prime in another allowed slot, two free loops of one level swapped, one free keep
+    bit flipped. A move of a prime equal to one already moved from the same slot is left out (the
+    same mapping); other repeats (two unit loops swapped) stay for the caller's ``keys``."""
     P, D = space.n_primes, space.n_dims
+    row = np.asarray(row)
+    # equal primes of one dim in one slot are interchangeable: moving any of them gives the same
+    # mapping (the same ``keys``), so only the first is moved (a 2^17-long dim has 17 of them)
+    moved: set = set()
+    genes, slots = [], []
     for j in range(P):
-        for s in np.flatnonzero(space.allowed[j]):
-            if s != row[j]:
-                r = row.copy()
-                r[j] = s
-                out.append(r)
+        group = (int(space.prime_dim[j]), int(space.prime_val[j]), int(row[j]), space.allowed[j].tobytes())
+        if group in moved:
+            continue
+        moved.add(group)
+        to = np.flatnonzero(space.allowed[j])
+        to = to[to != row[j]]
+        genes.append(np.full(len(to), j))
+        slots.append(to)
     for lv in range(space.n_levels):
-        nfix = len(space.perm_fixed[lv])
         base = P + lv * D
-        for i in range(nfix, D):
-            for k in range(i + 1, D):
-                r = row.copy()
-                r[base + i], r[base + k] = row[base + k], row[base + i]
-                out.append(r)
+        i, k = np.triu_indices(D, 1)
+        free = i >= len(space.perm_fixed[lv])
+        genes.append(np.stack([base + i[free], base + k[free]], axis=1))   # a swap: two genes
+        slots.append(None)
     kb = P + space.n_levels * D
-    for col in np.flatnonzero((space.keep_forced < 0).ravel()):
-        r = row.copy()
-        r[kb + col] ^= 1
-        out.append(r)
-    if not out:
+    flips = kb + np.flatnonzero((space.keep_forced < 0).ravel())
+    parts = []
+    for g, s in zip(genes, slots):
+        if s is None:                                   # swaps of two loops
+            r = np.repeat(row[None, :], len(g), axis=0)
+            at = np.arange(len(g))
+            r[at, g[:, 0]], r[at, g[:, 1]] = row[g[:, 1]], row[g[:, 0]]
+        else:                                           # one prime to another slot
+            r = np.repeat(row[None, :], len(g), axis=0)
+            r[np.arange(len(g)), g] = s
+        parts.append(r)
+    r = np.repeat(row[None, :], len(flips), axis=0)
+    r[np.arange(len(flips)), flips] ^= 1
+    parts.append(r)
+    nb = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros((0, len(row)), dtype=np.int64)
+    if not len(nb):
         return np.zeros((0, len(row)), dtype=np.int64)
-    nb = np.stack(out)
     return nb[space.valid(nb)]
 
 

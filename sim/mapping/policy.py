@@ -110,15 +110,23 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     whose product is the largest within ``fan`` (now and then a random reachable one, for
     variety): a subset-product search over at most ``fan`` reachable products, so a 12-wide axis
     gets 4 x 3 from two dims when no dim alone has 12."""
-    reach: dict[int, tuple[int, ...]] = {1: ()}
+    # product -> (the product it was reached from, the gene that multiplied it): the genes of a
+    # product follow from its chain, so no tuple of genes is built per product
+    reach: dict[int, tuple[int, int]] = {1: (0, -1)}
     for k in rng.permutation(len(primes)).tolist():
         g, f = primes[k]
+        lim = fan // f
         # one prime maps distinct products to distinct products: the new ones of this step, in
         # the order they were reached, are added at once (as one insertion at a time adds them)
-        reach.update([(prod * f, used + (g,)) for prod, used in reach.items()
-                      if prod * f <= fan and prod * f not in reach])
+        new = [prod for prod in reach if prod <= lim and prod * f not in reach]
+        for prod in new:
+            reach[prod * f] = (prod, g)
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
-    return list(reach[best])
+    used = []
+    while best != 1:
+        best, g = reach[best]
+        used.append(g)
+    return used[::-1]
 
 
 def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray:

@@ -138,3 +138,51 @@ def test_a_fully_constrained_space_has_one_mapping():
     assert res.evaluations == 1
     m = to_mapping(space, res.genes)
     assert (m.levels[0].t("N"), m.levels[1].t("M"), m.levels[1].t("K"), m.levels[2].t("M")) == (3, 2, 2, 2)
+
+
+def _every_single_change(space, row):
+    """Brute force: every row one gene-change away (a prime moved, two free loops swapped, a free
+    keep bit flipped), legal ones only."""
+    out = []
+    P, D = space.n_primes, space.n_dims
+    for j in range(P):
+        for s in np.flatnonzero(space.allowed[j]):
+            if s != row[j]:
+                r = row.copy()
+                r[j] = s
+                out.append(r)
+    for lv in range(space.n_levels):
+        for i in range(len(space.perm_fixed[lv]), D):
+            for k in range(i + 1, D):
+                r = row.copy()
+                b = P + lv * D
+                r[b + i], r[b + k] = row[b + k], row[b + i]
+                out.append(r)
+    kb = P + space.n_levels * D
+    for col in np.flatnonzero((space.keep_forced < 0).ravel()):
+        r = row.copy()
+        r[kb + col] ^= 1
+        out.append(r)
+    nb = np.stack(out)
+    return nb[space.valid(nb)]
+
+
+@pytest.mark.parametrize("dims", [(64, 128, 256), (8, 96, 40), (1, 2048, 16)])
+def test_neighbours_are_each_mapping_one_change_away_once(dims):
+    """Equal primes of a dim in one slot are interchangeable: neighbours moves only the first, and
+    still gives every mapping of the brute-force single changes, first seen in the same order."""
+    from sim.hw.config_hierarchy import hierarchy_of
+    from sim.hw.config import load_hw
+    from sim.cost.multilevel import kernel_nest
+    from sim.workload.workload import Workload
+    hw = load_hw("a100-sxm-80gb")
+    hier = hierarchy_of(hw)
+    nest = kernel_nest(Workload.gemm(*dims, dtype_bytes=2), hw)
+    space = build_space(hier, nest)
+    for seed in range(3):
+        row = space.sample(1, np.random.default_rng(seed))[0]
+        got = neighbours(space, row)
+        want = _every_single_change(space, row)
+        assert len(got) < len(want)                       # the interchangeable moves are left out
+        first = [list(dict.fromkeys(k.tobytes() for k in space.keys(r))) for r in (got, want)]
+        assert first[0] == first[1]                       # the same mappings, first seen in the same order
