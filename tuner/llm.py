@@ -22,7 +22,7 @@ from sim import HardwareConfig, Schedule, Workload
 from sim.graph.phase_kernels import Coster, default_coster
 from sim.graph.serving import ServingPoint, ServingReport, serve
 
-from .records import Record, append_record, load_records, select
+from .records import Record, append_record, best_records, load_records
 
 
 DEFAULT_MEASURER = "default"
@@ -33,13 +33,9 @@ def record_schedules(log: str | Path | None, hw: HardwareConfig) -> tuple[dict[s
     first, else a cached default), and each one's source label."""
     if log is None:
         return {}, {}
-    best: dict[str, tuple[bool, float, Schedule]] = {}
-    for r in select(load_records(log), hw_fingerprint=hw.fingerprint()):
-        rank = (r.measurer == DEFAULT_MEASURER, r.cycles)
-        if r.workload_key not in best or rank < best[r.workload_key][:2]:
-            best[r.workload_key] = (*rank, r.schedule)
-    return ({k: s for k, (_, _, s) in best.items()},
-            {k: "cached default" if d else "tuned" for k, (d, _, _) in best.items()})
+    best = best_records(load_records(log), hw.fingerprint(), rank=lambda r: (r.measurer == DEFAULT_MEASURER, r.cycles))
+    return ({k: r.schedule for k, r in best.items()},
+            {k: "cached default" if r.measurer == DEFAULT_MEASURER else "tuned" for k, r in best.items()})
 
 
 def _mac_workloads(source: Any, hw: HardwareConfig, point: ServingPoint) -> list[Workload]:

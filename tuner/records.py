@@ -14,7 +14,7 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from sim import Schedule, ScheduleError
 
@@ -121,11 +121,19 @@ def select(records: Iterable[Record], workload_key: str | None = None, hw_finger
             and (measurer is None or r.measurer == measurer)]
 
 
+def best_records(records: Iterable[Record], hw_fingerprint: str | None = None, measurer: str | None = None,
+                 rank: Callable[[Record], Any] = lambda r: r.cycles) -> dict[str, Record]:
+    """The best record of every workload (the lowest ``rank``, by default the fewest cycles; ties:
+    the first measured), on one hardware when ``hw_fingerprint`` is given."""
+    best: dict[str, Record] = {}
+    for r in select(records, None, hw_fingerprint, measurer):
+        b = best.get(r.workload_key)
+        if b is None or rank(r) < rank(b):
+            best[r.workload_key] = r
+    return best
+
+
 def best_record(records: Iterable[Record], workload_key: str, hw_fingerprint: str,
                 measurer: str | None = None) -> Record | None:
     """The fastest record of one workload on one hardware (ties: the first measured)."""
-    best = None
-    for r in select(records, workload_key, hw_fingerprint, measurer):
-        if best is None or r.cycles < best.cycles:
-            best = r
-    return best
+    return best_records(select(records, workload_key), hw_fingerprint, measurer).get(workload_key)

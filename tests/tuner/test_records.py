@@ -7,7 +7,7 @@ import pytest
 
 import sim
 from tuner.search.measure import AnalyticalMeasurer
-from tuner.records import Record, RecordsError, append_record, best_record, load_records, select
+from tuner.records import Record, RecordsError, append_record, best_record, best_records, load_records, select
 from tuner.tune_kernels import tune_kernels
 
 HW = sim.load_hw("edge-npu")
@@ -85,3 +85,13 @@ def test_resume_does_not_remeasure(tmp_path):
     assert more.tasks[0].cycles <= first.tasks[0].cycles
     other_hw = tune_kernels([WL], sim.load_hw("cloud-npu"), trials=8, log=log, measurer=m, progress=False)
     assert other_hw.reused == 0 and other_hw.measurements == 8
+
+
+def test_best_records_ranks_every_workload_on_one_hardware():
+    b = sim.Workload.gemm(8, 8, 8)
+    rs = [rec(16, 90.0, measurer="default"), rec(32, 120.0), rec(16, 70.0, wl=b), rec(16, 10.0, wl=b, fp="f2")]
+    best = best_records(rs, "f1")
+    assert {k: r.cycles for k, r in best.items()} == {WL.key: 90.0, b.key: 70.0}
+    # a real measurer's record before a cached default, whatever their cycles (what `llm --log` takes)
+    real_first = best_records(rs, "f1", rank=lambda r: (r.measurer == "default", r.cycles))
+    assert real_first[WL.key].cycles == 120.0 and real_first[WL.key].measurer == "tile"
