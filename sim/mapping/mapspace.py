@@ -271,28 +271,18 @@ class Mapspace:
     # ------------------------------------------------------------------ derived quantities
     def factors(self, genes: np.ndarray) -> np.ndarray:
         """[n, S, D] factor of every dim in every slot (slot 3L + X/Y/T): each prime gene
-        multiplies its cell (a loop over the few prime genes, vectorised over rows; measured
-        faster than a bincount of logs at 1024 rows)."""
+        multiplies its cell, all at once by one unbuffered ``multiply.at`` (exact integers;
+        measured 2-9x faster than a pass per gene or a bincount per distinct prime, 1-200 rows)."""
         slots, _, _ = self.split(genes)
         n = len(slots)
         S, D = 3 * self.n_levels, self.n_dims
-        F = np.ones((n, S, D), dtype=np.int64)
-        if n * self.n_primes < 4096 or len(self._prime_groups) > 3:
-            rows = np.arange(n)
-            for j in range(self.n_primes):
-                F[rows, slots[:, j], self.prime_dim[j]] *= self.prime_val[j]
-            return F
-        # many genes of few distinct primes (a 2^17-long dim has 17): per prime, its exponent in
-        # every cell by one bincount, then an exact integer power, instead of one pass per gene
-        cell = (np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]
-        for p, js in self._prime_groups:
-            F *= p ** np.bincount(cell[:, js].ravel(), minlength=n * S * D).reshape(n, S, D)
-        return F
-
-    @cached_property
-    def _prime_groups(self) -> tuple[tuple[int, np.ndarray], ...]:
-        """(prime, the genes carrying it) per distinct prime value."""
-        return tuple((int(p), np.flatnonzero(self.prime_val == p)) for p in np.unique(self.prime_val))
+        F = np.ones(n * S * D, dtype=np.int64)
+        if self.n_primes and n:
+            if slots.min() < 0 or slots.max() >= S:    # a flat index would land in another row's cells
+                raise IndexError(f"prime slot outside 0..{S - 1}")
+            cell = (np.arange(n)[:, None] * S + slots) * D + self.prime_dim[None, :]
+            np.multiply.at(F, cell.ravel(), np.broadcast_to(self.prime_val, cell.shape).ravel())
+        return F.reshape(n, S, D)
 
     def tile_words(self, F: np.ndarray) -> np.ndarray:
         """[n, L, T] words of each tensor's tile at each level (the box of all slots at and below
