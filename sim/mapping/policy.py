@@ -113,14 +113,19 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     # product -> (the product it was reached from, the gene that multiplied it): the genes of a
     # product follow from its chain, so no tuple of genes is built per product
     reach: dict[int, tuple[int, int]] = {1: (0, -1)}
+    spent: dict[int, int] = {}     # prime value -> the size of reach when that value last added nothing
     for k in rng.permutation(len(primes)).tolist():
         g, f = primes[k]
+        if spent.get(f) == len(reach):
+            continue               # reach has not grown since a prime of this value added nothing
         lim = fan // f
         # one prime maps distinct products to distinct products: the new ones of this step, in
         # the order they were reached, are added at once (as one insertion at a time adds them)
         new = [prod for prod in reach if prod <= lim and prod * f not in reach]
         for prod in new:
             reach[prod * f] = (prod, g)
+        if not new:
+            spent[f] = len(reach)
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
     used = []
     while best != 1:
