@@ -3,10 +3,13 @@
 
 Why: a one-node model keeps its weights in cache between repeats and pays no inter-op cost, so
 its time is far below what the same op costs inside the whole model (docs/TUNING.md). Here each
-model is exported (``partition.onnx.export.graph_to_onnx``) and run with onnxruntime's *default*
-session options plus ``enable_profiling``; the trace gives each kernel's time inside the real
-run, with the real cache state. Models are run round-robin (one run of each per round), so the
-load of a shared machine hits them alike, and medians over rounds are kept.
+model is exported (``partition.onnx.export.graph_to_onnx``) and timed **alone**, one onnxruntime
+session open at a time: first a plain session with the *default* session options (warm-ups, then
+timed runs until a minimum time and count; the median is the model's latency, ``Profiled.whole_s``),
+closed; then a session with ``enable_profiling`` whose trace gives each kernel's time inside the real
+run, with the real cache state, closed. (Sessions kept open together and run interleaved steal cores
+from each other, since onnxruntime's intra-op threads spin after a run: whole-model medians came out
+1.2-7x too slow and unstable.) The load average before and after each model is recorded.
 
 What a node's in-context time is (``attribute``):
 - a kernel event belongs to the IR node whose name, or the name of one of its outputs, is the
@@ -19,13 +22,14 @@ What a node's in-context time is (``attribute``):
   shared by its owner and the nodes fused into it (its producers with no kernel of their own,
   ``fused_groups``) in proportion to their cost on the default host model, so the Conv keeps
   the Conv's work;
-- the run's rest (the profiled run's median duration less the kernels matched to IR nodes:
-  layout reorders, the executor's work between nodes, waiting for a core) is shared equally by
-  the model's nodes, so the times of a model add up to its run.
+- a node's kernel time is the median over the profiled runs; the model's rows add up to its
+  *plain* latency, not the profiled run's (the profiler adds its own cost per kernel): the rest
+  (plain latency less the matched kernels: layout reorders, the executor's work between nodes) is
+  shared out (``share_rest``); when the kernels add up to more than the plain latency they are
+  scaled down to it. Of the three ways of sharing the rest compared by
+  experiments/bench/calibration.py, ``DEFAULT_REST`` is kept (figures: docs/TUNING.md).
 
-A second session of the same model without profiling gives the whole model's latency under the
-same conditions (``Profiled.whole_s``): what ``tune --calibration``'s all-on-host latency is
-compared with.
+The plain latency is what ``tune --calibration``'s all-on-host latency is compared with.
 """
 from __future__ import annotations
 
@@ -189,19 +193,21 @@ def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0) -> "Profiled":
 
 
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 3, seed: int = 0,
-                   budget_s: float | None = None, min_time_s: float = 0.3, min_runs: int = 10,
-                   max_runs: int = 200, rest: str = DEFAULT_REST) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   budget_s: float | None = None, min_time_s: float = 0.2, min_runs: int = 7,
+                   max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
-    Per model: a plain session (default options): ``warmup`` runs, then timed runs until
-    ``min_time_s`` and ``min_runs`` (at most ``max_runs``), the median is the model's latency
-    (``whole_s``); the session is closed. Then a profiled session alone: ``warmup`` runs and
-    ``rounds`` profiled runs; each node's kernel time is the median over the runs; closed. The rows
+    Per model: a plain session (default options): ``warmup`` runs, then ``blocks`` blocks of timed
+    runs, each until ``min_time_s`` and ``min_runs`` (at most ``max_runs``); the lowest block median
+    is the model's latency (``whole_s``; another process taking a core for a while slows only the
+    blocks it overlaps); the session is closed. Then a profiled session alone: ``warmup`` runs and
+    ``rounds`` profiled runs; each node's kernel time is the median over the faster half of the
+    runs; closed. The rows
     add up to the plain latency (``share_rest``: the profiler's own cost per kernel stays out).
     Two sessions open at once steal cores from each other (onnxruntime's intra-op threads spin
     after a run): interleaved, whole-model medians came out 1.2-7x too slow. ``budget_s``: once
-    spent, the remaining models get ``min(3, min_runs)`` timed runs and one profiled run. With
+    spent, the remaining models get one block of ``min(3, min_runs)`` timed runs and one profiled run. With
     ``rest="learned"`` the per-node constant (``per_node_rest``) is learned from these models."""
     import gc
     from partition.onnx.export import graph_to_onnx
@@ -221,7 +227,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         try:
             p = _profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
                              min_time_s=0.0 if spent else min_time_s, min_runs=min(3, min_runs) if spent else min_runs,
-                             max_runs=max_runs)
+                             max_runs=max_runs, blocks_n=1 if spent else blocks)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -237,7 +243,8 @@ def _why(e: Exception) -> str:
     return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
 
 
-def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs) -> Profiled:
+def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
+                 blocks_n) -> Profiled:
     import gc
     import onnxruntime as ort
     from types import SimpleNamespace
@@ -249,12 +256,17 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     plain = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     for _ in range(warmup):
         plain.run(None, feed)
-    wall: list[float] = []
-    t_start = time.perf_counter()
-    while len(wall) < max_runs and (len(wall) < min_runs or time.perf_counter() - t_start < min_time_s):
-        t = time.perf_counter()
-        plain.run(None, feed)
-        wall.append(time.perf_counter() - t)
+    # blocks of timed runs, the lowest block median kept: another process taking a core for a
+    # while only slows the blocks it overlaps (experiments/bench/calibration.py, docs/TUNING.md)
+    blocks: list[list[float]] = []
+    for _ in range(max(1, blocks_n)):
+        wall: list[float] = []
+        t_start = time.perf_counter()
+        while len(wall) < max_runs and (len(wall) < min_runs or time.perf_counter() - t_start < min_time_s):
+            t = time.perf_counter()
+            plain.run(None, feed)
+            wall.append(time.perf_counter() - t)
+        blocks.append(wall)
     del plain
     gc.collect()
     # 2. the profiled session alone: the kernels
@@ -288,8 +300,11 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     weights = {n.name: host_op_seconds(n, hw) for n in nodes}
     per_run = attribute(events, names, aliases, producers, weights)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
-    ker = {n: float(np.median([r["__kernel__" + n] for r in per_run])) if per_run else 0.0 for n in names}
-    whole = float(np.median(wall))
+    # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
+    fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run
+    ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
+    whole = min(float(np.median(w)) for w in blocks)
+    wall = [t for w in blocks for t in w]
     sec = share_rest(ker, whole, "equal")  # shared out again by profile_models' ``rest``
     # a name shared by several nodes (a loop body run many times) keeps one row: its first node
     rows = tuple(InContext(label, n, sec[n.name], ker[n.name]) for n in {n.name: n for n in nodes}.values())

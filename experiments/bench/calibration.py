@@ -1,9 +1,12 @@
 """Does the learned calibration pay? (issue 19, part 3)
 
 1. Host: every node of the built-in models and the zoo's ONNX files, timed *in context* on this
-   machine: the whole models run round-robin by onnxruntime (default session options plus its
-   profiler; ``tuner.calibrate_context``, the code behind ``accel-tune calibrate --host``), each
-   node's share of the real run. Errors |predicted / measured - 1| of the analytical host model
+   machine: each whole model run alone by onnxruntime (a plain session with the default options for
+   its latency, then a profiled session for its kernels; ``tuner.calibrate_context``, the code
+   behind ``accel-tune calibrate --host``), each node's share of the model's plain latency. The
+   figures are given for each way of sharing the run's rest (``share_rest``: equal per node, in
+   proportion to kernel time, a per-node constant learned across models); the tables use the
+   default (``DEFAULT_REST``). Errors |predicted / measured - 1| of the analytical host model
    (the default ``HostConfig``), then of the calibration, each row predicted by a calibration
    that never saw it:
    - held out by op kind: for each kind, fit on the other kinds, predict this one;
@@ -13,8 +16,8 @@
 2. Whole models: the predicted all-on-host latency (``graph_cost`` of the unpartitioned graph,
    what ``tune --calibration CAL.json --json`` reports as ``baselines.all_host.latency_s``), with
    the family held out of the calibration, against onnxruntime's median latency of the whole
-   model in a plain session (default session options, no profiler), measured in the same
-   round-robin as the profiled runs. Target: within 20 %.
+   model in a plain session (default session options, no profiler, one session open at a time).
+   Target: within 20 %.
 3. Partition decisions: ``tune --trials 0`` (default schedules) with and without the
    calibration fitted on all the host data, on presets whose host model differs: the offloaded
    units and the plan's latency.
@@ -63,8 +66,8 @@ def errors(pred, meas) -> dict:
 
 # ------------------------------------------------------------------------------------ host data
 def host_data(sources: list[str], rounds: int):
-    """Whole models run round-robin with onnxruntime's profiler: each node's time in context
-    (``tuner.calibrate_context``) and each model's whole latency, both under the same load."""
+    """Whole models, each alone: its plain latency, then its kernels under onnxruntime's profiler;
+    each node's time in context (``tuner.calibrate_context``)."""
     from tuner.calibrate_context import profile_models
     from tuner.calibrate_host import load_source, op_key, source_label, walk_nodes
     graphs, seen = [], set()

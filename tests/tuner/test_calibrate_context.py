@@ -86,8 +86,8 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_plain_latency():
     from tuner.calibrate_context import profile_models
     from tuner.calibrate_host import CONTROL, walk_nodes
     g = models.get("bert_tiny")
-    (p,), failed = profile_models([("bert_tiny", g)], rounds=2, min_time_s=0.0, min_runs=4)
-    assert failed == [] and p.runs == 4 and p.whole_s > 0 and p.best_s <= p.whole_s
+    (p,), failed = profile_models([("bert_tiny", g)], rounds=2, min_time_s=0.0, min_runs=4, blocks=2)
+    assert failed == [] and p.runs == 8 and p.whole_s > 0 and p.best_s <= p.whole_s
     want = {n.name for n in walk_nodes(g) if n.op not in CONTROL}
     assert {r.node.name for r in p.rows} == want
     # the plain session's median, not the profiled run's (the profiler's own cost stays out)
