@@ -110,16 +110,17 @@ def held_out(samples, meas, groups_of, ref) -> np.ndarray:
     return pred
 
 
-def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset):
+def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, unnamed=None):
     """The held-out figures with the run's rest shared out by ``mode`` (``calibrate_context.share_rest``).
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on."""
     import sim
-    from tuner.calibrate_context import per_node_rest, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, with_rest
     from tuner.calibrate_host import op_key
+    unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
     from tuner.calibration import host_sample
     from tuner.costing import CostOptions, KernelCoster, graph_cost
     c_all = per_node_rest(profiled)
-    prof = [with_rest(p, mode, c_all) for p in profiled]
+    prof = [with_rest(p, mode, c_all, unnamed) for p in profiled]
     rows = [r for p in prof for r in p.rows]
     samples = [host_sample(r.node, ref_host) for r in rows]
     meas = [r.seconds for r in rows]
@@ -133,7 +134,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset):
     for f in fams:
         train_models = [p for p in profiled if family(p.model) != f]
         c = per_node_rest(train_models)
-        tr = [r for p in train_models for r in with_rest(p, mode, c).rows
+        tr = [r for p in train_models for r in with_rest(p, mode, c, unnamed).rows
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
@@ -201,7 +202,7 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources, op_key
-    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, per_node_rest, with_rest
+    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, with_rest
     from tuner.calibration import host_sample, reference_host_of
 
     t0 = time.perf_counter()
@@ -213,6 +214,10 @@ def main(argv=None) -> int:
     modes = {}
     for mode in REST_MODES:
         modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0])
+    # the kernels with no IR name (reorders, SkipLayerNormalization) to the node that runs next, or in the rest
+    alt = f"{DEFAULT_REST}, unnamed kernels {'in the rest' if UNNAMED_TO_NEXT else 'to the next node'}"
+    modes[alt] = evaluate(DEFAULT_REST, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
+                          unnamed=not UNNAMED_TO_NEXT)
     host, whole = modes[DEFAULT_REST]
     host["timing"] = {"wall_s": wall, "rounds": args.rounds, "failed": failed, "alone": True}
     host["rest_modes"] = {m: {"by_op_kind": h["held_out_by_op_kind"], "by_family": h["held_out_by_family"],
@@ -221,7 +226,7 @@ def main(argv=None) -> int:
                                                                          if "calibrated_error" in w])),
                               "per_node_rest_s": h.get("per_node_rest_s")}
                           for m, (h, wl) in modes.items()}
-    prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled)) for p in profiled]
+    prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]
     rows = [r for p in prof for r in p.rows]
     samples = [host_sample(r.node, ref_host) for r in rows]
     meas = [r.seconds for r in rows]

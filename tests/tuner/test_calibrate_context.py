@@ -170,3 +170,15 @@ def test_calibrate_host_refuses_zero_rounds(tmp_path, capsys):
     assert main(["calibrate", "--host", "--rounds", "0", "-o", str(tmp_path / "h.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("accel-tune: error:") and "--rounds" in err and "\n" not in err
+
+
+def test_unnamed_kernels_go_to_the_next_named_node_and_fused_prefix_is_dropped():
+    names = ["ln", "fc", "out"]
+    events = [_run(0, 1000), _kernel("SkipLayerNormalization_token_1", 0, 200), _kernel("ln/LayerNorm", 200, 100),
+              _kernel("fused fc/Gemm", 300, 300), _kernel("ReorderOutput_token_2", 600, 50)]
+    r = attribute(events, names)[0]
+    assert r["__kernel__fc"] == pytest.approx(300e-6)            # 'fused fc/Gemm' is fc's
+    assert r["__unnamed__ln"] == pytest.approx(200e-6)           # ran before ln's kernel
+    assert r["__unnamed__fc"] == pytest.approx(50e-6)            # after the last named kernel: its node's
+    assert r["__unnamed__out"] == 0.0
+    assert sum(r[n] for n in names) == pytest.approx(1000e-6)    # the rows: unnamed kernels stay in the rest
