@@ -3,7 +3,8 @@ as a calibration file (``tuner.calibration``), for ``--calibration FILE`` of sim
 partition and sweep.
 
 - ``--host``: times this machine's host ops with onnxruntime in context (``tuner.calibrate_context``:
-  whole models under the profiler, each node's time inside the real run) for the built-in models
+  each model alone: a plain session for its latency, then a profiled one for each node's time inside
+  the real run, the rows adding up to the plain latency) for the built-in models
   and the zoo's ONNX files (or ``--models``); one node at a time (``tuner.calibrate_host``) only
   for the ops of a model onnxruntime cannot run whole.
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -54,8 +56,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="with --host, one-node timing: repeat each op until S seconds and 5 runs (at most 50), after 2 warm-ups; "
                         "the median is kept (default 0.1)")
     p.add_argument("--rounds", type=int, default=5, metavar="N",
-                   help="with --host: runs of each whole model with onnxruntime's profiler, round-robin over the "
-                        "models (medians kept; fewer when half the time budget is spent; default 5)")
+                   help="with --host: profiled runs of each whole model, one model at a time (kernel medians "
+                        "kept; one when half the time budget is spent; default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_progress_arg(p)
     return p
@@ -128,9 +130,11 @@ def _host(args) -> dict:
         graphs.append((label, load_source(src)))
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import profile_models
+    from tuner.calibrate_context import DEFAULT_REST, profile_models
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
+    load_before = os.getloadavg()
     profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2)
+    load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     samples = [host_sample(r.node, host) for r in ctx]
     seconds = [r.seconds for r in ctx]
@@ -161,8 +165,9 @@ def _host(args) -> dict:
         raise CLIError("calibrate: no host op could be timed (" + "; ".join(f"{k}: {r}" for k, r in skipped[:2]) + ")")
     facts = {"intra_op_threads": ort.SessionOptions().intra_op_num_threads, "run_overhead_s": None,
              "dispatch_s": None, **facts, "wall_s": time.perf_counter() - t0,
-             "whole_models": {p.model: {"median_s": p.whole_s, "profiled_run_s": p.profiled_run_s, "runs": p.runs}
-                              for p in profiled}}
+             "whole_models": {p.model: {"median_s": p.whole_s, "best_s": p.best_s, "profiled_run_s": p.profiled_run_s,
+                                        "kernels_s": float(sum(p.kernel_s.values())), "runs": p.runs,
+                                        "load": list(p.load)} for p in profiled}}
     fp = machine_fingerprint()
     cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
                           hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows,
@@ -170,7 +175,9 @@ def _host(args) -> dict:
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
                                 "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
-                                "whole_models": facts["whole_models"],
+                                "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
+                                "timing": "each model alone: plain session (latency), then profiled session",
+                                "load_average": {"before": list(load_before), "after": list(load_after)},
                                 "models": [label for label, _ in graphs], "timing_s": facts["wall_s"]})
     cal.save(args.output)
     kinds: dict[str, int] = {}
