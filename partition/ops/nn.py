@@ -1299,8 +1299,12 @@ def _cost_nms(ins, outs, attrs):
     b, n, _ = ins[0].shape
     c = ins[1].shape[1]
     ins = ins[:2]
-    # sort (n log n) plus at worst every pair's IoU (~10 flops) per class
-    flops = b * c * (n * max(1, int(np.log2(max(n, 2)))) + 10 * n * n)
+    # per class: a sort (n log n), then each kept box against the candidates left (~10 flops an
+    # IoU); at most max_output_boxes_per_class boxes are kept (``_nms_class``), every box when it is
+    # given at run time
+    runtime = "max_output_boxes_per_class" in attrs.get("runtime", ())
+    kept = n if runtime else min(n, _nms_params(attrs)[0])
+    flops = b * c * (n * max(1, int(np.log2(max(n, 2)))) + 10 * n * kept)
     return OpCost(0, flops, _nbytes(ins), _nbytes(outs))
 
 

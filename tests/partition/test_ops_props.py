@@ -348,3 +348,43 @@ def test_nms_vs_ort(b, c, n, max_out, iou, score, center, seed):
     ref = ort_run("NonMaxSuppression", [(boxes, False), (scores, False)] + consts,
                   {"center_point_box": center})[0]
     np.testing.assert_array_equal(ours, ref)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 80), st.integers(0, 30), st.integers(0, 2**31 - 1))
+def test_nms_cost_bounds_the_iou_work_of_the_reference(c, n, max_out, seed):
+    """The cost counts n log n for the sort and 10 flops per IoU for at most
+    min(n, max_output_boxes_per_class) kept boxes against every candidate: an upper bound of the
+    IoUs the reference computes, and tight when no box suppresses another."""
+    import partition.ops.nn as nn
+    from partition.ops import op_cost
+    from partition.ir import Graph
+    rng = np.random.default_rng(seed)
+    # boxes on a diagonal, none overlapping: nothing is suppressed, so every kept box is compared
+    # with every candidate left
+    lo = np.arange(n, dtype=np.float32)[:, None] * 2
+    boxes = np.concatenate([lo, lo, lo + 1, lo + 1], axis=1)[None]
+    scores = rng.permutation(n * c).reshape(1, c, n).astype(np.float32) + 1
+    attrs = {"max_output_boxes_per_class": max_out, "iou_threshold": 0.5, "score_threshold": 0.0,
+             "center_point_box": 0}
+    seen = [0]
+    real = nn._iou
+
+    def counting(corners, top, rest):
+        seen[0] += len(rest)
+        return real(corners, top, rest)
+    nn._iou = counting
+    try:
+        OPS["non_max_suppression"].compute([boxes, scores], attrs)
+    finally:
+        nn._iou = real
+    g = Graph("nms")
+    b = g.add_input("boxes", boxes.shape)
+    s = g.add_input("scores", scores.shape)
+    node = g.add_node("non_max_suppression", [b, s], attrs)
+    sort = c * n * max(1, int(np.log2(max(n, 2))))
+    iou_flops = op_cost(node).flops - sort
+    kept = min(n, max_out)
+    assert iou_flops == 10 * c * n * kept
+    assert 10 * seen[0] <= iou_flops                                   # an upper bound ...
+    assert seen[0] >= c * kept * (n - kept) // 2 if kept else seen[0] == 0   # ... of the right order
