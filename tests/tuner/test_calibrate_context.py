@@ -113,9 +113,28 @@ def test_one_session_is_open_at_a_time_and_the_order_is_kept(monkeypatch):
         return s
     monkeypatch.setattr(ort, "InferenceSession", session)
     graphs = [(n, models.get(n)) for n in ("bert_tiny", "byoc_demo")]
-    out, failed = profile_models(graphs, rounds=1, min_time_s=0.0, min_runs=2)
+    out, failed = profile_models(graphs, rounds=1, min_time_s=0.0, min_runs=2, blocks=3)
     assert failed == [] and [p.model for p in out] == ["bert_tiny", "byoc_demo"]
     assert most[0] == 1
+    assert all(p.runs == 3 * 2 for p in out)     # one block of 2 runs per pass, 3 passes
+
+
+def test_later_passes_keep_the_lowest_block_median(monkeypatch):
+    """A model slowed in its first pass (a slow phase of the machine) keeps the faster pass."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    real, calls = cc._plain_blocks, [0]
+
+    def slow_first(*a, **kw):
+        blocks = real(*a, **kw)
+        calls[0] += 1
+        return [[t + (1.0 if calls[0] == 1 else 0.0) for t in b] for b in blocks]   # +1 s in the first pass
+    monkeypatch.setattr(cc, "_plain_blocks", slow_first)
+    (p,), _ = cc.profile_models([("byoc_demo", models.get("byoc_demo"))], rounds=1, min_time_s=0.0, min_runs=2,
+                                blocks=2)
+    assert calls[0] == 2 and p.whole_s < 0.5 and p.best_s < 0.5
+    assert abs(sum(r.seconds for r in p.rows) - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
 
 
 def test_a_model_onnxruntime_cannot_run_is_reported_not_fatal():
