@@ -5,9 +5,10 @@ Why: a one-node model keeps its weights in cache between repeats and pays no int
 its time is far below what the same op costs inside the whole model (docs/TUNING.md). Here each
 model is exported (``partition.onnx.export.graph_to_onnx``) and timed **alone**, one onnxruntime
 session open at a time: first a plain session with the *default* session options (warm-ups, then
-timed runs until a minimum time and count; the median is the model's latency, ``Profiled.whole_s``),
-closed; then a session with ``enable_profiling`` whose trace gives each kernel's time inside the real
-run, with the real cache state, closed. (Sessions kept open together and run interleaved steal cores
+timed runs until a minimum time and count), closed; then a session with ``enable_profiling`` whose
+trace gives each kernel's time inside the real run, with the real cache state, closed; later passes
+over all the models time more blocks of plain runs, and the lowest block median is the model's
+latency (``Profiled.whole_s``). (Sessions kept open together and run interleaved steal cores
 from each other, since onnxruntime's intra-op threads spin after a run: whole-model medians came out
 1.2-7x too slow and unstable.) The load average before and after each model is recorded.
 
@@ -214,7 +215,6 @@ def per_node_rest(profiled: Sequence["Profiled"]) -> float:
 def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool = UNNAMED_TO_NEXT) -> "Profiled":
     """``p`` with its rows' seconds shared out again (``share_rest``); with ``unnamed`` the kernels
     with no IR name go to the node that runs next (``attribute``) instead of the rest."""
-    from dataclasses import replace
     ker = {n: v + p.unnamed_s.get(n, 0.0) for n, v in p.kernel_s.items()} if unnamed else p.kernel_s
     sec = share_rest(ker, p.whole_s, mode, per_node_s)
     return replace(p, rows=tuple(replace(r, seconds=sec[r.node.name]) for r in p.rows))
@@ -227,13 +227,13 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
     Per model: a plain session (default options): ``warmup`` runs, then a block of timed runs until
-    ``min_time_s`` and ``min_runs`` (at most ``max_runs``); the session is closed. ``blocks - 1``
-    later passes over every model time one block each in a fresh session, and the lowest block
-    median is the model's latency (``whole_s``; a slow phase of the machine, or another process
-    taking a core for a while, slows only the blocks it overlaps). Then a profiled session alone: ``warmup`` runs and
-    ``rounds`` profiled runs; each node's kernel time is the median over the faster half of the
-    runs; closed. The rows
-    add up to the plain latency (``share_rest``: the profiler's own cost per kernel stays out).
+    ``min_time_s`` and ``min_runs`` (at most ``max_runs``); closed. Then a profiled session alone:
+    ``warmup`` runs and ``rounds`` profiled runs; each node's kernel time is the median over the
+    faster half of the runs; closed. After every model, ``blocks - 1`` more passes time one block
+    of each in a fresh plain session, and the lowest block median is the model's latency
+    (``whole_s``; a slow phase of the machine, or another process taking a core for a while, slows
+    only the blocks it overlaps). The rows add up to the plain latency (``share_rest``: the
+    profiler's own cost per kernel stays out).
     Two sessions open at once steal cores from each other (onnxruntime's intra-op threads spin
     after a run): interleaved, whole-model medians came out 1.2-7x too slow. ``budget_s``: once
     spent, the remaining models get one block of ``min(3, min_runs)`` timed runs and one profiled run. With
