@@ -75,6 +75,7 @@ class Profiled:
     kernel_s: Mapping[str, float] = field(default_factory=dict)  # node name -> median matched kernel time
     load: tuple[float, float] = (float("nan"), float("nan"))      # 1-min load average before / after
     unnamed_s: Mapping[str, float] = field(default_factory=dict)  # node name -> median unnamed kernels before it
+    overhead_s: float = 0.0  # the profiler's cost taken off every kernel event (``profiler_overhead_s``)
 
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
@@ -120,7 +121,7 @@ def _kernel_name(event_name: str) -> str:
 
 def attribute(events: Sequence[dict], node_names: Sequence[str],
               aliases: Mapping[str, str] | None = None, producers: Mapping[str, Sequence[str]] | None = None,
-              weights: Mapping[str, float] | None = None) -> list[dict[str, float]]:
+              weights: Mapping[str, float] | None = None, overhead_s: float = 0.0) -> list[dict[str, float]]:
     """Per profiled run (``model_run`` events, in order): {IR node name: seconds}, each name of
     ``node_names`` present (see the module docstring), plus ``"__kernel__" + name`` for the
     matched kernel time alone. ``aliases`` (other name -> node name): the names of a node's
@@ -129,7 +130,9 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds).
     ``"__unnamed__" + name``: the kernels with no IR name (``ReorderInput``, ``SkipLayerNormalization``,
     ``gemm_input_reshape``) that ran after the node's previous kernel and before its own (after the
-    run's last named kernel: that node's); they stay in the run's rest in the rows."""
+    run's last named kernel: that node's); they stay in the run's rest in the rows. ``overhead_s``:
+    what the profiler adds to every kernel event's duration (``profiler_overhead_s``), taken off
+    each event (never below 0)."""
     runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
                   key=lambda e: e["ts"])
     kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
@@ -149,12 +152,13 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
             k += 1
         while k < len(kernels) and kernels[k]["ts"] <= end:
             owner = find(_kernel_name(kernels[k]["name"]))
+            dur = max(0.0, kernels[k]["dur"] * 1e-6 - overhead_s)
             if owner is not None:
-                matched[owner] += kernels[k]["dur"] * 1e-6
+                matched[owner] += dur
                 unnamed[owner] += pending
                 pending, last = 0.0, owner
             else:
-                pending += kernels[k]["dur"] * 1e-6
+                pending += dur
             k += 1
         if last is not None:
             unnamed[last] += pending
@@ -169,6 +173,53 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
         row.update({"__unnamed__" + n: v for n, v in unnamed.items()})
         out.append(row)
     return out
+
+
+def _add_chain(n: int) -> bytes:
+    """An ONNX model of ``n`` Adds of one-element tensors in a chain: kernels that cost nothing."""
+    from onnx import TensorProto, helper
+    nodes, prev = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node("Add", [prev, "c"], [f"y{i}"], name=f"add{i}"))
+        prev = f"y{i}"
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1])],
+                          [helper.make_tensor("c", TensorProto.FLOAT, [1], [1.0])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def profiler_overhead_s(n: int = 64, runs: int = 30) -> float:
+    """What onnxruntime's profiler adds to each kernel event's duration on this machine: the median
+    kernel time of a chain of ``n`` one-element Adds under the profiler, less the chain's plain time
+    per node (kernel and executor together), never below 0. Measured: 10 us recorded for an Add
+    whose whole cost in a plain run is 1.2-1.4 us, and +7.5 us on a 64k-element Add (23.5 us plain):
+    a constant per event, so small kernels are inflated several times over."""
+    import onnxruntime as ort
+    data = _add_chain(n)
+    import onnx
+    wall = [t for b in _plain_blocks(data, onnx.load_from_string(data).graph.input, 5, 0, 0.0, runs, runs, 1)
+            for t in b]
+    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tmp, "p")
+    feed = {"x": np.ones(1, dtype=np.float32)}
+    prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    for _ in range(5 + runs):
+        prof.run(None, feed)
+    path = prof.end_profiling()
+    del prof
+    try:
+        with open(path) as f:
+            events = json.load(f)
+    finally:
+        os.unlink(path)
+        try:
+            os.rmdir(tmp)
+        except OSError:
+            pass
+    ker = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")]
+    return max(0.0, float(np.median(ker)) - float(np.median(wall)) / n) if ker else 0.0
 
 
 REST_MODES = ("equal", "kernel", "learned")
@@ -222,7 +273,8 @@ def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool =
 
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 3, seed: int = 0,
                    budget_s: float | None = None, min_time_s: float = 0.2, min_runs: int = 7,
-                   max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
+                   overhead_s: float | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
@@ -241,6 +293,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     import gc
     from partition.onnx.export import graph_to_onnx
     t0 = time.perf_counter()
+    if overhead_s is None:
+        overhead_s = profiler_overhead_s()
     out: list[Profiled] = []
     failed: list[tuple[str, str]] = []
     for label, g in graphs:
@@ -256,7 +310,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         try:
             p = _profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
                              min_time_s=0.0 if spent else min_time_s, min_runs=min(3, min_runs) if spent else min_runs,
-                             max_runs=max_runs, blocks_n=1)
+                             max_runs=max_runs, blocks_n=1, overhead_s=overhead_s)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -315,7 +369,7 @@ def _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, bl
 
 
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
-                 blocks_n) -> Profiled:
+                 blocks_n, overhead_s: float = 0.0) -> Profiled:
     import gc
     import onnxruntime as ort
     from types import SimpleNamespace
@@ -354,7 +408,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     by_out = {id(v): n.name for n in nodes for v in n.outputs}
     producers = {n.name: [by_out[id(v)] for v in n.inputs if id(v) in by_out] for n in nodes}
     weights = {n.name: host_op_seconds(n, hw) for n in nodes}
-    per_run = attribute(events, names, aliases, producers, weights)[warmup:]
+    per_run = attribute(events, names, aliases, producers, weights, overhead_s)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
     # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run
@@ -366,7 +420,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     # a name shared by several nodes (a loop body run many times) keeps one row: its first node
     rows = tuple(InContext(label, n, sec[n.name], ker[n.name]) for n in {n.name: n for n in nodes}.values())
     return Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
-                    len(wall), ker, (load, os.getloadavg()[0]), unn)
+                    len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s)
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",

@@ -34,6 +34,23 @@ def test_events_go_to_the_longest_named_node_and_runs_add_up():
     assert r1["__kernel__relu"] == pytest.approx(50e-6) and r1["__kernel__conv_1"] == 0.0
 
 
+def test_the_profilers_cost_is_taken_off_every_kernel_event():
+    names = ["a", "b"]
+    events = [_run(0, 100), _kernel("a/Add", 10, 12), _kernel("a/Add", 30, 3), _kernel("b/Mul", 50, 40),
+              _kernel("Reorder", 95, 5)]
+    r = attribute(events, names, overhead_s=8e-6)[0]
+    assert r["__kernel__a"] == pytest.approx((12 - 8 + 0) * 1e-6)     # each event less 8 us, never below 0
+    assert r["__kernel__b"] == pytest.approx(32e-6)
+    assert r["__unnamed__b"] == pytest.approx(0.0)                  # the reorder (5 us) less 8 us: nothing
+
+
+def test_profiler_overhead_is_measured_on_a_chain_of_trivial_kernels():
+    pytest.importorskip("onnxruntime")
+    from tuner.calibrate_context import profiler_overhead_s
+    o = profiler_overhead_s(n=16, runs=10)
+    assert 0.0 < o < 1e-3     # onnxruntime's profiler records ~10 us for an Add that costs ~1 us
+
+
 def test_a_fused_kernel_is_shared_with_the_nodes_it_absorbed():
     # conv -> bn -> relu fused into one kernel named after relu; add has its own kernel and takes
     # relu's output, so it is no part of the group; x is a graph input (no producer node)
@@ -132,6 +149,7 @@ def test_later_passes_keep_the_lowest_block_median(monkeypatch):
         return [[t + (1.0 if calls[0] == 1 else 0.0) for t in b] for b in blocks]   # +1 s in the first pass
     monkeypatch.setattr(cc, "_plain_blocks", slow_first)
     (p,), _ = cc.profile_models([("byoc_demo", models.get("byoc_demo"))], rounds=1, min_time_s=0.0, min_runs=2,
+                                overhead_s=0.0,
                                 blocks=2)
     assert calls[0] == 2 and p.whole_s < 0.5 and p.best_s < 0.5
     assert abs(sum(r.seconds for r in p.rows) - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
