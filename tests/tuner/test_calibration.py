@@ -272,3 +272,4 @@ def test_calibrate_host_on_a_tiny_op_set(tmp_path, capsys):
     assert s["kind"] == "host" and set(s["ops"]) <= {"add", "relu", "softmax", "matmul"} and s["rows"] >= 4
     cal = load_calibration(out)
     assert cal.meta["session_options"] == "default" and "intra_op_threads" in cal.meta
+    assert 0.0 < cal.meta["profiler_overhead_s"] < 1e-3    # what the profiler adds to each kernel event

@@ -176,7 +176,9 @@ def _host(args) -> dict:
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
                                 "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
                                 "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
-                                "timing": "each model alone: plain session (latency), then profiled session",
+                                "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
+                                "timing": "each model alone: plain session (latency), then profiled session; "
+                                          "3 passes of plain blocks",
                                 "load_average": {"before": list(load_before), "after": list(load_after)},
                                 "models": [label for label, _ in graphs], "timing_s": facts["wall_s"]})
     cal.save(args.output)
