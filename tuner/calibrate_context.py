@@ -113,6 +113,11 @@ def fused_groups(node_names: Sequence[str], producers: Mapping[str, Sequence[str
     return groups
 
 
+def _is_kernel(event: dict) -> bool:
+    """Whether a trace event is one kernel's execution (onnxruntime's ``<node>_kernel_time``)."""
+    return event.get("cat") == "Node" and str(event.get("name", "")).endswith("_kernel_time")
+
+
 def _kernel_name(event_name: str) -> str:
     """The node name in a kernel event's name: ``fused pooler.dense/Gemm_kernel_time`` -> ``pooler.dense/Gemm``."""
     n = event_name[: -len("_kernel_time")] if event_name.endswith("_kernel_time") else event_name
@@ -135,8 +140,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     each event (never below 0)."""
     runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
                   key=lambda e: e["ts"])
-    kernels = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")),
-                     key=lambda e: e["ts"])
+    kernels = sorted((e for e in events if _is_kernel(e)), key=lambda e: e["ts"])
     find = _owner(node_names, aliases or {})
     owners = {find(_kernel_name(e["name"])) for e in kernels} - {None}
     groups = fused_groups(node_names, producers, owners) if producers else {}
@@ -194,31 +198,12 @@ def profiler_overhead_s(n: int = 64, runs: int = 30) -> float:
     per node (kernel and executor together), never below 0. Measured: 10 us recorded for an Add
     whose whole cost in a plain run is 1.2-1.4 us, and +7.5 us on a 64k-element Add (23.5 us plain):
     a constant per event, so small kernels are inflated several times over."""
-    import onnxruntime as ort
-    data = _add_chain(n)
     import onnx
+    data = _add_chain(n)
     wall = [t for b in _plain_blocks(data, onnx.load_from_string(data).graph.input, 5, 0, 0.0, runs, runs, 1)
             for t in b]
-    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
-    so = ort.SessionOptions()
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tmp, "p")
-    feed = {"x": np.ones(1, dtype=np.float32)}
-    prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    for _ in range(5 + runs):
-        prof.run(None, feed)
-    path = prof.end_profiling()
-    del prof
-    try:
-        with open(path) as f:
-            events = json.load(f)
-    finally:
-        os.unlink(path)
-        try:
-            os.rmdir(tmp)
-        except OSError:
-            pass
-    ker = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")]
+    events = _profiled_events(data, {"x": np.ones(1, dtype=np.float32)}, 5 + runs)
+    ker = [e["dur"] * 1e-6 for e in events if _is_kernel(e)]
     return max(0.0, float(np.median(ker)) - float(np.median(wall)) / n) if ker else 0.0
 
 
@@ -319,7 +304,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         out.append(p)
     # the other blocks of plain runs in later passes over every model, each in a fresh session: a
     # slow phase of the machine lasting the tens of seconds one model takes (seen: resnet50 at 99 ms
-    # for all its blocks in one run, 51-65 ms in others) then slows one block of it, not all
+    # for all its blocks in one run, 51-65 ms in others) then slows one block of it, not all.
+    # Each pass exports the model again rather than keep every model's bytes (1.3 GB for the zoo)
     graph_of = dict(graphs)
     for _ in range(max(0, blocks - 1)):
         if budget_s is not None and time.perf_counter() - t0 > budget_s:
@@ -368,10 +354,36 @@ def _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, bl
     return blocks
 
 
-def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
-                 blocks_n, overhead_s: float = 0.0) -> Profiled:
+def _profiled_events(data: bytes, feed: dict, runs: int) -> list[dict]:
+    """The trace events of ``runs`` runs of a profiled session of ``data`` (default options plus
+    ``enable_profiling``), opened and closed here; the trace file is removed."""
     import gc
     import onnxruntime as ort
+    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tmp, "p")
+    prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+    try:
+        for _ in range(runs):
+            prof.run(None, feed)
+        path = prof.end_profiling()
+    finally:
+        del prof
+        gc.collect()
+    try:
+        with open(path) as f:
+            return json.load(f)
+    finally:
+        os.unlink(path)
+        try:
+            os.rmdir(tmp)
+        except OSError:
+            pass
+
+
+def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
+                 blocks_n, overhead_s: float = 0.0) -> Profiled:
     from types import SimpleNamespace
     from sim.graph.subgraph import host_op_seconds
     from sim.hw.config import HostConfig
@@ -380,27 +392,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     # 1. the plain session alone: the model's latency
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
     # 2. the profiled session alone: the kernels
-    tmp = tempfile.mkdtemp(prefix="accel-tune-profile-")
-    so = ort.SessionOptions()
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tmp, "p")
-    prof = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    try:
-        for _ in range(warmup + rounds):
-            prof.run(None, feed)
-        path = prof.end_profiling()
-    finally:
-        del prof
-        gc.collect()
-    try:
-        with open(path) as f:
-            events = json.load(f)
-    finally:
-        os.unlink(path)
-        try:
-            os.rmdir(tmp)
-        except OSError:
-            pass
+    events = _profiled_events(data, feed, warmup + rounds)
     nodes = [n for n in walk_nodes(g) if n.op not in CONTROL]
     hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
     names = list(dict.fromkeys(n.name for n in nodes))
