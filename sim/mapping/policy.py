@@ -302,9 +302,9 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
         return _walked_best(hier, nest, space, metric, rows, start)
     best = _Best(hier, nest, space, metric)
     best.offer(rows)
-    for start, c, e in best.last[:config.starts]:
+    for row, c, e in best.last[:config.starts]:
         here = _Best(hier, nest, space, metric)           # a descent of its own from each start ...
-        here.seen, here.row, here.cost = best.seen, start, (c, e)
+        here.seen, here.row, here.cost = best.seen, row, (c, e)
         for _ in range(config.steps):
             if not here.offer(neighbours(space, here.row)):
                 break

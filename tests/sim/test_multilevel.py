@@ -2,6 +2,8 @@
 kernel report, and the search against Timeloop's own mapper."""
 import math
 
+import time
+
 import pytest
 
 import sim
@@ -120,6 +122,10 @@ def test_policy_is_deterministic_metric_checked_and_follows_the_metric():
     a = default_mapping(hier, nest, "energy", cfg)
     b = default_mapping(hier, nest, "energy", cfg)
     assert a[0] == b[0] and isinstance(a[0], Mapping)
+    # the statistics' seconds are the search's own wall time (a descent's start row once shadowed it)
+    t0 = time.perf_counter()
+    s = default_mapping(hier, nest, "delay", cfg)[1]
+    assert isinstance(s.seconds, float) and 0.0 <= s.seconds <= time.perf_counter() - t0
     d = default_mapping(hier, nest, "delay", cfg)
     ea, ed = evaluate(hier, nest, a[0]), evaluate(hier, nest, d[0])
     assert ea.energy_pj <= ed.energy_pj and ed.cycles <= ea.cycles
