@@ -36,6 +36,12 @@ What a node's in-context time is (``attribute``):
   A node fused away (no kernel) gets no rest. Kernels with no IR name (reorders) stay in the rest
   (``UNNAMED_TO_NEXT``: giving them to the next node did worse; docs/TUNING.md).
 
+A row is per execution: a node in a loop body runs once per trip, its kernel events add up over
+the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
+node is counted once, as costing counts both branches. The rest includes what control flow costs
+onnxruntime (a subgraph's executor on every trip), so a host calibration gives ``if`` and ``loop``
+no cost of their own (``CalibrationModel.host_seconds``).
+
 The plain latency is what ``tune --calibration``'s all-on-host latency is compared with.
 """
 from __future__ import annotations
@@ -49,7 +55,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .calibrate_host import CONTROL, random_feed, walk_nodes
+from .calibrate_host import CONTROL, random_feed, walk_weighted
 
 FLOOR_S = 1e-8  # a node's in-context time is never below this (the fit is on a log scale)
 
@@ -61,6 +67,7 @@ class InContext:
     node: Any
     seconds: float
     kernel_s: float      # median of the kernels matched to it alone (0 when fused away)
+    # both per execution: a node in a loop body runs once per trip (``Profiled.executions``)
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,9 @@ class Profiled:
     load: tuple[float, float] = (float("nan"), float("nan"))      # 1-min load average before / after
     unnamed_s: Mapping[str, float] = field(default_factory=dict)  # node name -> median unnamed kernels before it
     overhead_s: float = 0.0  # the profiler's cost taken off every kernel event (``profiler_overhead_s``)
+    # node name -> how many times graph costing counts it per run (``calibrate_host.walk_weighted``:
+    # a loop body's node once per trip); kernel_s is per run, the rows per execution
+    executions: Mapping[str, float] = field(default_factory=dict)
 
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
@@ -253,7 +263,8 @@ def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool =
     with no IR name go to the node that runs next (``attribute``) instead of the rest."""
     ker = {n: v + p.unnamed_s.get(n, 0.0) for n, v in p.kernel_s.items()} if unnamed else p.kernel_s
     sec = share_rest(ker, p.whole_s, mode, per_node_s)
-    return replace(p, rows=tuple(replace(r, seconds=sec[r.node.name]) for r in p.rows))
+    return replace(p, rows=tuple(replace(r, seconds=sec[r.node.name] / p.executions.get(r.node.name, 1.0))
+                                 for r in p.rows))
 
 
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 3, seed: int = 0,
@@ -393,7 +404,11 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
     # 2. the profiled session alone: the kernels
     events = _profiled_events(data, feed, warmup + rounds)
-    nodes = [n for n in walk_nodes(g) if n.op not in CONTROL]
+    weighted = [(n, w) for n, w in walk_weighted(g) if n.op not in CONTROL]
+    nodes = [n for n, _ in weighted]
+    runs_of: dict[str, float] = {}
+    for n, w in weighted:
+        runs_of[n.name] = runs_of.get(n.name, 0.0) + w
     hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
     names = list(dict.fromkeys(n.name for n in nodes))
     aliases = {v.name: n.name for n in nodes for v in n.outputs if v.name not in names}
@@ -409,10 +424,12 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     whole = min(float(np.median(w)) for w in blocks)
     wall = [t for w in blocks for t in w]
     sec = share_rest(ker, whole, "equal")  # shared out again by profile_models' ``rest``
-    # a name shared by several nodes (a loop body run many times) keeps one row: its first node
-    rows = tuple(InContext(label, n, sec[n.name], ker[n.name]) for n in {n.name: n for n in nodes}.values())
+    # a name shared by several nodes keeps one row (its first node); a row is per execution: the
+    # kernel events of a loop body's node add up over the trips, and costing counts it per trip
+    rows = tuple(InContext(label, n, sec[n.name] / runs_of[n.name], ker[n.name] / runs_of[n.name])
+                 for n in {n.name: n for n in nodes}.values())
     return Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
-                    len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s)
+                    len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",

@@ -80,18 +80,27 @@ def source_label(src: str) -> str:
 
 def walk_nodes(g: Any) -> Iterable[Any]:
     """Every primitive node of a graph: inside composites, loop bodies and if branches too."""
+    return (n for n, _ in walk_weighted(g))
+
+
+def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
+    """``walk_nodes`` with how many times graph costing counts each node per run
+    (``tuner.costing.graph_cost``): a loop body once per trip of its constant bound, each if
+    branch once."""
+    from .costing import loop_trips
     for n in g.nodes:
         if n.op == "call":
             fn = g.functions.get(n.attrs.get("callee"))
             if fn is not None:
-                yield from walk_nodes(fn.graph)
+                yield from walk_weighted(fn.graph, weight)
             continue
         if n.op in CONTROL:
+            w = weight * loop_trips(n) if n.op == "loop" else weight
             for k in ("body", "then_branch", "else_branch"):
                 if k in n.attrs:
-                    yield from walk_nodes(n.attrs[k])
+                    yield from walk_weighted(n.attrs[k], w)
             continue
-        yield n
+        yield n, weight
 
 
 def op_key(node: Any) -> str:

@@ -265,11 +265,16 @@ class Calibration:
 
     # -- what costing calls
     def host_seconds(self, node: Any, hw: Any) -> float:
-        """Seconds of one host op: the measured host's prediction for a host file (control flow
-        keeps its dispatch cost), the analytical host model of ``hw`` for a device file."""
+        """Seconds of one host op: the measured host's prediction for a host file, the analytical
+        host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs nothing
+        of its own: the rows were timed in whole runs whose rest (the executor between kernels,
+        a subgraph's machinery on every trip) is shared out over the nodes (``calibrate_context``),
+        so a dispatch cost on top would count it twice."""
         from sim.graph.subgraph import host_op_seconds
-        if self.kind != "host" or node.op in ("if", "loop", "call"):
+        if self.kind != "host" or node.op == "call":
             return host_op_seconds(node, hw)
+        if node.op in ("if", "loop"):
+            return 0.0
         return self._memo(host_sample(node, _Host(**self.reference_host)))
 
     def kernel_scale(self, workload: Any, report: Any, hw: Any) -> float:

@@ -220,11 +220,17 @@ class _Exporter:
             inputs.append(helper.make_tensor_value_info(nm, et, dims))
         for v, x in zip(g.inputs[len(leading):], outer):
             b.env[id(v)] = x
+        # the body's nodes set the base of fresh names; the control node that owns the body and
+        # the body's output Identities keep names of their own (a profiler's kernel events are
+        # matched to IR nodes by these names)
+        saved = self.tmp_base
         self.write_graph(g, b, scope)
+        self.tmp_base = name
         outs = []
         for v in g.outputs:
             y = b.node("Identity", [b.env[id(v)]], [self.names.take(f"{name}_out")])[0]
             outs.append(helper.make_tensor_value_info(y, _elem(v.dtype), None))
+        self.tmp_base = saved
         return helper.make_graph(b.nodes, name, inputs, outs, initializer=b.initializers)
 
     in_function_ctx = False

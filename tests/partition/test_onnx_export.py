@@ -204,3 +204,22 @@ def test_every_zoo_file_exports_and_runs_in_onnxruntime(tmp_path):
         regions += len(m.functions)
     assert regions > len(ZOO_FILES)
     print(f"{len(ZOO_FILES)} zoo files, {regions} regions, {time.perf_counter() - t0:.1f} s")
+
+
+def test_control_nodes_are_named_after_their_own_ir_nodes():
+    """A Loop or If is named ``<its IR name>/<OpType>`` like every other node, not after the last
+    node of its body (a profiler's kernel events are matched to IR nodes by these names), and a
+    body's output Identities after the body."""
+    m = export.graph_to_onnx(models.get("byoc_demo"))
+    names = {}
+
+    def walk(graph):
+        for n in graph.node:
+            names[n.name] = n.op_type
+            for a in n.attribute:
+                if a.HasField("g"):
+                    walk(a.g)
+    walk(m.graph)
+    assert names["loop/Loop"] == "Loop" and names["choose/If"] == "If"
+    ident = sorted(k for k, v in names.items() if v == "Identity")
+    assert ident and all(k.split("/")[0] in ("loop_body", "choose_then", "choose_else") for k in ident), ident

@@ -273,3 +273,25 @@ def test_calibrate_host_on_a_tiny_op_set(tmp_path, capsys):
     cal = load_calibration(out)
     assert cal.meta["session_options"] == "default" and "intra_op_threads" in cal.meta
     assert 0.0 < cal.meta["profiler_overhead_s"] < 1e-3    # what the profiler adds to each kernel event
+
+
+def test_control_flow_costs_nothing_of_its_own_on_a_host_file(tmp_path):
+    """byoc_demo's Loop and If: on a host calibration their overhead is in the in-context rows'
+    share of the run's rest, so graph costing adds the body's nodes (each once per trip) and no
+    dispatch; a device file keeps the analytical host model for them."""
+    from partition import models
+    from tuner.calibrate_host import walk_weighted
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+    cal, _ = host_cal(tmp_path)
+    g = models.get("byoc_demo")
+    hw = sim.load_hw("edge-npu")
+    opts = CostOptions(fidelity="analytical", calibration=cal)
+    got = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s
+    host = sim.hw.config.HostConfig(**REF)
+    want = sum(w * float(cal.predict_seconds([host_sample(n, host)])[0]) for n, w in walk_weighted(g))
+    assert got == pytest.approx(want, rel=1e-6)
+    loop = next(n for n in g.nodes if n.op == "loop")
+    assert cal.host_seconds(loop, hw) == 0.0
+    dev = replace(cal, kind="device", _state={})
+    from sim.graph.subgraph import host_op_seconds
+    assert dev.host_seconds(loop, hw) == host_op_seconds(loop, hw) > 0
