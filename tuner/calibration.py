@@ -135,9 +135,12 @@ def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_e
                     int(groups), int(window), c, m, float(launch_s), max(c, m) + launch_s)
 
 
-def host_sample(node: Any, host: Any) -> OpSample:
+def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
     """One IR node on a host model (``peak_flops``, ``mem_bytes_per_s``, ``op_overhead_s``): the
-    same FLOPs and bytes as ``sim.graph.subgraph.host_op_work``."""
+    same FLOPs and bytes as ``sim.graph.subgraph.host_op_work``. ``source`` (value -> value): the
+    value an input stands for when the node sits in a composite (``tuner.costing.host_unit_cost``),
+    whose constness and producer are the context features."""
+    src = source or (lambda v: v)
     from sim.graph.subgraph import host_op_work
     flops, nbytes = host_op_work(node)
     outs = sum(int(np.prod(o.shape, dtype=np.int64)) for o in node.outputs)
@@ -151,8 +154,8 @@ def host_sample(node: Any, host: Any) -> OpSample:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
-    weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if v.is_const)
-    prod = node.inputs[0].producer if node.inputs else None
+    weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
+    prod = src(node.inputs[0]).producer if node.inputs else None
     return replace(s, weight_bytes=float(weights), after_mac=bool(prod is not None and prod.op in MAC_OPS))
 
 
@@ -264,7 +267,7 @@ class Calibration:
                 "rows": self.meta.get("rows")}
 
     # -- what costing calls
-    def host_seconds(self, node: Any, hw: Any) -> float:
+    def host_seconds(self, node: Any, hw: Any, source: Any = None) -> float:
         """Seconds of one host op: the measured host's prediction for a host file, the analytical
         host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs nothing
         of its own: the rows were timed in whole runs whose rest (the executor between kernels,
@@ -275,7 +278,7 @@ class Calibration:
             return host_op_seconds(node, hw)
         if node.op in ("if", "loop"):
             return 0.0
-        return self._memo(host_sample(node, _Host(**self.reference_host)))
+        return self._memo(host_sample(node, _Host(**self.reference_host), source))
 
     def kernel_scale(self, workload: Any, report: Any, hw: Any) -> float:
         """Factor on one device kernel's cycles (1.0 for a host file)."""

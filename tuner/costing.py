@@ -34,7 +34,7 @@ import sim
 from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 from sim.graph.subgraph import kernel_workload as sim_kernel_workload, scaled_report
-from partition import Function, Graph, Node
+from partition import Function, Graph, Node, Value
 from partition.residency import call_residency, host_crossings
 
 
@@ -107,24 +107,47 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ host
-def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions) -> Cost:
+def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions, source=None) -> Cost:
     """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
-    costed node by node)."""
+    costed node by node). ``source`` (value -> value): where an input really comes from, for a
+    calibration's context features (``host_unit_cost``)."""
     cal = opts.calibration
-    seconds = cal.host_seconds(node, hw) if cal is not None else host_op_seconds(node, hw)
+    seconds = cal.host_seconds(node, hw, source) if cal is not None else host_op_seconds(node, hw)
     return Cost(host_s=seconds, host_j=host_op_joules(node, hw))
 
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
-                   opts: CostOptions) -> Cost:
-    """A top-level node on the host: a composite call is inlined, so it costs its body's ops."""
+                   opts: CostOptions, bind: Mapping[int, Value] | None = None) -> Cost:
+    """A top-level node on the host: a composite call is inlined, so it costs its body's ops.
+    A node costs the same inside a composite as in the graph it came from: a calibration's
+    context features (a constant input's bytes, a MAC producer) see through the composite's
+    parameters to the call's arguments and through a composite's outputs to the node inside that
+    made them (``bind``: id(parameter) -> argument)."""
+    bind = bind or {}
     fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
     if fn is not None and "Composite" in fn.attrs:
+        inner = {**scope, **fn.graph.functions}
+        args = {id(p): _source(a, scope, bind) for p, a in zip(fn.graph.inputs, node.inputs)}
         total = Cost()
         for n in fn.graph.nodes:
-            total = total + host_unit_cost(n, {**scope, **fn.graph.functions}, hw, opts)
+            total = total + host_unit_cost(n, inner, hw, opts, args)
         return total
-    return host_op_cost(node, hw, opts)
+    return host_op_cost(node, hw, opts, lambda v: _source(v, scope, bind))
+
+
+def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value]) -> Value:
+    """The value ``v`` stands for: a composite's parameter is its call's argument, and a composite
+    call's output is the body value that makes it (its producer is the op that did the work)."""
+    v = bind.get(id(v), v)
+    while v.producer is not None and v.producer.op == "call":
+        fn = scope.get(v.producer.attrs.get("callee"))
+        if fn is None or "Composite" not in fn.attrs:
+            break
+        i = next((k for k, o in enumerate(v.producer.outputs) if o is v), None)
+        if i is None or i >= len(fn.graph.outputs):
+            break
+        v, scope = fn.graph.outputs[i], {**scope, **fn.graph.functions}
+    return v
 
 
 # ---------------------------------------------------------------------------------------- device

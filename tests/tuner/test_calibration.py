@@ -295,3 +295,29 @@ def test_control_flow_costs_nothing_of_its_own_on_a_host_file(tmp_path):
     dev = replace(cal, kind="device", _state={})
     from sim.graph.subgraph import host_op_seconds
     assert dev.host_seconds(loop, hw) == host_op_seconds(loop, hw) > 0
+
+
+def test_a_node_costs_the_same_inside_a_composite_as_in_its_graph():
+    """tune's partition wraps dense + bias into composites whose weights are parameters: the
+    calibration's context features (a constant input's bytes, a MAC producer) must still see the
+    weights and producers of the graph the node came from, so ``baselines.all_host`` of ``tune``
+    is the all-on-host ``graph_cost`` of the unpartitioned model."""
+    from partition import models
+    from tuner.calibrate_host import walk_nodes
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+    from tuner.tune import tune
+    g = models.get("bert_tiny")
+    host = sim.hw.config.HostConfig(**REF)
+    samples = [host_sample(n, host) for n in walk_nodes(g)] * 4
+    # a truth that depends on the context features: weights cost twice, a MAC's epilogue half
+    truth = np.array([s.analytical_s * (2.0 if s.weight_bytes > 0 else 1.0) * (0.5 if s.after_mac else 1.0)
+                      for s in samples])
+    assert any(s.weight_bytes > 0 for s in samples) and any(s.after_mac for s in samples)
+    cal = fit_calibration(samples, truth, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
+                          hardware="test host", rows=[], reference_host=REF, rounds=150)
+    opts = CostOptions(fidelity="analytical", calibration=cal)
+    for preset in ("edge-npu", "cloud-npu"):
+        hw = sim.load_hw(preset)
+        plan = tune(g, preset, trials=0, progress=False, calibration=cal)
+        whole = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.latency_s
+        assert plan.baselines["all_host"].latency_s == pytest.approx(whole, rel=1e-9)
