@@ -7,7 +7,8 @@ architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set 
 detectors with their full post-processing (experiments/zoo/detection_models.py; needs torchvision),
 whose NAME.npz holds every output (boxes, scores, labels); ``--set det-full``: torchvision's own
 full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FCOS ResNet-50), random
-weights, tens of MB each; ``--set kv``: the GPT-2 and Llama of ``--set hf`` as one decode step WITH
+weights, tens of MB each; ``--set hf-full``: DistilBERT-base, GPT-2 small and ViT-B/16 at their
+published sizes (``hf_models.full_models``, random weights); ``--set kv``: the GPT-2 and Llama of ``--set hf`` as one decode step WITH
 their KV cache (``hf_models.cached_decoders``), TorchScript exporter only, as transformers/optimum
 name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
 ``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
@@ -122,7 +123,7 @@ def export_cached(name: str, ctor, layers: int, kv_heads: int, head_size: int, v
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf", "det", "det-full", "kv"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "hf-full", "det", "det-full", "kv"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -141,6 +142,9 @@ def main(argv=None) -> int:
         from detection_models import DETECTORS as models
     elif a.set == "det-full":
         from detection_models import FULL as models
+    elif a.set == "hf-full":
+        from hf_models import full_models
+        models = full_models()
     else:
         from hf_models import models
         models = models()

@@ -86,3 +86,21 @@ def models() -> dict:
             embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="bottleneck", num_labels=5)),
             lambda: (img(),)),
     }
+
+
+def full_models() -> dict:
+    """name -> (constructor, example inputs): full-size public configurations (random weights, no
+    hub access) of architectures the built-in models and ../shared/models do not hold, for
+    checking a host calibration on real models it never saw (experiments/calibration_unseen.py):
+    DistilBERT-base, GPT-2 small and ViT-B/16 at their published sizes; tens to hundreds of MB
+    each."""
+    import transformers as tf
+    ids = lambda v, s=128: torch.randint(0, v, (1, s))  # noqa: E731
+    return {
+        "full_distilbert_base": (lambda: tf.DistilBertModel(tf.DistilBertConfig()),
+                                 lambda: (ids(30522), torch.ones(1, 128, dtype=torch.int64))),
+        "full_gpt2": (lambda: tf.GPT2LMHeadModel(tf.GPT2Config()), lambda: (ids(50257),)),
+        "full_vit_b16": (lambda: tf.ViTForImageClassification(tf.ViTConfig(image_size=224, patch_size=16,
+                                                                           num_labels=1000)),
+                         lambda: (torch.randn(1, 3, 224, 224),)),
+    }

@@ -1,0 +1,92 @@
+"""A host calibration on real models it never saw (issue 19: "the same must hold on real models the
+calibration never saw"): each ONNX file's predicted all-on-host latency, as ``accel-tune tune
+--calibration CAL.json --json`` reports it (``baselines.all_host.latency_s``), against onnxruntime's
+latency of the *file itself* on this machine (default session options, one session open at a
+time; 3 passes, each a fresh session with a block of runs of at least 0.2 s and 7 runs, the lowest
+block median: the way ``calibrate --host`` times a model, ``tuner.calibrate_context``).
+
+    accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
+    python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
+    python experiments/calibration_unseen.py host.cal.json /tmp/full/*.ts.onnx [--hw edge-npu] [--json]
+
+Prints one row per file (measured, analytical, calibrated, error) and how many are within 20 %.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def measured_s(path: str, passes: int = 3) -> tuple[float, float]:
+    """(lowest block median, fastest run) of onnxruntime on the file, seconds."""
+    import onnx
+    from tuner.calibrate_context import _plain_blocks
+    data = Path(path).read_bytes()
+    inputs = onnx.load_from_string(data).graph.input
+    blocks = []
+    for _ in range(passes):
+        blocks += _plain_blocks(data, inputs, 3, 0, 0.2, 7, 200, 1)
+    return min(float(np.median(b)) for b in blocks), min(min(b) for b in blocks)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("calibration", help="a host calibration file (accel-tune calibrate --host)")
+    ap.add_argument("onnx", nargs="+", help="ONNX files (single-file: weights inside)")
+    ap.add_argument("--hw", default="edge-npu", help="the preset tune runs with (the host file's costs do not depend on it)")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import onnxruntime as ort
+    ort.set_default_logger_severity(3)
+    import sim
+    from partition import load_onnx
+    from tuner.calibration import CalibrationError, load_calibration
+    from tuner.tune import tune
+    hw = sim.load_hw(a.hw)
+    try:
+        cal = load_calibration(a.calibration, hw)
+    except CalibrationError as e:
+        print(f"calibration_unseen: error: {e}", file=sys.stderr)
+        return 2
+    rows = []
+    for path in a.onnx:
+        name = os.path.basename(path)
+        try:
+            g = load_onnx(path)
+            pred = tune(g, hw, trials=0, progress=False, calibration=cal).baselines["all_host"].latency_s
+            ana = tune(g, hw, trials=0, progress=False).baselines["all_host"].latency_s
+            got, best = measured_s(path)
+        except Exception as e:  # noqa: BLE001 - one file that cannot be read or run is reported
+            rows.append({"model": name, "error": str(e).splitlines()[0][:160]})
+            continue
+        rows.append({"model": name, "measured_s": got, "best_run_s": best, "analytical_s": ana,
+                     "calibrated_s": pred, "calibrated_error": pred / got - 1.0, "analytical_error": ana / got - 1.0,
+                     "nodes": len(g.nodes)})
+    ok = [r for r in rows if "calibrated_error" in r]
+    within = sum(abs(r["calibrated_error"]) <= 0.2 for r in ok)
+    if a.json:
+        print(json.dumps({"rows": rows, "within_20": within, "of": len(ok), "calibration": a.calibration,
+                          "load_average": os.getloadavg()}, indent=1))
+        return 0
+    print(f"{'model':<34} {'measured ms':>12} {'analytical ms':>14} {'err':>7} {'calibrated ms':>14} {'err':>7}")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['model']:<34} {r['error']}")
+            continue
+        print(f"{r['model']:<34} {r['measured_s'] * 1e3:>12.3f} {r['analytical_s'] * 1e3:>14.2f} "
+              f"{r['analytical_error']:>+7.0%} {r['calibrated_s'] * 1e3:>14.3f} {r['calibrated_error']:>+7.0%}")
+    print(f"within 20 %: {within} of {len(ok)} (load average {os.getloadavg()[0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
