@@ -40,7 +40,7 @@ A row is per execution: a node in a loop body runs once per trip, its kernel eve
 the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
 node is counted once, as costing counts both branches. The rest includes what control flow costs
 onnxruntime (a subgraph's executor on every trip), so a host calibration gives ``if`` and ``loop``
-no cost of their own (``CalibrationModel.host_seconds``).
+no cost of their own (``Calibration.host_seconds``).
 
 The plain latency is what ``tune --calibration``'s all-on-host latency is compared with.
 """

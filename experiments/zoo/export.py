@@ -1,6 +1,6 @@
 """Export the zoo's models to ONNX, with both of torch's exporters.
 
-    python experiments/zoo/export.py OUT_DIR [--set torch|hf|det|det-full|kv] [--only NAME ...]
+    python experiments/zoo/export.py OUT_DIR [--set torch|hf|hf-full|det|det-full|kv] [--only NAME ...]
 
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
 architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
@@ -8,9 +8,9 @@ detectors with their full post-processing (experiments/zoo/detection_models.py; 
 whose NAME.npz holds every output (boxes, scores, labels); ``--set det-full``: torchvision's own
 full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FCOS ResNet-50), random
 weights, tens of MB each; ``--set hf-full``: DistilBERT-base, GPT-2 small and ViT-B/16 at their
-published sizes (``hf_models.full_models``, random weights); ``--set kv``: the GPT-2 and Llama of ``--set hf`` as one decode step WITH
-their KV cache (``hf_models.cached_decoders``), TorchScript exporter only, as transformers/optimum
-name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
+published sizes (``hf_models.full_models``, random weights); ``--set kv``: the GPT-2 and Llama of
+``--set hf`` as one decode step WITH their KV cache (``hf_models.cached_decoders``), TorchScript
+exporter only, as transformers/optimum name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
 ``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
 ``present.{i}.key|value`` [batch, kv_heads, past_sequence + sequence, head_size], the dims symbolic;
 NAME.npz holds the example inputs by their names (batch 2, past 5, one new token, the first past
