@@ -87,27 +87,26 @@ def test_fused_chain_bound_knows_the_on_chip_operand(stride, fidelity):
 TUNED_ON_LEVELS = ("resnet18", "mobilenet_v3_small", "bert_tiny", "ssd_detector", "byoc_demo")
 
 
-# a tune on a storage hierarchy searches mappings (seconds a model): there one model of each kind
-# of kernel (conv stages, depthwise, attention, detection head, a toy graph), so the suite stays short
-TUNED = [(p, m) for p in PRESETS for m in _models(p) if not load_hw(p).levels or m in TUNED_ON_LEVELS]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("preset,model", TUNED)  # one test a (preset, model): xdist shares them out
-def test_tuned_plans_never_beat_the_roofline(preset, model):
+@pytest.mark.parametrize("preset", PRESETS)
+def test_tuned_plans_never_beat_the_roofline(preset):
     """Every kernel of a short tune (tile-level measurements, tuned schedules, the partition the
     search picks) on every built-in model: the fraction a plan and a sweep row record is <= 1."""
     from tuner.sweep.evaluate import kernel_rows
     from tuner.tune import tune
     hw = load_hw(preset)
-    try:
-        plan = tune(get(model), hw, trials=4, progress=False, map_budget=300)  # any budget: a bound
-    except ValueError:
-        pytest.skip(f"{preset} runs none of {model}'s ops")
-    for sym, fc in plan.functions.items():
-        for k in fc.kernels:
-            assert k.roofline_fraction <= 1.0, f"{model} on {preset}: {sym}/{k.name} {k.roofline_fraction:.3f}"
-    for t in plan.tasks:
-        assert t.roofline_fraction <= 1.0, f"{model} on {preset}: task {t.workload}"
-    for row in kernel_rows(plan, hw):
-        assert row["roofline_fraction"] <= 1.0
+    # a tune on a storage hierarchy searches mappings (seconds a model): there one model of each
+    # kind of kernel (conv stages, depthwise, attention, detection head, a toy graph), so the suite stays short
+    models = [m for m in _models(preset) if not hw.levels or m in TUNED_ON_LEVELS]
+    for model in models:
+        try:
+            plan = tune(get(model), hw, trials=4, progress=False, map_budget=300)  # any budget: a bound
+        except ValueError:
+            continue  # the accelerator runs none of the model's ops
+        for sym, fc in plan.functions.items():
+            for k in fc.kernels:
+                assert k.roofline_fraction <= 1.0, f"{model} on {preset}: {sym}/{k.name} {k.roofline_fraction:.3f}"
+        for t in plan.tasks:
+            assert t.roofline_fraction <= 1.0, f"{model} on {preset}: task {t.workload}"
+        for row in kernel_rows(plan, hw):
+            assert row["roofline_fraction"] <= 1.0
