@@ -321,3 +321,30 @@ def test_a_node_costs_the_same_inside_a_composite_as_in_its_graph():
         plan = tune(g, preset, trials=0, progress=False, calibration=cal)
         whole = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.latency_s
         assert plan.baselines["all_host"].latency_s == pytest.approx(whole, rel=1e-9)
+
+
+def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path, capsys):
+    """experiments/calibration_unseen.py: a file's calibrated figure is tune's all-host latency with
+    the calibration, its measured one onnxruntime's on the file; a file it cannot read is a row
+    with its error, not a crash."""
+    pytest.importorskip("onnxruntime")
+    import importlib.util
+    from partition import load_onnx
+    from tuner.tune import tune
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("calibration_unseen", root / "experiments" / "calibration_unseen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cal, path = host_cal(tmp_path)
+    onnx_file = root / "tests" / "data" / "zoo" / "activations_mlp.ts.onnx"
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not onnx")
+    assert mod.main([str(path), str(onnx_file), str(bad), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    good, broken = out["rows"]
+    want = tune(load_onnx(onnx_file), "edge-npu", trials=0, progress=False, calibration=cal).baselines["all_host"]
+    assert good["calibrated_s"] == pytest.approx(want.latency_s, rel=1e-12)
+    assert 0 < good["best_run_s"] <= good["measured_s"] < 1.0
+    assert good["calibrated_error"] == pytest.approx(good["calibrated_s"] / good["measured_s"] - 1)
+    assert broken["model"] == "bad.onnx" and "error" in broken and out["of"] == 1
+    assert out["within_20"] == int(abs(good["calibrated_error"]) <= 0.2)
