@@ -404,7 +404,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
     # 2. the profiled session alone: the kernels
     events = _profiled_events(data, feed, warmup + rounds)
-    weighted = [(n, w) for n, w in walk_weighted(g) if n.op not in CONTROL]
+    # a node whose loop never runs (a trip bound of 0) has no kernel time and no row
+    weighted = [(n, w) for n, w in walk_weighted(g) if n.op not in CONTROL and w > 0]
     nodes = [n for n, _ in weighted]
     runs_of: dict[str, float] = {}
     for n, w in weighted:

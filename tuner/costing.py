@@ -28,8 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-import numpy as np
-
 import sim
 from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
@@ -346,8 +344,9 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
 
 
 def loop_trips(node: Node) -> int:
-    trip = node.inputs[0].data
-    return int(np.asarray(trip).reshape(-1)[0]) if trip is not None else 1
+    """Times a loop's body is counted (``partition.ops.loop_trip_bound``: never below 0)."""
+    from partition.ops import loop_trip_bound
+    return loop_trip_bound(node)
 
 
 __all__ = ["CostOptions", "Cost", "CostingError", "OBJECTIVES", "objective_value", "host_op_cost",

@@ -7,7 +7,7 @@ from typing import Mapping
 import numpy as np
 
 from ..ir import Function, Graph
-from ..ops import op_cost
+from ..ops import loop_trip_bound, op_cost
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,7 @@ def count_macs(graph: Graph, functions: Mapping[str, Function] | None = None) ->
     total = 0
     for n in graph.nodes:
         if n.op == "loop":
-            trip = n.inputs[0].data
-            trips = int(np.asarray(trip).reshape(-1)[0]) if trip is not None else 1
+            trips = loop_trip_bound(n)
             total += trips * count_macs(n.attrs["body"], scope)
         elif n.op == "if":
             total += max(count_macs(n.attrs["then_branch"], scope), count_macs(n.attrs["else_branch"], scope))

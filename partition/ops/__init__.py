@@ -41,4 +41,6 @@ def op_cost(node) -> OpCost:
     return d.cost([v.type for v in node.inputs], [o.type for o in node.outputs], node.attrs)
 
 
-__all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost"]
+loop_trip_bound = control.loop_trip_bound
+
+__all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost", "loop_trip_bound"]

@@ -77,6 +77,16 @@ def _no_cost(ins, outs, attrs):
     return OpCost(0, 0, 0, 0)
 
 
+def loop_trip_bound(node) -> int:
+    """How many times a ``loop`` node's body runs at most, as costing counts it: its constant
+    maximum trip count, never below 0 (a zero or negative count runs the body no time, as
+    onnxruntime does), or 1 when the count is only known at run time."""
+    trip = node.inputs[0].data if node.inputs and node.inputs[0].is_const else None
+    if trip is None:
+        return 1
+    return max(0, int(np.asarray(trip).reshape(-1)[0]))
+
+
 DEFS = [
     OpDef("if", _infer_if, None, _no_cost, "control", (1, 1 << 30)),
     OpDef("loop", _infer_loop, None, _no_cost, "control", (2, 1 << 30)),

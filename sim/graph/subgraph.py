@@ -383,8 +383,8 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
             elif fn is not None:
                 walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
             elif node.op == "loop":
-                trip = node.inputs[0].data if node.inputs and node.inputs[0].is_const else None
-                trips = max(1, int(trip.reshape(-1)[0])) if trip is not None else 1
+                from partition.ops import loop_trip_bound
+                trips = loop_trip_bound(node)
                 h2: list = []
                 c2: list = []
                 walk(node.attrs["body"], scope, h2, c2)

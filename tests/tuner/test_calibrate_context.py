@@ -5,6 +5,8 @@ timed alone, and a real profiled run gives a row per node; the calibration's con
 import numpy as np
 import pytest
 
+import sim
+
 from tuner.calibrate_context import FLOOR_S, attribute, fused_groups, per_node_rest, share_rest
 
 
@@ -224,3 +226,39 @@ def test_unnamed_kernels_go_to_the_next_named_node_and_fused_prefix_is_dropped()
     assert r["__unnamed__fc"] == pytest.approx(50e-6)            # after the last named kernel: its node's
     assert r["__unnamed__out"] == 0.0
     assert sum(r[n] for n in names) == pytest.approx(1000e-6)    # the rows: unnamed kernels stay in the rest
+
+
+@pytest.mark.parametrize("trips", [3, 0, -2])
+def test_a_loop_body_counts_its_trips_never_below_zero(tmp_path, trips):
+    """A Loop whose constant trip count is 0 or negative runs its body no time (onnxruntime returns
+    the input); its node has no row and no cost, never a negative one; 3 trips count 3 times."""
+    pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, save
+    from partition import load_onnx
+    from tuner.calibrate_context import profile_models
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"], name="inc"),
+         helper.make_node("Identity", ["c_in"], ["c_out"], name="keep")], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []), helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [4])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    g = helper.make_graph([helper.make_node("Loop", ["M", "go", "x"], ["y"], name="loop", body=body)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor("M", TensorProto.INT64, [], [trips]),
+                           helper.make_tensor("go", TensorProto.BOOL, [], [True])])
+    path = tmp_path / "loop.onnx"
+    save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    graph = load_onnx(path)
+    (p,), failed = profile_models([("loop", graph)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0)
+    assert not failed
+    runs = max(trips, 0)
+    assert {r.node.name: p.executions[r.node.name] for r in p.rows} == ({"inc": 3} if runs else {})
+    assert all(r.seconds > 0 for r in p.rows)
+    hw = sim.load_hw("edge-npu")
+    host = graph_cost(graph, KernelCoster(hw), CostOptions(fidelity="analytical")).total.host_s
+    body_s = sim.graph.subgraph.host_op_seconds(next(n for n in graph.nodes[0].attrs["body"].nodes if n.op == "add"), hw)
+    loop_s = sim.graph.subgraph.host_op_seconds(graph.nodes[0], hw)
+    assert host == pytest.approx(loop_s + runs * body_s)
