@@ -424,13 +424,13 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
     whole = min(float(np.median(w)) for w in blocks)
     wall = [t for w in blocks for t in w]
-    sec = share_rest(ker, whole, "equal")  # shared out again by profile_models' ``rest``
     # a name shared by several nodes keeps one row (its first node); a row is per execution: the
-    # kernel events of a loop body's node add up over the trips, and costing counts it per trip
-    rows = tuple(InContext(label, n, sec[n.name] / runs_of[n.name], ker[n.name] / runs_of[n.name])
-                 for n in {n.name: n for n in nodes}.values())
-    return Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
-                    len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
+    # kernel events of a loop body's node add up over the trips, and costing counts it per trip.
+    # Its seconds (the kernel plus a share of the rest) are set by ``with_rest``
+    rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name]) for n in {n.name: n for n in nodes}.values())
+    p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
+                 len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
+    return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",

@@ -484,10 +484,13 @@ def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
     same mapping); other repeats (two unit loops swapped) stay for the caller's ``keys``."""
     P, D = space.n_primes, space.n_dims
     row = np.asarray(row)
+    parts = []
+
+    def copies(n: int) -> np.ndarray:
+        return np.repeat(row[None, :], n, axis=0)
     # equal primes of one dim in one slot are interchangeable: moving any of them gives the same
     # mapping (the same ``keys``), so only the first is moved (a 2^17-long dim has 17 of them)
     moved: set = set()
-    genes, slots = [], []
     for j in range(P):
         group = (int(space.prime_dim[j]), int(space.prime_val[j]), int(row[j]), space.allowed[j].tobytes())
         if group in moved:
@@ -495,33 +498,23 @@ def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
         moved.add(group)
         to = np.flatnonzero(space.allowed[j])
         to = to[to != row[j]]
-        genes.append(np.full(len(to), j))
-        slots.append(to)
-    for lv in range(space.n_levels):
-        base = P + lv * D
-        i, k = np.triu_indices(D, 1)
-        free = i >= len(space.perm_fixed[lv])
-        genes.append(np.stack([base + i[free], base + k[free]], axis=1))   # a swap: two genes
-        slots.append(None)
-    kb = P + space.n_levels * D
-    flips = kb + np.flatnonzero((space.keep_forced < 0).ravel())
-    parts = []
-    for g, s in zip(genes, slots):
-        if s is None:                                   # swaps of two loops
-            r = np.repeat(row[None, :], len(g), axis=0)
-            at = np.arange(len(g))
-            r[at, g[:, 0]], r[at, g[:, 1]] = row[g[:, 1]], row[g[:, 0]]
-        else:                                           # one prime to another slot
-            r = np.repeat(row[None, :], len(g), axis=0)
-            r[np.arange(len(g)), g] = s
+        r = copies(len(to))
+        r[:, j] = to
         parts.append(r)
-    r = np.repeat(row[None, :], len(flips), axis=0)
+    i, k = np.triu_indices(D, 1)
+    for lv in range(space.n_levels):
+        free = i >= len(space.perm_fixed[lv])
+        a, b = P + lv * D + i[free], P + lv * D + k[free]
+        r = copies(len(a))
+        at = np.arange(len(a))
+        r[at, a], r[at, b] = row[b], row[a]
+        parts.append(r)
+    flips = P + space.n_levels * D + np.flatnonzero((space.keep_forced < 0).ravel())
+    r = copies(len(flips))
     r[np.arange(len(flips)), flips] ^= 1
     parts.append(r)
-    nb = np.concatenate(parts).astype(np.int64, copy=False) if parts else np.zeros((0, len(row)), dtype=np.int64)
-    if not len(nb):
-        return np.zeros((0, len(row)), dtype=np.int64)
-    return nb[space.valid(nb)]
+    nb = np.concatenate(parts).astype(np.int64, copy=False)
+    return nb[space.valid(nb)] if len(nb) else np.zeros((0, len(row)), dtype=np.int64)
 
 
 def _random_true(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
