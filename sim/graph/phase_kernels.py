@@ -103,18 +103,16 @@ class Storage:
     act_bytes: float
 
 
-def _retimed(rep: KernelReport, hw: HardwareConfig, delta_bytes: float) -> tuple[float, float, float]:
-    """(cycles, compute cycles, joules) of a kernel that moves ``delta_bytes`` more DRAM bytes
-    (fewer when negative) than the simulator counted."""
+def _retimed(rep: KernelReport, hw: HardwareConfig, delta_s: float, delta_j: float) -> tuple[float, float, float]:
+    """(cycles, compute cycles, joules) of a kernel that moves ``delta_s`` more DRAM bytes (fewer
+    when negative) than the simulator timed and ``delta_j`` more than it charged energy for."""
     cycles, comp = float(rep.total_cycles), float(rep.compute_cycles)
     bw = hw.dram.bytes_per_cycle
-    if delta_bytes < 0:
-        cycles = max(comp, cycles + delta_bytes / bw)
-        cut_pj = min(rep.energy_pj.get("dram", 0.0), -delta_bytes * hw.energy.dram_pj_per_byte)
-        joules = rep.energy_j - cut_pj * 1e-12
+    cycles = max(comp, cycles + delta_s / bw) if delta_s < 0 else cycles + delta_s / bw
+    if delta_j < 0:
+        joules = rep.energy_j - min(rep.energy_pj.get("dram", 0.0), -delta_j * hw.energy.dram_pj_per_byte) * 1e-12
     else:
-        cycles += delta_bytes / bw
-        joules = rep.energy_j + delta_bytes * hw.energy.dram_pj_per_byte * 1e-12
+        joules = rep.energy_j + delta_j * hw.energy.dram_pj_per_byte * 1e-12
     return cycles, comp, joules
 
 
@@ -129,6 +127,47 @@ def _after_softmax(v: Any, depth: int = 8) -> bool:
     if n is None or depth == 0 or not n.meta.get("attention"):
         return False
     return n.op == "softmax" or any(_after_softmax(x, depth - 1) for x in n.inputs)
+
+
+def _extra_bytes(node: Any, rep: KernelReport, storage: Storage, weights: set[str], fused: bool,
+                 word: float, base: float) -> float:
+    """The DRAM bytes ``node``'s kernel moves beyond ``rep``'s, which counted ``base`` bytes per
+    element (in words of ``word`` bytes): weights at ``storage.weight_bytes``, the KV cache at
+    ``kv_bytes``, activations at ``act_bytes``; a gather reads only its rows; a fused attention
+    kernel (``fused``) keeps a block's scores and probabilities on chip."""
+    dram = rep.bytes_by_operand.get("dram", {})
+
+    def more(counted: float, stored: float) -> float:
+        return counted * (stored - base) / word
+
+    delta = 0.0
+    if node.op in ("dense", "batch_matmul", "matmul", "gemm") and len(node.inputs) > 1:
+        w = node.inputs[1]
+        if w.name in weights or (w.producer is not None and _is_view(w.producer)
+                                 and w.producer.inputs[0].name in weights):
+            delta += more(dram.get("weight", 0), storage.weight_bytes)
+        elif w.producer is not None and w.producer.op == "kv_append":
+            delta += more(dram.get("weight", 0), storage.kv_bytes)
+        delta += more(dram.get("ifmap", 0) + dram.get("output", 0), storage.act_bytes)
+    elif node.op == "kv_append":
+        delta += more(rep.dram_read_bytes + rep.dram_write_bytes, storage.kv_bytes)
+    elif node.op == "gather":
+        # an embedding lookup (or an expert's dispatch) reads the rows it gathers, not the table
+        # (the one-buffer data-move workload counts the whole data input)
+        rows = node.outputs[0].type.size * storage.act_bytes
+        delta += rows + more(rep.dram_write_bytes, storage.act_bytes) - rep.dram_read_bytes * base / word
+    else:
+        delta += more(rep.dram_read_bytes + rep.dram_write_bytes, storage.act_bytes)
+    if fused:
+        # the block's scores and probabilities stay on chip (flash attention); the products
+        # still read Q, K and V and write the context: what the kernel moved of them goes
+        if node.op in ("batch_matmul", "matmul") and not _after_softmax(node.inputs[0]):
+            delta -= dram.get("output", 0) * storage.act_bytes / word      # scores: Q K^T
+        elif node.op in ("batch_matmul", "matmul"):
+            delta -= dram.get("ifmap", 0) * storage.act_bytes / word       # context: P V
+        else:
+            delta -= (rep.dram_read_bytes + rep.dram_write_bytes) * storage.act_bytes / word
+    return delta
 
 
 def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storage, fused: bool,
@@ -158,39 +197,19 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
                                   c.bytes_sent))
             continue
         wl = workload_of(node)
+        if storage.act_bytes < wl.dtype_bytes:  # fp8 in an fp16 graph: the narrower operands' MAC rate
+            wl = replace(wl, dtype_bytes=max(1, int(storage.act_bytes)))
         rep, src = coster(wl)
         if sources is not None:
             entry = sources.setdefault(wl.key, (src, rep, []))
             entry[2].append(node.name)
-        dram = rep.bytes_by_operand.get("dram", {})
-        delta = 0.0
-        if node.op in ("dense", "batch_matmul", "matmul", "gemm") and len(node.inputs) > 1:
-            w = node.inputs[1]
-            if w.name in weights or (w.producer is not None and _is_view(w.producer)
-                                     and w.producer.inputs[0].name in weights):
-                delta += dram.get("weight", 0) * (storage.weight_bytes / word - 1.0)
-            elif w.producer is not None and w.producer.op == "kv_append":
-                delta += dram.get("weight", 0) * (storage.kv_bytes / word - 1.0)
-            delta += (dram.get("ifmap", 0) + dram.get("output", 0)) * (storage.act_bytes / word - 1.0)
-        elif node.op == "kv_append":
-            delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.kv_bytes / word - 1.0)
-        elif node.op == "gather":
-            # an embedding lookup (or an expert's dispatch) reads the rows it gathers, not the table
-            # (the one-buffer data-move workload counts the whole data input)
-            rows = node.outputs[0].type.size * storage.act_bytes
-            delta += rows + rep.dram_write_bytes * (storage.act_bytes / word - 1.0) - rep.dram_read_bytes
-        else:
-            delta += (rep.dram_read_bytes + rep.dram_write_bytes) * (storage.act_bytes / word - 1.0)
-        if fused and att:
-            # the block's scores and probabilities stay on chip (flash attention); the products
-            # still read Q, K and V and write the context
-            if node.op in ("batch_matmul", "matmul") and not _after_softmax(node.inputs[0]):
-                delta -= dram.get("output", 0) * storage.act_bytes / word      # scores: Q K^T
-            elif node.op in ("batch_matmul", "matmul"):
-                delta -= dram.get("ifmap", 0) * storage.act_bytes / word       # context: P V
-            else:
-                delta -= (rep.dram_read_bytes + rep.dram_write_bytes) * storage.act_bytes / word
-        cycles, comp, joules = _retimed(rep, hw, delta)
+        # The simulator counts DRAM bytes in device words; on a machine with a kernels section it
+        # times them in the kernel's element bytes (an fp8 kernel on 16-bit words moves half the
+        # bytes its words say), so time and energy are rescaled from different bases.
+        timed = wl.dtype_bytes if hw.kernels.active else word
+        delta_s = _extra_bytes(node, rep, storage, weights, fused and att, word, timed)
+        delta_j = delta_s if timed == word else _extra_bytes(node, rep, storage, weights, fused and att, word, word)
+        cycles, comp, joules = _retimed(rep, hw, delta_s, delta_j)
         out.append(KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
                               (cycles - comp) / clock, 0.0, joules))
     return out

@@ -101,11 +101,13 @@ def compute_dtype(dtype: str, hw: HardwareConfig) -> str:
         comp = mac if mac in ("int8", "int4") else "fp16"
     else:
         comp = dtype
+    also = hw.kernels.dtypes  # a GPU's tensor cores: fp8 at kernels.rate_1byte
     same = comp == mac or {comp, mac} <= {"fp16", "bf16"}
-    if not same:
+    if not same and comp not in also:
+        extra = f" or {', '.join(also)} (kernels.dtypes)" if also else ""
         raise ServingError(f"--dtype {dtype} computes in {comp}, but {hw.name}'s array computes in {mac} "
-                           f"(array.mac_dtype)")
-    if DTYPE_BYTES[comp] != hw.array.word_bytes and comp not in ("int4",):
+                           f"(array.mac_dtype){extra}")
+    if DTYPE_BYTES[comp] != hw.array.word_bytes and comp not in ("int4", *also):
         raise ServingError(f"--dtype {dtype}: {hw.name} stores {hw.array.word_bytes}-byte words "
                            f"(array.word_bytes), not the {DTYPE_BYTES[comp]:g} bytes of {comp}")
     return comp

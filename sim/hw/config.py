@@ -522,6 +522,9 @@ class KernelsConfig(_Section):
                              "array.mac_dtype's")
     rate_4byte: float = _num(1.0, 1e-3, 64.0, "x", "MAC rate of 4-byte operands (fp32/tf32) relative to "
                              "array.mac_dtype's")
+    dtypes: tuple[str, ...] = _R("names", (), "operand types the MAC units also compute besides "
+                                 "array.mac_dtype (a GPU's fp8 tensor cores), each at its width's rate_*; "
+                                 "left out of files and fingerprints when empty", hi=len(MAC_DTYPES))
     mac_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak MAC rate a large GEMM sustains")
     dram_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak DRAM bandwidth a streaming "
                                 "kernel sustains")
@@ -530,6 +533,12 @@ class KernelsConfig(_Section):
     mac_overhead_s: float = _num(0.0, 0.0, 1e-2, "s", "fixed time of a MAC kernel beyond its launch "
                                  "(a GEMM library's set-up)")
     source: str = _R("str", "", "the measured data the fractions and overheads were fitted on", hi=2000)
+
+    def _check(self) -> None:
+        bad = [t for t in self.dtypes if t not in MAC_DTYPES]
+        if bad:
+            raise HardwareError(f"hardware.kernels.dtypes lists {', '.join(map(repr, bad))}; "
+                                f"known: {', '.join(MAC_DTYPES)}")
 
     @property
     def active(self) -> bool:
@@ -553,6 +562,9 @@ _SECTIONS: dict[str, type] = {
 # Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
 # fingerprints) while they hold their defaults, and optional in a complete (packed) config.
 _OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels", "mapspace")
+# Fields added to a section after its configs were in use: left out of files and fingerprints at
+# their defaults (so those configs keep their fingerprints) and optional in a complete config.
+_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",)}
 
 
 @dataclass(frozen=True)
@@ -635,6 +647,9 @@ class HardwareConfig:
             v = getattr(self, sec)
             if every_section or sec not in _OPTIONAL_SECTIONS or v != _SECTIONS[sec]():
                 d[sec] = _section_dict(v)
+                for f in _LATE_FIELDS.get(sec, ()):
+                    if not every_section and d[sec][f] == _section_dict(_SECTIONS[sec]())[f]:
+                        del d[sec][f]
         if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
             d["levels"] = [_level_dict(lv) for lv in self.levels]
         return d
@@ -678,7 +693,7 @@ class HardwareConfig:
         if complete:  # after the unknown-key checks: a typo is the likelier fault, so it is named first
             missing = [k for k in ("name", *_SECTIONS) if k not in d and k not in _OPTIONAL_SECTIONS]
             missing += [f"{sec}.{f.name}" for sec, scls in _SECTIONS.items() if sec in d
-                        for f in fields(scls) if f.name not in d[sec]]
+                        for f in fields(scls) if f.name not in d[sec] and f.name not in _LATE_FIELDS.get(sec, ())]
             if missing:
                 raise HardwareError(f"hardware config is incomplete: {', '.join(missing[:6])}"
                                     f"{', ...' if len(missing) > 6 else ''} missing")

@@ -112,3 +112,20 @@ def test_a_kernel_is_never_faster_than_its_roofline_at_its_width(dtype_bytes):
     peak_bw = hw.dram.bytes_per_cycle * hw.clock_hz
     assert r.roofline_cycles <= r.total_cycles
     assert r.latency_s >= 4096 * 4096 * dtype_bytes / peak_bw
+
+
+def test_extra_mac_dtypes_are_stated_checked_and_left_out_when_empty():
+    """``kernels.dtypes`` names what the tensor cores also compute (H100 and L40S: fp8, per their
+    datasheets; the A100 has no fp8). Empty, it is absent from files and fingerprints, and a
+    complete (packed) config written before the field existed still loads."""
+    assert load_hw("h100-sxm-80gb").kernels.dtypes == ("fp8",) == load_hw("l40s").kernels.dtypes
+    a100 = load_hw("a100-sxm-80gb")
+    assert a100.kernels.dtypes == () and "dtypes" not in a100.to_dict()["kernels"]
+    assert "dtypes" in a100.to_dict(every_section=True)["kernels"]
+    assert load_hw("h100-sxm-80gb").to_dict()["kernels"]["dtypes"] == ["fp8"]
+    old = a100.to_dict(every_section=True)
+    del old["kernels"]["dtypes"]
+    back = type(a100).from_dict(old, complete=True)
+    assert back == a100 and back.fingerprint() == a100.fingerprint()
+    with pytest.raises(HardwareError, match="kernels.dtypes lists 'fp9'"):
+        a100.with_overrides({"kernels.dtypes": ["fp9"]})

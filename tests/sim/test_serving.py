@@ -216,3 +216,29 @@ def test_absurd_sizes_and_learned_positions_one_line(hw):
     with pytest.raises(ConfigError, match="gpt2 has 1024 learned positions"):
         serve(src("gpt2"), hw, ServingPoint(1, 1020, 8, dtype="bf16"))
     assert serve(src("gpt2"), hw, ServingPoint(1, 1017, 8, dtype="bf16")).ttft_s > 0  # 1024 positions exactly
+
+
+def test_fp8_on_tensor_cores_that_have_it():
+    """fp8 runs on a GPU whose ``kernels.dtypes`` lists it, at ``rate_1byte``, with 1-byte weights,
+    KV cache and activations; a GPU without it refuses in one line. Independent checks: a decode
+    step of one sequence reads every weight byte once, so it is never faster than the weights at
+    peak bandwidth, and fp8 saves what half the weight bytes take to read (the simulator times an
+    fp8 kernel in its own bytes; halving them again made it too fast); a long prefill is
+    compute-bound, so fp8 takes about half fp16's time."""
+    h100 = sim.load_hw("h100-sxm-80gb")
+    s = src("llama-2-7b")
+    with pytest.raises(ServingError, match="computes in fp8, but a100-sxm-80gb's array computes in fp16"):
+        serve(s, sim.load_hw("a100-sxm-80gb"), ServingPoint(1, 8, 2, dtype="fp8"))
+    r8 = serve(s, h100, ServingPoint(1, 2048, 2, dtype="fp8"))
+    r16 = serve(s, h100, ServingPoint(1, 2048, 2, dtype="fp16"))
+    assert r8.compute_dtype == "fp8" and r8.to_dict()["kv_dtype"] == "fp8"
+    assert r8.memory.weights_bytes == pytest.approx(r16.memory.weights_bytes / 2, rel=1e-6)
+    peak_bw = h100.dram.bytes_per_cycle * h100.clock_hz
+    layers = r8.memory.weights_bytes - 2 * 32000 * 4096   # the embedding table is gathered, not read
+    assert r8.tpot_s >= layers / peak_bw
+    # a step's fixed part (launches, a GEMM's set-up) stays; what fp8 saves is half the bytes
+    saved = (r16.memory.weights_bytes - r8.memory.weights_bytes) / (peak_bw * h100.kernels.dram_fraction)
+    assert r16.tpot_s - r8.tpot_s == pytest.approx(saved, rel=0.15)
+    assert r8.ttft_s == pytest.approx(r16.ttft_s / 2, rel=0.2) and r8.ttft_s < r16.ttft_s
+    k8 = {k["name"]: k for k in r8.phases["prefill"]["kernels"]}
+    assert "x1B" in k8["layers.0.mlp.down_proj"]["workload"]
