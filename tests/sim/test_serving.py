@@ -8,7 +8,7 @@ from partition.llm.config import BUILTINS
 from partition.llm.graph import SplitError
 from partition.llm.source import ConfigSource
 from sim.graph import collective
-from sim.graph.serving import ServingError, ServingPoint, serve
+from sim.graph.serving import DTYPE_BYTES, ServingError, ServingPoint, serve
 
 GIB = 2 ** 30
 
@@ -242,3 +242,18 @@ def test_fp8_on_tensor_cores_that_have_it():
     assert r8.ttft_s == pytest.approx(r16.ttft_s / 2, rel=0.2) and r8.ttft_s < r16.ttft_s
     k8 = {k["name"]: k for k in r8.phases["prefill"]["kernels"]}
     assert "x1B" in k8["layers.0.mlp.down_proj"]["workload"]
+
+
+def test_an_int8_npu_reads_int8_weights_once_per_step_and_fp16_twice_the_bytes():
+    """edge-llm-npu computes int8 (and fp16 at half rate, as its kernels.dtypes say). A decode step
+    of one sequence is bound by reading the weights once over LPDDR: int8 weights take
+    weights_bytes / bandwidth, fp16 twice that (int8 was timed in the graph's 2-byte elements)."""
+    npu = sim.load_hw("edge-llm-npu")
+    s = src("llama-3.2-1b")
+    bw = npu.dram.bytes_per_cycle * npu.clock_hz
+    for dtype in ("int8", "fp16"):
+        r = serve(s, npu, ServingPoint(1, 64, 4, dtype=dtype))
+        assert r.compute_dtype == dtype
+        read = r.memory.weights_bytes / bw    # the tied lm_head reads the embedding table too
+        assert r.memory.weights_bytes == pytest.approx(1.236e9 * DTYPE_BYTES[dtype], rel=0.01)
+        assert read <= r.tpot_s <= 1.25 * read
