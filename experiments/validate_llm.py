@@ -1,6 +1,7 @@
 """accel-tune against measured GPUs (shared/oracle/llm), and GenZ at its defaults on the same points.
 
-    python experiments/validate_llm.py ../shared/oracle/llm [--genz /work/venvs/genz/bin/python] [--json]
+    python experiments/validate_llm.py ../shared/oracle/llm [--genz /work/venvs/genz/bin/python]
+        [--beyond experiments/data/trtllm_performance.jsonl | --beyond ''] [--json]
 
 Operator rows (measured_ops.jsonl): a one-node fp16 ONNX file per row, costed by
 ``accel-tune tune --onnx FILE --hw PRESET --offload all --json`` (in-process, the numbers the CLI
@@ -12,6 +13,14 @@ and reports the error on the held-out half apart.
 Serving rows (measured_serving.jsonl): ``accel-tune llm --model M --hw H --batch B --input-len I
 --output-len O --tp T --dtype D --json``, reading the row's metric; when this accel-tune has no
 ``llm`` command, each such row says so.
+
+Beyond the shared folder (``--beyond``, default ``experiments/data/trtllm_performance.jsonl``):
+every other measured point of the same TensorRT-LLM document, typed from it with its table and
+version: first-token latencies on H100 and L40S in fp8 (v0.5) and the peak-throughput tables
+(A100 fp16 and H100 fp8 v0.6.1, L40S fp8 v0.5). Nothing was fitted on them. The H100 table states
+output tokens per second per GPU; the A100 table's header says output tokens per second, but
+with TP > 1 its figures are per GPU too (its TP-2 GPT-J rows are within 2 % of ours per GPU and
+off by exactly 2x as totals), so those rows read ``throughput_tok_s_per_device``.
 
 GenZ (pip ``genz-llm``, in its own environment: ``--genz`` names its interpreter) runs through
 ``experiments/adapters/genz_points.py`` on its ``A100_80GB_GPU`` system; without it the column is
@@ -47,7 +56,29 @@ def genz_column(python: str | None, points: list[dict]) -> tuple[list[dict] | No
     return json.loads(r.stdout), "GenZ: genz-llm at its defaults (system A100_80GB_GPU, bf16)"
 
 
-def run(folder: Path, genz: str | None) -> dict:
+def serving_rows(rows: list[dict], has_llm: bool, genz: list[dict] | None = None) -> list[dict]:
+    """Ours (and GenZ's, when given) against each measured serving row."""
+    out = []
+    for j, d in enumerate(rows):
+        label = f"{d['model']} B={d['batch']} I={d['input_len']} O={d['output_len']} tp={d.get('tp', 1)} {d['metric']}"
+        ours, note = None, ""
+        if has_llm:
+            try:
+                ours = serving_value(d)
+            except MeasuredError as e:
+                note = str(e)
+        else:
+            note = "llm command not available"
+        g = genz[j] if genz else {"skip": "GenZ not run"}
+        out.append({"row": label, "hw": d["hw"], "dtype": d.get("dtype", "fp16"), "metric": d["metric"],
+                    "measured": d["value"], "ours": ours,
+                    "ours_error": rel_error(ours, d["value"]) if ours is not None else None, "ours_note": note,
+                    "genz": g.get("value"), "genz_error": rel_error(g["value"], d["value"]) if "value" in g else None,
+                    "genz_note": g.get("skip", "")})
+    return out
+
+
+def run(folder: Path, genz: str | None, beyond: Path | None = None) -> dict:
     ops = [op_row(d, w) for w, d in read_jsonl(folder / "measured_ops.jsonl")]
     serving = [d for _, d in read_jsonl(folder / "measured_serving.jsonl")] \
         if (folder / "measured_serving.jsonl").exists() else []
@@ -66,22 +97,9 @@ def run(folder: Path, genz: str | None) -> dict:
                      "genz": g.get("value"), "genz_error": rel_error(g["value"], r.measured_s) if "value" in g else None,
                      "genz_note": g.get("skip", "")})
     has_llm = llm_available()
-    srows = []
-    for j, d in enumerate(serving):
-        label = f"{d['model']} B={d['batch']} I={d['input_len']} O={d['output_len']} tp={d.get('tp', 1)} {d['metric']}"
-        ours, note = None, ""
-        if has_llm:
-            try:
-                ours = serving_value(d)
-            except MeasuredError as e:
-                note = str(e)
-        else:
-            note = "llm command not available"
-        g = gz[len(ops) + j] if gz else {"skip": "GenZ not run"}
-        srows.append({"row": label, "hw": d["hw"], "measured": d["value"], "ours": ours,
-                      "ours_error": rel_error(ours, d["value"]) if ours is not None else None, "ours_note": note,
-                      "genz": g.get("value"), "genz_error": rel_error(g["value"], d["value"]) if "value" in g else None,
-                      "genz_note": g.get("skip", "")})
+    srows = serving_rows(serving, has_llm, gz[len(ops):] if gz else None)
+    brows = serving_rows([d for _, d in read_jsonl(beyond)], has_llm) if beyond else []
+    groups = sorted({(r["hw"], r["dtype"], r["metric"].split("_per_")[0]) for r in brows})
     presets = sorted({r.hw for r in ops})
     refit = {}
     for h in presets:
@@ -98,7 +116,13 @@ def run(folder: Path, genz: str | None) -> dict:
                     "genz_same_rows": summary(r["genz_error"] for r in rows),
                     "ours_on_genz_rows": summary(r["ours_error"] for r in rows if r["genz_error"] is not None),
                     "serving_ours": summary(r["ours_error"] for r in srows),
-                    "serving_genz": summary(r["genz_error"] for r in srows)}}
+                    "serving_genz": summary(r["genz_error"] for r in srows),
+                    "beyond_ours": summary(r["ours_error"] for r in brows),
+                    "beyond_groups": {f"{h} {dt} {m}": summary(r["ours_error"] for r in brows
+                                                             if (r["hw"], r["dtype"], r["metric"].split("_per_")[0])
+                                                             == (h, dt, m))
+                                      for h, dt, m in groups}},
+        "beyond": brows, "beyond_source": str(beyond) if beyond else None}
 
 
 def _us(x: float | None) -> str:
@@ -140,6 +164,17 @@ def print_table(out: dict) -> None:
     print(f"ours, serving:                {_fmt_summary(s['serving_ours'])}")
     print(f"GenZ, serving:                {_fmt_summary(s['serving_genz'])}")
     print(out["genz"])
+    if out["beyond"]:
+        print()
+        print(f"beyond the shared folder ({out['beyond_source']}): measured, nothing fitted on them")
+        print(f"{'serving row':58s} {'hw':14s} {'dtype':5s} {'measured':>9s} {'ours':>9s} {'ours err':>8s}")
+        for r in out["beyond"]:
+            ours = f"{r['ours']:9.1f}" if r["ours"] is not None else f"{'-':>9s}"
+            print(f"{r['row'][:58]:58s} {r['hw']:14s} {r['dtype']:5s} {r['measured']:9.1f} {ours} "
+                  f"{_pct(r['ours_error'])}" + (f"  ({r['ours_note']})" if r["ours_note"] else ""))
+        for g, sm in s["beyond_groups"].items():
+            print(f"ours, {g + ':':42s} {_fmt_summary(sm)}")
+        print(f"ours, beyond, all:{'':31s} {_fmt_summary(s['beyond_ours'])}")
     for h, f in out["fractions"].items():
         print(f"{h}: preset {json.dumps(f['preset'])}; refit on the fit half "
               f"{json.dumps({k: round(v, 9) for k, v in f['refit_on_fit_half'].items()})}")
@@ -149,10 +184,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", help="the measured folder (shared/oracle/llm): measured_ops.jsonl, measured_serving.jsonl")
     p.add_argument("--genz", default=DEFAULT_GENZ, help="python interpreter with genz-llm installed ('' = skip)")
+    p.add_argument("--beyond", default=str(HERE / "data" / "trtllm_performance.jsonl"),
+                   help="measured serving rows beyond the shared folder ('' = skip)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     try:
-        out = run(Path(a.folder), a.genz or None)
+        out = run(Path(a.folder), a.genz or None, Path(a.beyond) if a.beyond else None)
     except (MeasuredError, ValueError, OSError) as e:
         print(f"validate_llm: error: {e}", file=sys.stderr)
         return 2

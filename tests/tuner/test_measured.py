@@ -122,3 +122,25 @@ def test_measured_rows_meet_the_bound():
     errs = [rel_error(op_seconds(r), r.measured_s) for r in pick]
     s = summary(errs)
     assert s["median_abs_error"] <= 0.15 and s["worst_ratio"] < 2.0, errs
+
+
+BEYOND = Path(__file__).resolve().parents[2] / "experiments" / "data" / "trtllm_performance.jsonl"
+
+
+def test_beyond_rows_are_serving_rows_the_llm_command_answers():
+    """experiments/data/trtllm_performance.jsonl (validate_llm.py --beyond): every row names a
+    preset, a built-in model, a dtype that preset computes and a key of `llm --json`; two L40S
+    fp8 rows (a first token, a batched decode) are within 15 % of what TensorRT-LLM measured."""
+    from partition.llm.config import BUILTINS
+    from sim.graph.serving import compute_dtype
+    from tuner.measured import serving_value
+    rows = [d for _, d in read_jsonl(BEYOND)]
+    assert len(rows) == 49
+    for d in rows:
+        assert d["model"] in BUILTINS and d["metric"] in ("ttft_ms", "throughput_tok_s", "throughput_tok_s_per_device")
+        assert compute_dtype(d["dtype"], load_hw(d["hw"])) == d["dtype"] and d["source"]["commit"]
+    pick = [d for d in rows if d["hw"] == "l40s" and d["model"] == "llama-2-7b" and d["input_len"] == 128
+            and (d["metric"] == "ttft_ms" or d["output_len"] == 128)]
+    assert len(pick) == 2
+    for d in pick:
+        assert abs(rel_error(serving_value(d), d["value"])) <= 0.15, d
