@@ -64,7 +64,8 @@ def _pow2(n: int) -> bool:
 
 
 def padded_workload(wl: Workload, hw: HardwareConfig) -> Workload:
-    """``wl`` as a machine with ``kernels.waves`` maps it: a GEMM's larger output dim (M or N)
+    """``wl`` as a machine with ``kernels.waves`` maps it: a GEMM's largest parallel dim (M, N or
+    the batch of a batched product, which a decode attention kernel spreads over the cores)
     padded up to a multiple of the least common multiple of the fan-outs that are not powers of
     two; any other workload, or any other machine, as it is."""
     if wl.kind != "gemm" or not hw.kernels.waves or not hw.levels:
@@ -75,7 +76,7 @@ def padded_workload(wl: Workload, hw: HardwareConfig) -> Workload:
         return wl
     step = math.lcm(*odd)
     d = wl.d
-    dim = "m" if d["m"] >= d["n"] else "n"
+    dim = max(("m", "n", "b"), key=lambda k: d[k])
     if d[dim] % step == 0:
         return wl
     dims = {**d, dim: -(-d[dim] // step) * step}

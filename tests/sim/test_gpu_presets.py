@@ -71,6 +71,9 @@ def test_waves_pad_the_larger_output_dim_to_the_core_count():
     assert (p.d["m"], p.d["n"], p.d["k"]) == (math.ceil(8192 / 108) * 108, 4096, 8192)
     p = padded_workload(Workload.gemm(1, 12288, 4096, dtype_bytes=2), a100)
     assert (p.d["m"], p.d["n"]) == (1, math.ceil(12288 / 108) * 108)
+    # a batched product whose batch (sequences x heads) is its largest parallel dim pads the batch
+    p = padded_workload(Workload.gemm(1, 129, 128, batch=12288, dtype_bytes=2), a100)
+    assert (p.d["b"], p.d["m"], p.d["n"]) == (math.ceil(12288 / 108) * 108, 1, 129)
     already = Workload.gemm(108 * 3, 64, 64, dtype_bytes=2)
     assert padded_workload(already, a100) is already
     npu = load_hw("cloud-npu")  # no kernels section: never padded

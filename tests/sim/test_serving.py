@@ -257,3 +257,19 @@ def test_an_int8_npu_reads_int8_weights_once_per_step_and_fp16_twice_the_bytes()
         read = r.memory.weights_bytes / bw    # the tied lm_head reads the embedding table too
         assert r.memory.weights_bytes == pytest.approx(1.236e9 * DTYPE_BYTES[dtype], rel=0.01)
         assert read <= r.tpot_s <= 1.25 * read
+
+
+def test_a_decode_step_streams_the_kv_of_its_positions_on_a_gpu():
+    """On a GPU, each decode step reads the KV cache of its context once. So the step time grows
+    by the same amount per position, with no jump at a KV-block boundary. That increment is
+    about the cache bytes of one position of every sequence at the sustained bandwidth: a decode
+    attention kernel parallelises over sequences x heads, so nothing is padded to the SM count."""
+    a100 = sim.load_hw("a100-sxm-80gb")
+    s = src("llama-2-7b")
+    b = 64
+    r = serve(s, a100, ServingPoint(b, 128, 300))
+    d = np.diff(r.step_s)
+    np.testing.assert_allclose(d, d.mean(), rtol=1e-9)
+    bw = a100.dram.bytes_per_cycle * a100.clock_hz
+    per_position = b * r.memory.kv_bytes_per_token / bw
+    assert per_position <= d.mean() <= 1.25 * per_position / a100.kernels.dram_fraction
