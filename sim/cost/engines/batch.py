@@ -311,11 +311,13 @@ def evaluate_batch(hier: Hierarchy, nest: Nest, m: MappingArrays, engine: str = 
 _NUMPY_SPENT = [0.0]
 
 
-# CPU seconds of importing numba (~0.45 s) and loading a kernel from its disk cache (~0.5 s): until
-# the numpy form has spent that much, ``auto`` does not even import the jit module (unless this
-# process imported it already, which costs nothing more), so a short run (one LLM serving point, a
-# few dozen small batches) pays neither; past it, the rent-or-buy rule below decides as before.
-JIT_LOAD_S = 1.0
+# CPU seconds of importing numba (0.4 s) and loading the generic kernel from its disk cache,
+# numba's own checks included (0.9 s; both measured on the 2-core CI-class machine, 2026-11-27):
+# what buying the jit costs, so the rent-or-buy threshold. Until the numpy form has spent that
+# much, ``auto`` does not even import the jit module (unless this process imported it already,
+# which costs nothing more), so a short run (one LLM serving point, a few dozen small batches)
+# pays neither; past it, the rent-or-buy rule below decides as before.
+JIT_LOAD_S = 1.5
 
 
 def _jit_worth_asking() -> bool:
