@@ -6,9 +6,9 @@ steps, on ``tp x pp`` identical devices (docs/LLM.md has the whole model).
   a stage costs ``embed + layers x layer + head``.
 - Attention iterates over KV blocks of ``kv_block`` tokens (paged / flash attention). Each
   attention kernel is costed over one and over two blocks, which gives its fixed part and its cost
-  per block (``phase_kernels.per_block``); a pass over ``n`` blocks costs ``fixed + n x per``. A
-  decode step at context ``L`` streams the KV of its ``L`` positions: ``n = L / block``. Decode step ``j = 1 .. O-1`` attends to ``L = I + j``
-  positions; the sum over every step is evaluated exactly (numpy over every ``L``), never sampled.
+  per block (``phase_kernels.per_block``); a pass over ``n`` blocks costs ``fixed + n x per``.
+  Decode step ``j = 1 .. O-1`` attends to ``L = I + j`` positions and streams their KV: ``n = L /
+  block``; the sum over every step is evaluated exactly (numpy over every ``L``), never sampled.
   Prefill is causal: ``n (n + 1) / 2`` (query tile, KV block) pairs of ``n = ceil(I / block)``.
   The fused form (scores and probabilities on chip) is taken when one sequence-head tile of a block
   (its scores, queries, keys and values) fits the on-chip buffer (``on_chip_capacity``).
@@ -379,7 +379,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     launch = hw.link.launch_latency_s
     steps = np.arange(1, o_len, dtype=np.int64)
     ctx = i_len + steps                                       # every decode step's context
-    nb_dec = ctx / blk_dec    # a decode step streams the KV of its L positions (a paged kernel reads the pages that hold them)
+    nb_dec = ctx / blk_dec    # a step streams the KV of its L positions (a paged kernel reads the pages holding them)
     nq = -(-i_len // blk_pre)
     pairs = nq * (nq + 1) // 2
     t_pre, t_dec, e_pre, e_dec = [], [], 0.0, np.zeros(len(steps))
