@@ -12,7 +12,9 @@
    - held out by op kind: for each kind, fit on the other kinds, predict this one;
    - held out by model family (resnet, mobilenet, efficientnet, bert, detector, control): fit on
      the rows of the other families whose shapes no model of the family contains.
-   Target: calibrated median error <= half the analytical one.
+   Target: calibrated median error <= half the analytical one. Without ``--models``, the rows of
+   the probe models that ``calibrate --host`` adds to its default sources (``tuner.calibrate_probes``:
+   every activation kind behind a convolution) are in every fit; they are not models of the tables.
 2. Whole models: the predicted all-on-host latency (``graph_cost`` of the unpartitioned graph,
    what ``tune --calibration CAL.json --json`` reports as ``baselines.all_host.latency_s``)
    against onnxruntime's median latency of the whole model in a plain session (default session
@@ -55,6 +57,8 @@ FAMILIES = ("resnet", "mobilenet", "efficientnet", "bert", "detector", "control"
 
 
 def family(label: str) -> str:
+    if label.startswith("probe:"):
+        return "probe"
     for f, words in (("resnet", ("resnet",)), ("mobilenet", ("mobilenet",)), ("efficientnet", ("efficientnet",)),
                      ("bert", ("bert",)), ("detector", ("ssd", "detector")), ("control", ("byoc",))):
         if any(w in label for w in words):
@@ -68,9 +72,11 @@ def errors(pred, meas) -> dict:
 
 
 # ------------------------------------------------------------------------------------ host data
-def host_data(sources: list[str], rounds: int):
+def host_data(sources: list[str], rounds: int, probes: bool = True):
     """Whole models, each alone: its plain latency, then its kernels under onnxruntime's profiler;
-    each node's time in context (``tuner.calibrate_context``)."""
+    each node's time in context (``tuner.calibrate_context``); with ``probes``, the probe models
+    ``calibrate --host`` adds to its default sources (their rows train, they are not a model
+    of the whole-model table)."""
     from tuner.calibrate_context import profile_models
     from tuner.calibrate_host import load_source, op_key, source_label, walk_nodes
     graphs, seen = [], set()
@@ -80,6 +86,9 @@ def host_data(sources: list[str], rounds: int):
         label = label if label not in seen else f"{label}#{len(seen)}"
         seen.add(label)
         graphs.append((label, load_source(src)))
+    if probes:  # what `calibrate --host` adds to its default sources (tuner.calibrate_probes)
+        from tuner.calibrate_probes import probe_graphs
+        graphs += probe_graphs()
     fam_of_key: dict[str, set[str]] = {}
     for label, g in graphs:
         for n in walk_nodes(g):
@@ -177,6 +186,8 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
     for p in prof:
+        if family(p.model) == "probe":
+            continue
         g, f = graph_of[p.model], family(p.model)
         got = p.whole_s
         row = {"model": p.model, "family": f, "measured_s": got, "best_run_s": p.best_s, "runs": p.runs,
@@ -228,7 +239,7 @@ def main(argv=None) -> int:
     ref_host = sim.hw.config.HostConfig()
     ref = reference_host_of(ref_host)
     sources = args.models or default_sources()
-    graphs, profiled, failed, wall, fam_of_key = host_data(sources, args.rounds)
+    graphs, profiled, failed, wall, fam_of_key = host_data(sources, args.rounds, probes=not args.models)
     modes = {}
     for mode in REST_MODES:
         modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0])

@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -102,10 +103,26 @@ def _fit_summary(cal, samples, measured) -> dict:
             "calibrated_median_error": c["median"], "calibrated_worst_error": c["worst"]}
 
 
+def host_graphs(models: list[str] | None) -> list[tuple[str, Any]]:
+    """(label, graph) of what ``calibrate --host`` times: ``models`` (built-in names, ONNX files), or
+    every built-in model and the zoo's files plus the probe models (``tuner.calibrate_probes``:
+    every activation kind in context, whatever the sources hold)."""
+    from tuner.calibrate_host import default_sources, load_source, source_label
+    graphs, labels = [], set()
+    for src in models or default_sources():
+        label = source_label(src)
+        label = label if label not in labels else f"{label}({src})"
+        labels.add(label)
+        graphs.append((label, load_source(src)))
+    if not models:
+        from tuner.calibrate_probes import probe_graphs
+        graphs += probe_graphs()
+    return graphs
+
+
 def _host(args) -> dict:
     import sim
-    from tuner.calibrate_host import (TimingOptions, collect_ops, default_sources, load_source, measure_ops,
-                                      op_key, source_label)
+    from tuner.calibrate_host import TimingOptions, collect_ops, measure_ops, op_key
     from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, reference_host_of
     if args.rounds < 1:
         raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
@@ -120,14 +137,7 @@ def _host(args) -> dict:
     t0 = time.perf_counter()
     host = sim.load_hw(args.hw).host if args.hw else sim.hw.config.HostConfig()
     ops = [o.strip() for o in args.ops.split(",") if o.strip()] if args.ops else None
-    sources = args.models or default_sources()
-    graphs = []
-    labels = set()
-    for src in sources:
-        label = source_label(src)
-        label = label if label not in labels else f"{label}({src})"
-        labels.add(label)
-        graphs.append((label, load_source(src)))
+    graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
     from tuner.calibrate_context import DEFAULT_REST, profile_models
