@@ -87,7 +87,7 @@ def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
     """``walk_nodes`` with how many times graph costing counts each node per run
     (``tuner.costing.graph_cost``): a loop body once per trip of its constant bound, each if
     branch once."""
-    from .costing import loop_trips
+    from partition.ops import loop_trip_bound
     for n in g.nodes:
         if n.op == "call":
             fn = g.functions.get(n.attrs.get("callee"))
@@ -95,7 +95,7 @@ def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
                 yield from walk_weighted(fn.graph, weight)
             continue
         if n.op in CONTROL:
-            w = weight * loop_trips(n) if n.op == "loop" else weight
+            w = weight * loop_trip_bound(n) if n.op == "loop" else weight
             for k in ("body", "then_branch", "else_branch"):
                 if k in n.attrs:
                     yield from walk_weighted(n.attrs[k], w)

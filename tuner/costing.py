@@ -33,6 +33,7 @@ from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 from sim.graph.subgraph import kernel_workload as sim_kernel_workload, scaled_report
 from partition import Function, Graph, Node, Value
+from partition.ops import loop_trip_bound
 from partition.residency import call_residency, host_crossings
 
 
@@ -330,7 +331,7 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
                 continue
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
             if n.op == "loop":
-                total = total + visit(n.attrs["body"], scope, weight * loop_trips(n))
+                total = total + visit(n.attrs["body"], scope, weight * loop_trip_bound(n))
             elif n.op == "if":
                 for k in ("then_branch", "else_branch"):
                     total = total + visit(n.attrs[k], scope, weight)
@@ -343,12 +344,6 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
     return GraphCost(total, fns)
 
 
-def loop_trips(node: Node) -> int:
-    """Times a loop's body is counted (``partition.ops.loop_trip_bound``: never below 0)."""
-    from partition.ops import loop_trip_bound
-    return loop_trip_bound(node)
-
-
 __all__ = ["CostOptions", "Cost", "CostingError", "OBJECTIVES", "objective_value", "host_op_cost",
            "host_unit_cost", "kernel_workload", "KernelCoster", "KernelResult", "crossing_cost",
-           "launch_cost", "graph_cost", "GraphCost", "FunctionCost", "KernelCost", "loop_trips"]
+           "launch_cost", "graph_cost", "GraphCost", "FunctionCost", "KernelCost"]

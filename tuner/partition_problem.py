@@ -27,12 +27,13 @@ from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs
 from partition.residency import resident_inputs, resident_outputs
 from partition.byoc.pipeline import region_passes, run_passes
+from partition.ops import loop_trip_bound
 
 from sim.graph.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
                           weight_is_const)
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 
-from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_workload, loop_trips,
+from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_workload,
                       objective_value)
 
 
@@ -190,7 +191,7 @@ class Problem:
                 greedy.append(i)
             for key, sg in n.attrs.items():
                 if isinstance(sg, Graph):
-                    w = weight * (loop_trips(n) if n.op == "loop" else 1)
+                    w = weight * (loop_trip_bound(n) if n.op == "loop" else 1)
                     self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:

@@ -363,6 +363,7 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
     (a ``Compiler`` attr) on the accelerator. A loop body counts its maximum trip count times and an
     if counts its costlier branch (costs are upper bounds, as the IR's data-dependent sizes are).
     ``host_seconds`` / ``kernel_scale``: a calibration (module docstring)."""
+    from partition.ops import loop_trip_bound
     from partition.residency import call_residency
     host_time = host_seconds or host_op_seconds
     cache: dict[str, Schedule] = {}
@@ -383,7 +384,6 @@ def cost_graph(graph: Any, hw: HardwareConfig, schedules: Mapping[str, Schedule]
             elif fn is not None:
                 walk(fn.graph, scope, host, calls)  # a host-side function: its ops run on the host
             elif node.op == "loop":
-                from partition.ops import loop_trip_bound
                 trips = loop_trip_bound(node)
                 h2: list = []
                 c2: list = []

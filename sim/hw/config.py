@@ -76,7 +76,7 @@ class Rule:
     """What one field accepts. ``kind``: 'int' or 'num' (finite, in [lo, hi], ``unit`` for
     messages and docs), 'bool', 'str' (at most ``hi`` printable characters), 'symbol' (a name
     that becomes part of external function symbols), 'names' (a list of distinct non-empty
-    names, at most ``hi`` of them), 'choice' (one of ``choices``) or 'buffering' (a storage level's
+    names, at most ``hi`` of them, all from ``choices`` when it is given), 'choice' (one of ``choices``) or 'buffering' (a storage level's
     buffering: one of ``choices`` for every tensor it keeps, or ``Tensor:mode`` pairs separated by
     commas, ``sim.hw.hierarchy.parse_buffering``). Sections added later reuse
     these kinds; a field's rule is in its dataclass metadata, so docs and checks never drift."""
@@ -100,7 +100,8 @@ class Rule:
         if self.kind == "symbol":
             return f"name of letters, digits, '_', '.', '-' (at most {self.hi:g})"
         if self.kind == "names":
-            return f"list of distinct names (at most {self.hi:g})"
+            among = f" from {', '.join(self.choices)}" if self.choices else ""
+            return f"list of distinct names{among} (at most {self.hi:g})"
         if self.kind == "buffering":
             return f"one of {', '.join(self.choices)}, or Tensor:mode pairs (e.g. 'Inputs:stream,Outputs:double')"
         return "one of " + ", ".join(self.choices)
@@ -136,6 +137,8 @@ class Rule:
                 _fail(path, f"a list of at most {self.hi:g} names", v)
             if len(set(v)) != len(v):
                 _fail(path, "a list without duplicates", v)
+            if self.choices and not set(v) <= set(self.choices):
+                _fail(path, f"a list of names from {', '.join(self.choices)}", v)
         elif k == "choice":
             if not isinstance(v, str) or v not in self.choices:
                 _fail(path, f"one of {', '.join(self.choices)}", v)
@@ -524,7 +527,8 @@ class KernelsConfig(_Section):
                              "array.mac_dtype's")
     dtypes: tuple[str, ...] = _R("names", (), "operand types the MAC units also compute besides "
                                  "array.mac_dtype (a GPU's fp8 tensor cores), each at its width's rate_*; "
-                                 "left out of files and fingerprints when empty", hi=len(MAC_DTYPES))
+                                 "left out of files and fingerprints when empty", hi=len(MAC_DTYPES),
+                                 choices=MAC_DTYPES)
     mac_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak MAC rate a large GEMM sustains")
     dram_fraction: float = _num(1.0, 1e-3, 1.0, "", "fraction of the peak DRAM bandwidth a streaming "
                                 "kernel sustains")
@@ -533,12 +537,6 @@ class KernelsConfig(_Section):
     mac_overhead_s: float = _num(0.0, 0.0, 1e-2, "s", "fixed time of a MAC kernel beyond its launch "
                                  "(a GEMM library's set-up)")
     source: str = _R("str", "", "the measured data the fractions and overheads were fitted on", hi=2000)
-
-    def _check(self) -> None:
-        bad = [t for t in self.dtypes if t not in MAC_DTYPES]
-        if bad:
-            raise HardwareError(f"hardware.kernels.dtypes lists {', '.join(map(repr, bad))}; "
-                                f"known: {', '.join(MAC_DTYPES)}")
 
     @property
     def active(self) -> bool:
@@ -562,9 +560,10 @@ _SECTIONS: dict[str, type] = {
 # Sections added after fingerprints were in use: left out of ``to_dict`` (so of files and
 # fingerprints) while they hold their defaults, and optional in a complete (packed) config.
 _OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels", "mapspace")
-# Fields added to a section after its configs were in use: left out of files and fingerprints at
-# their defaults (so those configs keep their fingerprints) and optional in a complete config.
-_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",)}
+# Fields added to a section (or to a level) after its configs were in use: left out of files and
+# fingerprints at their defaults (so those configs keep their fingerprints; ``_file_dict``) and
+# optional in a complete config.
+_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",), "levels": ("buffering",)}
 
 
 @dataclass(frozen=True)
@@ -646,12 +645,9 @@ class HardwareConfig:
         for sec in _SECTIONS:
             v = getattr(self, sec)
             if every_section or sec not in _OPTIONAL_SECTIONS or v != _SECTIONS[sec]():
-                d[sec] = _section_dict(v)
-                for f in _LATE_FIELDS.get(sec, ()):
-                    if not every_section and d[sec][f] == _section_dict(_SECTIONS[sec]())[f]:
-                        del d[sec][f]
+                d[sec] = _section_dict(v) if every_section else _file_dict(v, sec)
         if self.levels:  # absent when empty: one-buffer configs keep their fingerprints
-            d["levels"] = [_level_dict(lv) for lv in self.levels]
+            d["levels"] = [_file_dict(lv, "levels") for lv in self.levels]
         return d
 
     @classmethod
@@ -791,12 +787,15 @@ def _section_dict(sec: Any) -> dict[str, Any]:
     return {f.name: (list(v) if isinstance(v := getattr(sec, f.name), tuple) else v) for f in fields(sec)}
 
 
-def _level_dict(lv: "LevelConfig") -> dict[str, Any]:
-    """A level as files and fingerprints hold it: ``buffering`` only when it is not the default
-    'auto', so every config written before the field existed keeps its fingerprint."""
-    d = _section_dict(lv)
-    if d["buffering"] == "auto":
-        del d["buffering"]
+def _file_dict(sec: Any, kind: str) -> dict[str, Any]:
+    """A section or level as files and fingerprints hold it: the fields added after configs were
+    in use (``_LATE_FIELDS[kind]``) only when they differ from their defaults, so every config
+    written before a field existed keeps its fingerprint."""
+    late = _LATE_FIELDS.get(kind, ())
+    d = _section_dict(sec)
+    for f in fields(sec):
+        if f.name in late and getattr(sec, f.name) == f.default:
+            del d[f.name]
     return d
 
 

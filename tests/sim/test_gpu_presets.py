@@ -130,5 +130,5 @@ def test_extra_mac_dtypes_are_stated_checked_and_left_out_when_empty():
     del old["kernels"]["dtypes"]
     back = type(a100).from_dict(old, complete=True)
     assert back == a100 and back.fingerprint() == a100.fingerprint()
-    with pytest.raises(HardwareError, match="kernels.dtypes lists 'fp9'"):
+    with pytest.raises(HardwareError, match="kernels.dtypes must be a list of names from int4, int8"):
         a100.with_overrides({"kernels.dtypes": ["fp9"]})
