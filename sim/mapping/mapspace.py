@@ -350,20 +350,28 @@ class Mapspace:
         keep = np.where(self.keep_forced >= 0, self.keep_forced, 0)[None]
         return self.join(slots, perms, keep)[0]
 
+    @cached_property
+    def _prime_class(self) -> np.ndarray:
+        """[P] one id per (dim, value, allowed slots) of a prime gene: primes of one class are
+        interchangeable (``neighbours``)."""
+        cls: dict = {}
+        return np.array([cls.setdefault((int(d), int(v), a.tobytes()), len(cls)) for d, v, a in
+                         zip(self.prime_dim, self.prime_val, self.allowed)], dtype=np.int64)
+
     def _perm_fill(self, lv: int, order: np.ndarray) -> np.ndarray:
         fixed = list(self.perm_fixed[lv])
         return np.array(fixed + [d for d in order if d not in fixed], dtype=np.int64)
 
     # ------------------------------------------------------------------ canonical form
-    def keys(self, genes: np.ndarray) -> np.ndarray:
+    def keys(self, genes: np.ndarray, F: np.ndarray | None = None) -> np.ndarray:
         """One hashable key per row that is equal exactly when two rows are the same mapping:
         factors per slot, the order of the loops with a factor above 1, and the keep bits of
         levels (two rows differing only in where equal primes sit or in the order of unit loops
-        are one mapping)."""
+        are one mapping). ``F``: the rows' ``factors`` when the caller has them."""
         g = np.atleast_2d(genes)
         if len(g) == 0:
             return np.zeros(0, dtype=np.dtype((np.void, 8)))
-        F = self.factors(g)
+        F = self.factors(g) if F is None else F
         _, perms, keep = self.split(g)
         Ft = F[:, 2::3, :]                                   # temporal factors [n, L, D]
         nonunit = np.take_along_axis(Ft, perms, axis=2) > 1
@@ -462,9 +470,10 @@ class Mapspace:
         return g
 
     # ------------------------------------------------------------------ output
-    def arrays(self, genes: np.ndarray) -> MappingArrays:
-        """The rows as ``sim``'s batch of mappings (levels and loop orders outermost first)."""
-        F = self.factors(genes)[:, ::-1]                  # slots outermost first: T, Y, X per level
+    def arrays(self, genes: np.ndarray, F: np.ndarray | None = None) -> MappingArrays:
+        """The rows as ``sim``'s batch of mappings (levels and loop orders outermost first);
+        ``F``: the rows' ``factors`` when the caller has them."""
+        F = (self.factors(genes) if F is None else F)[:, ::-1]   # slots outermost first: T, Y, X per level
         _, perms, keep = self.split(genes)
         return MappingArrays(np.ascontiguousarray(F[:, 0::3, :]), np.ascontiguousarray(F[:, 2::3, :]),
                              np.ascontiguousarray(F[:, 1::3, :]), np.ascontiguousarray(perms[:, ::-1, ::-1]),
@@ -490,16 +499,15 @@ def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
         return np.repeat(row[None, :], n, axis=0)
     # equal primes of one dim in one slot are interchangeable: moving any of them gives the same
     # mapping (the same ``keys``), so only the first is moved (a 2^17-long dim has 17 of them)
-    moved: set = set()
-    for j in range(P):
-        group = (int(space.prime_dim[j]), int(space.prime_val[j]), int(row[j]), space.allowed[j].tobytes())
-        if group in moved:
-            continue
-        moved.add(group)
-        to = np.flatnonzero(space.allowed[j])
-        to = to[to != row[j]]
-        r = copies(len(to))
-        r[:, j] = to
+    if P:
+        S = space.allowed.shape[1]
+        _, first = np.unique(space._prime_class * S + row[:P], return_index=True)
+        first = np.sort(first)                       # the first prime of each group, in gene order
+        jj, to = np.nonzero(space.allowed[first])    # every allowed slot of each, slots in order
+        j = first[jj]
+        j, to = j[to != row[j]], to[to != row[j]]
+        r = copies(len(j))
+        r[np.arange(len(j)), j] = to
         parts.append(r)
     i, k = np.triu_indices(D, 1)
     for lv in range(space.n_levels):
@@ -514,7 +522,14 @@ def neighbours(space: Mapspace, row: np.ndarray) -> np.ndarray:
     r[np.arange(len(flips)), flips] ^= 1
     parts.append(r)
     nb = np.concatenate(parts).astype(np.int64, copy=False)
-    return nb[space.valid(nb)] if len(nb) else np.zeros((0, len(row)), dtype=np.int64)
+    if not len(nb):
+        return np.zeros((0, len(row)), dtype=np.int64)
+    if space.valid(row, limits=False)[0]:
+        # each change keeps a structurally legal row legal (allowed slots, free loops, free
+        # bits): only capacities and fan-outs are left to check
+        cap, fan = space.violations(nb)
+        return nb[~cap.any(axis=1) & ~fan.any(axis=(1, 2))]
+    return nb[space.valid(nb)]
 
 
 def _random_true(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -17,7 +17,9 @@ with evolution when the user tunes):
 2. **Descent**: from each of the ``starts`` best rows, every single change
    (``sim.mapping.mapspace.neighbours``: one prime to another slot, two loops of a level swapped, one keep
    bit flipped) is evaluated at once; the best neighbour is taken while it improves, up to
-   ``steps`` times; the best end wins.
+   ``steps`` times; the best end wins. The descents run one after the other (a later one skips
+   what an earlier one evaluated), but their steps are evaluated side by side ahead of them, one
+   batch per step for all of them (``_lockstep``): a batch costs little more than one row.
 
 A hierarchy whose ``family`` is ``row_stationary`` (a chip that runs only its compiler's RS
 mappings, e.g. the ``eyeriss-chip`` preset) has no samples and no descent: its RS candidates
@@ -33,6 +35,7 @@ from __future__ import annotations
 import functools
 import time
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -114,24 +117,42 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     # product follow from its chain, so no tuple of genes is built per product
     reach: dict[int, tuple[int, int]] = {1: (0, -1)}
     spent: dict[int, int] = {}     # prime value -> the size of reach when that value last added nothing
+    values = len({f for _, f in primes})
+    stuck, size = 0, 1             # values that added nothing since reach last grew; len(reach)
     for k in rng.permutation(len(primes)).tolist():
         g, f = primes[k]
-        if spent.get(f) == len(reach):
+        if spent.get(f) == size:
             continue               # reach has not grown since a prime of this value added nothing
         lim = fan // f
         # one prime maps distinct products to distinct products: the new ones of this step, in
         # the order they were reached, are added at once (as one insertion at a time adds them)
         new = [prod for prod in reach if prod <= lim and prod * f not in reach]
-        for prod in new:
-            reach[prod * f] = (prod, g)
-        if not new:
-            spent[f] = len(reach)
+        if new:
+            for prod in new:
+                reach[prod * f] = (prod, g)
+            stuck, size = 0, size + len(new)
+        else:
+            spent[f] = size
+            stuck += 1
+            if stuck == values:
+                break              # every value is spent: the primes left would all be skipped
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
     used = []
     while best != 1:
         best, g = reach[best]
         used.append(g)
     return used[::-1]
+
+
+def _random_perms(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray:
+    """[n, L, D] loop orders, each level's a random order of the dims its constraint leaves free
+    after the pinned ones. One draw of n x L x D doubles is the n draws of L x D a row at a time
+    (the same numbers in the same order)."""
+    perms = np.argsort(rng.random((n, space.n_levels, space.n_dims)), axis=2)
+    for lv, fixed in enumerate(space.perm_fixed):
+        if fixed:
+            perms[:, lv] = [space._perm_fill(lv, o) for o in perms[:, lv]]
+    return perms
 
 
 def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -144,8 +165,7 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
     L, D = space.n_levels, space.n_dims
     outer = S - 1 - np.argmax(space.allowed[:, ::-1], axis=1)        # every prime starts outermost
     slots = np.tile(outer, (n, 1))
-    perms = np.stack([np.stack([space._perm_fill(lv, o) for lv, o in
-                                enumerate(np.argsort(rng.random((L, D)), axis=1))]) for _ in range(n)])
+    perms = _random_perms(space, n, rng)
     keep = np.broadcast_to(np.where(space.keep_forced >= 0, space.keep_forced, 1), (n, L, space.n_tensors))
     rows = np.arange(n)
     # Moves go only to allowed slots and perms and keep never change, so a row's structural
@@ -194,34 +214,89 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
     return out[space.valid(out)]
 
 
-class _Best:
-    """The rows evaluated so far (by key, so nothing is evaluated twice) and the best of them."""
+_Rows = tuple  # (gene rows [n, G], their factors [n, S, D], their keys as bytes): ``_rows``
 
-    def __init__(self, hier: Hierarchy, nest: Nest, space: Mapspace, metric: str):
+
+def _rows(space: Mapspace, rows: np.ndarray) -> _Rows:
+    """Rows with the factors and keys ``_Best`` needs, computed once (``neighbours`` of a row are
+    offered both side by side and one descent at a time: ``_lockstep``)."""
+    F = space.factors(rows)
+    return rows, F, [k.tobytes() for k in space.keys(rows, F)]
+
+
+class _Costs:
+    """(cycles, energy) of every row evaluated in one search: ``at`` (key -> index) into ``cyc``
+    and ``en``, which grow by one batch at a time."""
+
+    def __init__(self):
+        self.at: dict[bytes, int] = {}
+        self.cyc = np.zeros(0)
+        self.en = np.zeros(0)
+
+
+class _Best:
+    """The rows evaluated so far (by key, so nothing is evaluated twice) and the best of them.
+    ``costs`` holds rows evaluated ahead (``_lockstep``): a row's cost
+    does not depend on what it is evaluated with, so taking it from there changes nothing."""
+
+    def __init__(self, hier: Hierarchy, nest: Nest, space: Mapspace, metric: str,
+                 costs: "_Costs | None" = None):
         self.hier, self.nest, self.space, self.metric = hier, nest, space, metric
         self.seen: set[bytes] = set()
+        self.costs = _Costs() if costs is None else costs
         self.n = 0
         self.row: np.ndarray | None = None
         self.cost = (np.inf, np.inf)
         self.last: list[tuple[np.ndarray, float, float]] = []   # the last offer's rows, best first
 
-    def offer(self, rows: np.ndarray) -> bool:
+    def offer(self, rows: np.ndarray | "_Rows") -> bool:
         """Evaluate the rows not seen before; True when one of them is the new best."""
-        keys = self.space.keys(rows)
-        pick = []
-        for i, k in enumerate(keys):
-            b = k.tobytes()
-            if b not in self.seen:
-                self.seen.add(b)
-                pick.append(i)
-        rows = rows[pick]
-        if self.metric == "delay" and self.row is not None and len(rows):
-            F = self.space.factors(rows)[:, 2::3, :]
-            bound = F.reshape(len(rows), -1).prod(axis=1).astype(float)
-            rows = rows[bound <= self.cost[0]]
+        rows, F, keys = self.select(rows)
         if not len(rows):
             return False
-        cyc, en = evaluate_rows(self.hier, self.nest, self.space, rows)
+        self.evaluate_ahead([(rows, F, keys)])
+        return self.take(rows, keys)
+
+    def select(self, rows: np.ndarray | "_Rows") -> "_Rows":
+        """The rows not seen before (now seen) and, for ``delay``, not beaten by the best's cycles
+        before they are evaluated, with their factors and keys."""
+        rows, F, keys = rows if isinstance(rows, tuple) else _rows(self.space, rows)
+        seen, pick = self.seen, []
+        for i, b in enumerate(keys):
+            if b not in seen:          # a key twice in ``rows``: its first row only
+                seen.add(b)
+                pick.append(i)
+        if len(pick) < len(keys):
+            rows, F, keys = rows[pick], F[pick], [keys[i] for i in pick]
+        if self.metric == "delay" and self.row is not None and len(rows):
+            ok = F[:, 2::3, :].reshape(len(rows), -1).prod(axis=1).astype(float) <= self.cost[0]
+            if not ok.all():
+                rows, F, keys = rows[ok], F[ok], [b for b, o in zip(keys, ok) if o]
+        return rows, F, keys
+
+    def evaluate_ahead(self, parts: Sequence["_Rows"]) -> None:
+        """Evaluate, in one batch, the rows of ``parts`` (``select``'s) not in ``costs`` yet."""
+        rows, F = [], []
+        at = self.costs.at
+        for r, f, k in parts:
+            idx = []
+            for i, b in enumerate(k):
+                if b not in at:
+                    at[b] = len(at)                  # one evaluation per key
+                    idx.append(i)
+            if idx:
+                rows.append(r[idx])
+                F.append(f[idx])
+        if rows:
+            cyc, en = evaluate_arrays(self.hier, self.nest, self.space.arrays(np.concatenate(rows), np.concatenate(F)))
+            self.costs.cyc = np.concatenate([self.costs.cyc, cyc])
+            self.costs.en = np.concatenate([self.costs.en, en])
+
+    def take(self, rows: np.ndarray, keys: list[bytes]) -> bool:
+        """Count the evaluated ``rows`` and move to the best of them when it beats the best so far."""
+        at = self.costs.at
+        idx = np.fromiter((at[b] for b in keys), np.int64, len(keys))
+        cyc, en = self.costs.cyc[idx], self.costs.en[idx]
         self.n += len(rows)
         p, s = rank_keys(self.metric, cyc, en)
         order = [int(i) for i in np.lexsort((s, p)) if np.isfinite(cyc[i]) and np.isfinite(en[i])]
@@ -277,6 +352,37 @@ def _walked_best(hier: Hierarchy, nest: Nest, space: Mapspace, metric: str, rows
     return maps[i], PolicyStats(len(rows), time.perf_counter() - start, metric, float(cyc[0]), float(en[0]))
 
 
+def _lockstep(best: _Best, starts: Sequence[tuple[np.ndarray, float, float]], steps: int) -> dict[bytes, _Rows]:
+    """The descents from ``starts`` run side by side, each step's new rows evaluated in one batch
+    into ``best.costs``; returns the neighbours of every row it visited (by the row's bytes).
+    Why: the descents run one after the other (a later one skips the rows an earlier one
+    evaluated), so their paths are only known one at a time, yet they mostly take the same steps
+    side by side. Evaluated ahead here, those steps cost one batch each instead of one per descent
+    (a batch costs little more than a row); where a descent's path differs, its own offer
+    evaluates what is missing. The answer is the same, as each row's cost is."""
+    near: dict[bytes, _Rows] = {}
+    if len(starts) < 2:
+        return near
+    seen = set(best.seen)
+    walkers = []
+    for row, c, e in starts:
+        w = _Best(best.hier, best.nest, best.space, best.metric, best.costs)
+        w.seen, w.row, w.cost = seen, row, (c, e)
+        walkers.append(w)
+    for _ in range(steps):
+        parts = []
+        for w in walkers:
+            key = w.row.tobytes()
+            if key not in near:
+                near[key] = _rows(best.space, neighbours(best.space, w.row))
+            parts.append(w.select(near[key]))
+        best.evaluate_ahead(parts)
+        walkers = [w for w, (rows, _, keys) in zip(walkers, parts) if len(rows) and w.take(rows, keys)]
+        if not walkers:
+            break
+    return near
+
+
 def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
                     config: PolicyConfig = PolicyConfig()) -> tuple[Mapping, PolicyStats]:
     """The default mapping of ``nest`` on ``hier`` for ``metric`` (delay, energy or edp) and the
@@ -302,11 +408,14 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
         return _walked_best(hier, nest, space, metric, rows, start)
     best = _Best(hier, nest, space, metric)
     best.offer(rows)
-    for row, c, e in best.last[:config.starts]:
-        here = _Best(hier, nest, space, metric)           # a descent of its own from each start ...
+    starts = best.last[:config.starts]
+    near = _lockstep(best, starts, config.steps)
+    for row, c, e in starts:
+        here = _Best(hier, nest, space, metric, best.costs)   # a descent of its own from each start ...
         here.seen, here.row, here.cost = best.seen, row, (c, e)
         for _ in range(config.steps):
-            if not here.offer(neighbours(space, here.row)):
+            nb = near.get(here.row.tobytes())
+            if not here.offer(neighbours(space, here.row) if nb is None else nb):
                 break
         best.n += here.n
         best.consider(here.row, here.cost)              # ... the best end wins

@@ -89,3 +89,84 @@ def test_auto_engine_leaves_numba_unimported_in_a_short_run():
             "print('numba' in sys.modules, 'sim.cost.engines.jit' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def _neighbours_as_before(space, row):
+    """Every single change of ``row``, filtered by ``Mapspace.valid``: ``neighbours`` as it was
+    written before it vectorised the prime moves and checked only limits."""
+    P, D = space.n_primes, space.n_dims
+    row = np.asarray(row)
+    parts, moved = [], set()
+    for j in range(P):
+        group = (int(space.prime_dim[j]), int(space.prime_val[j]), int(row[j]), space.allowed[j].tobytes())
+        if group in moved:
+            continue
+        moved.add(group)
+        to = np.flatnonzero(space.allowed[j])
+        to = to[to != row[j]]
+        r = np.repeat(row[None, :], len(to), axis=0)
+        r[:, j] = to
+        parts.append(r)
+    i, k = np.triu_indices(D, 1)
+    for lv in range(space.n_levels):
+        free = i >= len(space.perm_fixed[lv])
+        a, b = P + lv * D + i[free], P + lv * D + k[free]
+        r = np.repeat(row[None, :], len(a), axis=0)
+        at = np.arange(len(a))
+        r[at, a], r[at, b] = row[b], row[a]
+        parts.append(r)
+    flips = P + space.n_levels * D + np.flatnonzero((space.keep_forced < 0).ravel())
+    r = np.repeat(row[None, :], len(flips), axis=0)
+    r[np.arange(len(flips)), flips] ^= 1
+    parts.append(r)
+    nb = np.concatenate(parts).astype(np.int64)
+    return nb[space.valid(nb)]
+
+
+@pytest.mark.parametrize("preset", ["a100-sxm-80gb", "simba-like", "eyeriss", "edge-llm-npu"])
+def test_neighbours_equal_the_valid_single_changes(preset):
+    from sim.mapping.mapspace import neighbours
+    hw = sim.load_hw(preset)
+    space = build_space(hierarchy_of(hw), ml.kernel_nest(Workload.gemm(96, 200, 360, dtype_bytes=2), hw))
+    for row in space.sample(20, np.random.default_rng(3)):
+        got, want = neighbours(space, row), _neighbours_as_before(space, row)
+        assert got.shape == want.shape and (got == want).all()
+
+
+NESTS = [(1, 4096, 4096), (64, 8192, 1024), (96, 200, 300), (1, 50257, 768), (128, 8, 324), (2052, 256, 128)]
+
+
+@pytest.mark.parametrize("preset", ["a100-sxm-80gb", "mi210", "simba-like", "eyeriss", "edge-llm-npu", "cloud-npu"])
+def test_descents_side_by_side_change_no_answer(preset, monkeypatch):
+    """``_lockstep`` evaluates the descents' steps side by side ahead of them; the descents, run
+    one after the other as before, must end where they ended without it, after as many
+    evaluations (rows taken from the costs evaluated ahead count as evaluated)."""
+    from sim.cost.engines import batch
+    monkeypatch.setattr(batch, "_jit_worth_asking", lambda: False)
+    hw = sim.load_hw(preset)
+    hier = hierarchy_of(hw)
+    nests = [ml.kernel_nest(Workload.gemm(*mnk, dtype_bytes=2), hw) for mnk in NESTS]
+    with_ahead = [default_mapping(hier, n) for n in nests]
+    monkeypatch.setattr(policy, "_lockstep", lambda best, starts, steps: {})
+    for nest, (m, stats) in zip(nests, with_ahead):
+        m0, stats0 = default_mapping(hier, nest)
+        assert m == m0
+        assert (stats.cycles, stats.energy_pj, stats.evaluations) == (stats0.cycles, stats0.energy_pj, stats0.evaluations)
+
+
+def test_random_perms_are_the_row_at_a_time_draws_with_pinned_loops():
+    """The packed sampler's loop orders, drawn for all rows at once, are the orders it drew a row
+    at a time (``_perm_fill`` of one ``L x D`` draw per row), pinned loops innermost included."""
+    from sim.mapping.mapspace import LevelConstraint
+    hw = sim.load_hw("simba-like")
+    hier = hierarchy_of(hw)
+    nest = ml.kernel_nest(Workload.gemm(96, 200, 300, dtype_bytes=2), hw)
+    pin = LevelConstraint(level=hier.names[1], permutation=tuple(nest.dim_names[:2]))
+    space = build_space(hier, nest, [pin])
+    assert any(space.perm_fixed)
+    rng = np.random.default_rng(5)
+    want = np.stack([np.stack([space._perm_fill(lv, o) for lv, o in
+                               enumerate(np.argsort(rng.random((space.n_levels, space.n_dims)), axis=1))])
+                     for _ in range(30)])
+    got = policy._random_perms(space, 30, np.random.default_rng(5))
+    assert (got == want).all()
