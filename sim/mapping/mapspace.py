@@ -308,8 +308,11 @@ class Mapspace:
     def violations(self, genes: np.ndarray):
         """(capacity overflow [n, L] bool, X/Y fan-out overflow [n, L, 2] bool; with
         ``spatial_one_axis`` a dim split over both X and Y at a level is a Y overflow there)."""
-        F = self.factors(genes)
         _, _, keep = self.split(genes)
+        return self.limits(self.factors(genes), keep)
+
+    def limits(self, F: np.ndarray, keep: np.ndarray):
+        """``violations`` of rows given by their factors [n, S, D] and keep bits [n, L, T]."""
         used = (self.tile_words(F) * keep).sum(axis=2)
         cap = used > self.capacity[None, :]
         spatial = np.stack([F[:, 0::3, :].prod(axis=2), F[:, 1::3, :].prod(axis=2)], axis=2)

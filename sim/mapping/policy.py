@@ -197,6 +197,9 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
             ok = fits(trial, (trial != slots).any(axis=1))
             slots[ok] = trial[ok]
     order = np.argsort(rng.random((n, P)), axis=1)
+    # one prime moves per row and trial: its factors follow from the row's by one division and
+    # one multiplication, so only capacities and fan-outs are computed again
+    F = space.factors(space.join(slots, perms, keep))
     for lv in range(L):
         s = 3 * lv + 2
         if not space.allowed[:, s].any():
@@ -204,12 +207,18 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
         for step in range(P):
             j = order[:, step]
             cand = space.allowed[j, s] & (slots[rows, j] == outer[j]) & (outer[j] != s)
-            if not cand.any():
+            at = np.flatnonzero(cand & sound)
+            if not len(at):
                 continue
-            trial = slots.copy()
-            trial[rows[cand], j[cand]] = s
-            ok = fits(trial, cand)
-            slots[ok] = trial[ok]
+            ja = j[at]
+            d, v, k = space.prime_dim[ja], space.prime_val[ja], np.arange(len(at))
+            Ft = F[at]
+            Ft[k, outer[ja], d] //= v
+            Ft[k, s, d] *= v
+            cap, fan = space.limits(Ft, keep[at])
+            ok = ~cap.any(axis=1) & ~fan.any(axis=(1, 2))
+            slots[at[ok], ja[ok]] = s
+            F[at[ok]] = Ft[ok]
     out = space.join(slots, perms, keep)
     return out[space.valid(out)]
 
@@ -247,7 +256,7 @@ class _Best:
         self.n = 0
         self.row: np.ndarray | None = None
         self.cost = (np.inf, np.inf)
-        self.last: list[tuple[np.ndarray, float, float]] = []   # the last offer's rows, best first
+        self._last: tuple = (np.zeros((0, 0), dtype=np.int64), np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
 
     def offer(self, rows: np.ndarray | "_Rows") -> bool:
         """Evaluate the rows not seen before; True when one of them is the new best."""
@@ -299,9 +308,15 @@ class _Best:
         cyc, en = self.costs.cyc[idx], self.costs.en[idx]
         self.n += len(rows)
         p, s = rank_keys(self.metric, cyc, en)
-        order = [int(i) for i in np.lexsort((s, p)) if np.isfinite(cyc[i]) and np.isfinite(en[i])]
-        self.last = [(rows[i], float(cyc[i]), float(en[i])) for i in order]
-        return bool(order) and self.consider(rows[order[0]], (float(cyc[order[0]]), float(en[order[0]])))
+        order = np.lexsort((s, p))
+        order = order[np.isfinite(cyc[order]) & np.isfinite(en[order])]
+        self._last = (rows, cyc, en, order)
+        return bool(len(order)) and self.consider(rows[order[0]], (float(cyc[order[0]]), float(en[order[0]])))
+
+    def last(self, k: int) -> list[tuple[np.ndarray, float, float]]:
+        """The ``k`` best rows of the last offer, best first, with their (cycles, energy)."""
+        rows, cyc, en, order = self._last
+        return [(rows[i], float(cyc[i]), float(en[i])) for i in order[:k]]
 
     def consider(self, row: np.ndarray | None, cost: tuple[float, float]) -> bool:
         """Take ``row`` when it ranks before the best so far; True when taken."""
@@ -408,7 +423,7 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
         return _walked_best(hier, nest, space, metric, rows, start)
     best = _Best(hier, nest, space, metric)
     best.offer(rows)
-    starts = best.last[:config.starts]
+    starts = best.last(config.starts)
     near = _lockstep(best, starts, config.steps)
     for row, c, e in starts:
         here = _Best(hier, nest, space, metric, best.costs)   # a descent of its own from each start ...
