@@ -22,7 +22,11 @@ What a node's in-context time is (``attribute``):
 - a kernel that absorbed other nodes (a Conv+BatchNormalization+Relu named after the Relu) is
   shared by its owner and the nodes fused into it (its producers with no kernel of their own,
   ``fused_groups``) in proportion to their cost on the default host model, so the Conv keeps
-  the Conv's work;
+  the Conv's work. In a kernel with a MAC op the others count their arithmetic alone: a folded
+  BatchNormalization or a fused activation makes no pass over memory of its own, and counted
+  at a whole elementwise op's cost they took 28-38 % of a MobileNet convolution's kernel, so the
+  same convolution was a third cheaper in a model with its BatchNormalization unfolded than in
+  one exported with it folded;
 - a node's kernel time is the median over the profiled runs; the model's rows add up to its
   *plain* latency, not the profiled run's (the profiler adds its own cost per kernel): the rest
   (plain latency less the matched kernels: layout reorders, the executor's work between nodes) is
@@ -136,13 +140,17 @@ def _kernel_name(event_name: str) -> str:
 
 def attribute(events: Sequence[dict], node_names: Sequence[str],
               aliases: Mapping[str, str] | None = None, producers: Mapping[str, Sequence[str]] | None = None,
-              weights: Mapping[str, float] | None = None, overhead_s: float = 0.0) -> list[dict[str, float]]:
+              weights: Mapping[str, float] | None = None, overhead_s: float = 0.0,
+              fused_weights: Mapping[str, float] | None = None,
+              macs: frozenset[str] = frozenset()) -> list[dict[str, float]]:
     """Per profiled run (``model_run`` events, in order): {IR node name: seconds}, each name of
     ``node_names`` present (see the module docstring), plus ``"__kernel__" + name`` for the
     matched kernel time alone. ``aliases`` (other name -> node name): the names of a node's
     outputs, after which onnxruntime names some kernels it rewrote (``relu_nchwc``). With
     ``producers`` (node -> the nodes its inputs come from), a kernel is shared by its owner and the
-    nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds).
+    nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds);
+    in a group with a node of ``macs`` the others weigh ``fused_weights`` (their arithmetic alone)
+    when given.
     ``"__unnamed__" + name``: the kernels with no IR name (``ReorderInput``, ``SkipLayerNormalization``,
     ``gemm_input_reshape``) that ran after the node's previous kernel and before its own (after the
     run's last named kernel: that node's); they stay in the run's rest in the rows. ``overhead_s``:
@@ -155,6 +163,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     owners = {find(_kernel_name(e["name"])) for e in kernels} - {None}
     groups = fused_groups(node_names, producers, owners) if producers else {}
     w = weights or {}
+    fw = w if fused_weights is None else fused_weights
     out = []
     k = 0
     for r in runs:
@@ -178,9 +187,11 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
             unnamed[last] += pending
         for owner, g in groups.items():
             if len(g) > 1 and matched[owner] > 0:
-                total, tw = matched[owner], sum(max(w.get(x, 0.0), 0.0) for x in g)
+                mac = any(x in macs for x in g)
+                gw = {x: max((w if x in macs or not mac else fw).get(x, 0.0), 0.0) for x in g}
+                total, tw = matched[owner], sum(gw.values())
                 for x in g:
-                    matched[x] = total * (max(w.get(x, 0.0), 0.0) / tw if tw > 0 else 1.0 / len(g))
+                    matched[x] = total * (gw[x] / tw if tw > 0 else 1.0 / len(g))
         rest = max(0.0, r["dur"] * 1e-6 - sum(matched.values())) / max(1, len(node_names))
         row = {n: max(FLOOR_S, v + rest) for n, v in matched.items()}
         row.update({"__kernel__" + n: v for n, v in matched.items()})
@@ -396,8 +407,9 @@ def _profiled_events(data: bytes, feed: dict, runs: int) -> list[dict]:
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
                  blocks_n, overhead_s: float = 0.0) -> Profiled:
     from types import SimpleNamespace
-    from sim.graph.subgraph import host_op_seconds
+    from sim.graph.subgraph import host_op_seconds, host_op_work
     from sim.hw.config import HostConfig
+    from .calibration import MAC_OPS
     feed = random_feed(inputs, np.random.default_rng(seed))
     load = os.getloadavg()[0]
     # 1. the plain session alone: the model's latency
@@ -416,7 +428,9 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     by_out = {id(v): n.name for n in nodes for v in n.outputs}
     producers = {n.name: [by_out[id(v)] for v in n.inputs if id(v) in by_out] for n in nodes}
     weights = {n.name: host_op_seconds(n, hw) for n in nodes}
-    per_run = attribute(events, names, aliases, producers, weights, overhead_s)[warmup:]
+    arithmetic = {n.name: host_op_work(n)[0] / hw.host.peak_flops for n in nodes}
+    macs = frozenset(n.name for n in nodes if n.op in MAC_OPS)
+    per_run = attribute(events, names, aliases, producers, weights, overhead_s, arithmetic, macs)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
     # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run

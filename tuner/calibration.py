@@ -47,7 +47,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 3  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops (older files are refused)
+VERSION = 4  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+# folded ops (``FOLDED``); older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
@@ -65,6 +66,10 @@ MIN_ROWS = 4
 # Multiply-accumulate ops: the model corrects an op kind it never saw only when it saw ops of the
 # same class (a MAC kernel from other MAC kernels), else it keeps the analytical cost (ratio 1).
 MAC_OPS = frozenset({"conv2d", "conv_transpose", "dense", "matmul", "batch_matmul", "gemm"})
+# Ops onnxruntime folds into the weights of the MAC op before them (Conv+BatchNormalization, the
+# bias Add): an activation after conv -> batch_norm is fused into the convolution's kernel as one
+# right after the conv is (``after_mac``).
+FOLDED = frozenset({"batch_norm", "bias_add"})
 # Op classes: features that carry over to an op kind the data never saw (a held-out kind still has
 # its class, its FLOPs, its bytes); an op in none of them is "other" (all class columns 0).
 OP_CLASSES = {
@@ -109,7 +114,7 @@ class OpSample:
     launch_s: float
     analytical_s: float
     weight_bytes: float = 0.0   # bytes of constant inputs (weights): they stream from memory in a whole model
-    after_mac: bool = False     # its first input comes from a MAC op (onnxruntime fuses such epilogues)
+    after_mac: bool = False     # its first input comes from a MAC op, maybe through FOLDED ops (a fused epilogue)
 
     def numeric(self) -> list[float]:
         lg = lambda v: math.log10(max(float(v), 0.0) + 1.0)  # noqa: E731 - zero-safe
@@ -160,8 +165,19 @@ def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
     weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
+    return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src))
+
+
+def after_mac(node: Any, source: Any = None) -> bool:
+    """Whether ``node``'s first input comes from a MAC op, directly or through ops onnxruntime
+    folds into it (``FOLDED``); ``source`` as in ``host_sample``."""
+    src = source or (lambda v: v)
     prod = src(node.inputs[0]).producer if node.inputs else None
-    return replace(s, weight_bytes=float(weights), after_mac=bool(prod is not None and prod.op in MAC_OPS))
+    for _ in range(4):              # conv -> batch_norm -> bias_add is as deep as folding goes
+        if prod is None or prod.op not in FOLDED or not prod.inputs:
+            break
+        prod = src(prod.inputs[0]).producer
+    return prod is not None and prod.op in MAC_OPS
 
 
 def _itemsize(dtype: str) -> int:

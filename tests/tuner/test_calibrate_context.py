@@ -70,6 +70,42 @@ def test_a_fused_kernel_is_shared_with_the_nodes_it_absorbed():
     assert attribute(events, names)[0]["__kernel__relu"] == pytest.approx(500e-6)
 
 
+def test_ops_fused_into_a_mac_kernel_weigh_their_arithmetic_alone():
+    # the same kernel as above with conv a MAC op: bn and relu add their arithmetic (0.5 each
+    # against conv's 8: no pass over memory of their own); a group with no MAC op (add -> mul,
+    # named after mul) keeps the full weights
+    names = ["conv", "bn", "relu", "add", "mul"]
+    producers = {"conv": [], "bn": ["conv"], "relu": ["bn"], "add": ["relu"], "mul": ["add"]}
+    weights = {"conv": 8.0, "bn": 1.0, "relu": 1.0, "add": 3.0, "mul": 1.0}
+    arithmetic = {"conv": 7.0, "bn": 0.5, "relu": 0.5, "add": 0.1, "mul": 0.1}
+    events = [_run(0, 1000), _kernel("relu_nchwc", 0, 450), _kernel("mul/Mul", 500, 200)]
+    r = attribute(events, names, producers=producers, weights=weights, fused_weights=arithmetic,
+                  macs=frozenset({"conv"}))[0]
+    assert r["__kernel__conv"] == pytest.approx(450e-6 * 8 / 9)     # conv's full weight, the others' arithmetic
+    assert r["__kernel__bn"] == pytest.approx(450e-6 * 0.5 / 9) == r["__kernel__relu"]
+    assert r["__kernel__add"] == pytest.approx(150e-6) and r["__kernel__mul"] == pytest.approx(50e-6)
+    # without a MAC op named, every group keeps the full weights, as before
+    r0 = attribute(events, names, producers=producers, weights=weights, fused_weights=arithmetic)[0]
+    assert r0["__kernel__conv"] == pytest.approx(360e-6)
+
+
+def test_after_mac_looks_through_ops_folded_into_the_mac():
+    """onnxruntime folds a BatchNormalization (and a bias Add) into the Conv before it and fuses
+    the activation after them into the Conv's kernel: that activation is after a MAC op as much as
+    one right after the Conv is; an activation after an add of two tensors is not."""
+    from partition import models
+    from tuner.calibration import after_mac
+    g = models.get("mobilenet_v2")
+    relu6 = [n for n in g.nodes if n.op == "relu6"]
+    assert relu6 and all(n.inputs[0].producer.op == "batch_norm" for n in relu6)
+    assert all(after_mac(n) for n in relu6)
+    relu = [n for n in models.get("resnet18").nodes if n.op == "relu"]
+    after_bn = [n for n in relu if n.inputs[0].producer.op == "batch_norm"]
+    after_add = [n for n in relu if n.inputs[0].producer.op == "add"]     # the residual's
+    assert after_bn and after_add and len(after_bn) + len(after_add) == len(relu)
+    assert all(after_mac(n) for n in after_bn) and not any(after_mac(n) for n in after_add)
+
+
 def test_a_run_with_no_rest_keeps_a_positive_floor():
     a = attribute([_run(0, 100), _kernel("x/Add", 0, 100)], ["x", "y"])[0]
     assert a["x"] == pytest.approx(100e-6) and a["y"] == FLOOR_S
