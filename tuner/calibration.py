@@ -270,9 +270,15 @@ class Calibration:
         return np.where(unseen, 0.0, y)
 
     def predict_seconds(self, samples: Sequence[OpSample]) -> np.ndarray:
-        """Calibrated seconds of each sample: its analytical seconds times exp(the learned log ratio)."""
+        """Calibrated seconds of each sample: its analytical seconds times exp(the learned log
+        ratio), never below its FLOPs at the fastest rate a MAC op of the data reached
+        (``meta["peak_flops_per_s"]``, ``fit_calibration``)."""
         a = np.array([s.analytical_s for s in samples], dtype=np.float64)
-        return a * np.exp(self.predict_log_ratio(samples))
+        pred = a * np.exp(self.predict_log_ratio(samples))
+        peak = self.meta.get("peak_flops_per_s")
+        if peak:
+            pred = np.maximum(pred, np.array([s.flops for s in samples], dtype=np.float64) / float(peak))
+        return pred
 
     def _memo(self, sample: OpSample) -> float:
         memo = self._state.setdefault("memo", {})
@@ -362,7 +368,18 @@ def fit_calibration(samples: Sequence[OpSample], measured_s: Sequence[float], *,
     raw = booster.save_raw(raw_format="json").decode()
     return Calibration(kind, fingerprint, hardware, data_sha256(rows), ops, raw,
                        dict(reference_host) if reference_host else None,
-                       {**(meta or {}), "rows": len(samples), "fit": {**FIT_PARAMS, "rounds": rounds}})
+                       {**(meta or {}), "rows": len(samples), "fit": {**FIT_PARAMS, "rounds": rounds},
+                        "peak_flops_per_s": peak_flops_per_s(samples, y_meas)})
+
+
+def peak_flops_per_s(samples: Sequence[OpSample], measured_s: Sequence[float]) -> float | None:
+    """The fastest FLOP rate a MAC op of the data reached (None without one): no prediction is
+    faster. Why: a tree model extrapolates flat past its data, and a GEMM larger than any it saw
+    (GPT-2's 768 x 50257 head, 154 MB of weights) was predicted at ten times this machine's
+    peak, 2.3 ms for 25 ms measured. The maximum, not a percentile: a mislabelled row can only
+    lower the floor."""
+    rates = [s.flops / m for s, m in zip(samples, measured_s) if s.op in MAC_OPS and s.flops > 0 and m > 0]
+    return float(max(rates)) if rates else None
 
 
 # ----------------------------------------------------------------------------------- loading
@@ -403,6 +420,10 @@ def read_calibration(path: str | os.PathLike) -> Calibration:
                 or ref["peak_flops"] <= 0 or ref["mem_bytes_per_s"] <= 0:
             raise CalibrationError(f"calibration file {p}: field 'reference_host' must give peak_flops, "
                                    f"mem_bytes_per_s (> 0) and op_overhead_s (>= 0)")
+    peak = doc["meta"].get("peak_flops_per_s")
+    if peak is not None and (not isinstance(peak, (int, float)) or isinstance(peak, bool) or not peak > 0
+                             or not math.isfinite(peak)):
+        raise CalibrationError(f"calibration file {p}: meta.peak_flops_per_s must be a number > 0, got {peak!r}")
     booster = json.dumps(doc["booster"], separators=(",", ":"))
     if hashlib.sha256(booster.encode()).hexdigest() != doc["booster_sha256"]:
         raise CalibrationError(f"calibration file {p}: the booster does not match its sha256 (corrupt file)")

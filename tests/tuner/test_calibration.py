@@ -112,6 +112,35 @@ def test_refuses_a_corrupt_file_in_one_line(tmp_path, damage, message):
     assert "\n" not in str(e.value)
 
 
+def test_no_prediction_is_faster_than_the_datas_fastest_mac(tmp_path):
+    """The file keeps the fastest FLOP rate a MAC row of its data reached, and no prediction beats
+    it: a convolution a thousand times larger than any trained on costs at least its FLOPs at that
+    rate, whatever the trees say past their data."""
+    cal, path = host_cal(tmp_path)
+    s, t = synthetic(180, 0)
+    peak = max(x.flops / m for x, m in zip(s, t) if x.op == "conv2d")
+    assert cal.meta["peak_flops_per_s"] == pytest.approx(peak)
+    assert load_calibration(path).meta["peak_flops_per_s"] == pytest.approx(peak)
+    big = roofline_sample("conv2d", 1e13, 1e9, 1e7, 1e7, 4, 2, 1, 1, REF["peak_flops"], REF["mem_bytes_per_s"],
+                          REF["op_overhead_s"])
+    assert cal.predict_seconds([big])[0] >= 1e13 / peak * (1 - 1e-12)
+    # the rows themselves keep their learned costs, above the floor
+    pred = cal.predict_seconds(s)
+    raw = np.array([x.analytical_s for x in s]) * np.exp(cal.predict_log_ratio(s))
+    assert np.mean(pred == raw) > 0.9
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "\"fast\"", "true"])
+def test_refuses_a_bad_peak_rate_in_one_line(tmp_path, value):
+    _, path = host_cal(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["meta"]["peak_flops_per_s"] = json.loads(value)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CalibrationError, match="peak_flops_per_s must be a number > 0") as e:
+        read_calibration(path)
+    assert "\n" not in str(e.value)
+
+
 def test_refuses_a_tampered_booster(tmp_path):
     _, path = host_cal(tmp_path)
     doc = json.loads(path.read_text())
