@@ -115,13 +115,24 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     gets 4 x 3 from two dims when no dim alone has 12."""
     # product -> (the product it was reached from, the gene that multiplied it): the genes of a
     # product follow from its chain, so no tuple of genes is built per product
+    order = rng.permutation(len(primes)).tolist()
+    usable = {f for _, f in primes if f <= fan}     # a prime above the fan-out never adds a product
+    if len(usable) <= 1:
+        # one value v: the products are 1, v, v^2, ... in that order, each from the next prime of
+        # value v in the random order (what the loop below builds, without building it)
+        v = next(iter(usable), 0)
+        genes = [primes[k][0] for k in order if primes[k][1] == v]
+        powers = [1]
+        while len(powers) <= len(genes) and powers[-1] * v <= fan:
+            powers.append(powers[-1] * v)
+        best = powers[-1] if rng.random() < 0.85 else int(rng.choice(powers))
+        return genes[:powers.index(best)]
     reach: dict[int, tuple[int, int]] = {1: (0, -1)}
     spent: dict[int, int] = {}     # prime value -> the size of reach when that value last added nothing
-    values = len({f for _, f in primes})
     stuck, size = 0, 1             # values that added nothing since reach last grew; len(reach)
-    for k in rng.permutation(len(primes)).tolist():
+    for k in order:
         g, f = primes[k]
-        if spent.get(f) == size:
+        if f > fan or spent.get(f) == size:
             continue               # reach has not grown since a prime of this value added nothing
         lim = fan // f
         # one prime maps distinct products to distinct products: the new ones of this step, in
@@ -134,7 +145,7 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
         else:
             spent[f] = size
             stuck += 1
-            if stuck == values:
+            if stuck == len(usable):
                 break              # every value is spent: the primes left would all be skipped
     best = max(reach) if rng.random() < 0.85 else int(rng.choice(list(reach)))
     used = []
