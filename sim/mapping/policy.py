@@ -200,10 +200,10 @@ def packed_rows(space: Mapspace, n: int, rng: np.random.Generator) -> np.ndarray
             if fan <= 1 or not len(free):
                 continue
             trial = slots.copy()
-            vals = space.prime_val[free]
-            still = slots[:, free] == outer[free]                  # [n, free] primes still outermost
+            pairs = list(zip(free.tolist(), space.prime_val[free].tolist()))
+            still = (slots[:, free] == outer[free]).tolist()       # [n, free] primes still outermost
             for r in range(n):
-                at_outer = list(zip(free[still[r]].tolist(), vals[still[r]].tolist()))
+                at_outer = [p for p, m in zip(pairs, still[r]) if m]
                 trial[r, _pack(at_outer, fan, rng)] = s
             ok = fits(trial, (trial != slots).any(axis=1))
             slots[ok] = trial[ok]
