@@ -139,8 +139,10 @@ def test_neighbours_equal_the_valid_single_changes(preset):
 NESTS = [(1, 4096, 4096), (64, 8192, 1024), (96, 200, 300), (1, 50257, 768), (128, 8, 324), (2052, 256, 128)]
 
 
-@pytest.mark.parametrize("preset", ["a100-sxm-80gb", "mi210", "simba-like", "eyeriss", "edge-llm-npu", "cloud-npu"])
-def test_descents_side_by_side_change_no_answer(preset, monkeypatch):
+@pytest.mark.parametrize("preset,metric", [(p, "delay") for p in ("a100-sxm-80gb", "mi210", "simba-like", "eyeriss",
+                                                                   "edge-llm-npu", "cloud-npu")]
+                         + [("a100-sxm-80gb", "energy"), ("simba-like", "edp")])
+def test_descents_side_by_side_change_no_answer(preset, metric, monkeypatch):
     """``_lockstep`` evaluates the descents' steps side by side ahead of them; the descents, run
     one after the other as before, must end where they ended without it, after as many
     evaluations (rows taken from the costs evaluated ahead count as evaluated)."""
@@ -149,10 +151,10 @@ def test_descents_side_by_side_change_no_answer(preset, monkeypatch):
     hw = sim.load_hw(preset)
     hier = hierarchy_of(hw)
     nests = [ml.kernel_nest(Workload.gemm(*mnk, dtype_bytes=2), hw) for mnk in NESTS]
-    with_ahead = [default_mapping(hier, n) for n in nests]
+    with_ahead = [default_mapping(hier, n, metric) for n in nests]
     monkeypatch.setattr(policy, "_lockstep", lambda best, starts, steps: {})
     for nest, (m, stats) in zip(nests, with_ahead):
-        m0, stats0 = default_mapping(hier, nest)
+        m0, stats0 = default_mapping(hier, nest, metric)
         assert m == m0
         assert (stats.cycles, stats.energy_pj, stats.evaluations) == (stats0.cycles, stats0.energy_pj, stats0.evaluations)
 
