@@ -407,7 +407,8 @@ def _profiled_events(data: bytes, feed: dict, runs: int) -> list[dict]:
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
                  blocks_n, overhead_s: float = 0.0) -> Profiled:
     from types import SimpleNamespace
-    from sim.graph.subgraph import host_op_seconds, host_op_work
+    from sim.graph.subgraph import host_op_work
+    from sim.graph.transfer import host_pass_seconds
     from sim.hw.config import HostConfig
     from .calibration import MAC_OPS
     feed = random_feed(inputs, np.random.default_rng(seed))
@@ -427,8 +428,9 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     aliases = {v.name: n.name for n in nodes for v in n.outputs if v.name not in names}
     by_out = {id(v): n.name for n in nodes for v in n.outputs}
     producers = {n.name: [by_out[id(v)] for v in n.inputs if id(v) in by_out] for n in nodes}
-    weights = {n.name: host_op_seconds(n, hw) for n in nodes}
-    arithmetic = {n.name: host_op_work(n)[0] / hw.host.peak_flops for n in nodes}
+    work = {n.name: host_op_work(n) for n in nodes}     # (FLOPs, bytes)
+    weights = {k: host_pass_seconds(*fb, hw) for k, fb in work.items()}
+    arithmetic = {k: fb[0] / hw.host.peak_flops for k, fb in work.items()}
     macs = frozenset(n.name for n in nodes if n.op in MAC_OPS)
     per_run = attribute(events, names, aliases, producers, weights, overhead_s, arithmetic, macs)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]

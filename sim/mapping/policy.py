@@ -117,16 +117,6 @@ def _pack(primes: list[tuple[int, int]], fan: int, rng: np.random.Generator) -> 
     # product follow from its chain, so no tuple of genes is built per product
     order = rng.permutation(len(primes)).tolist()
     usable = {f for _, f in primes if f <= fan}     # a prime above the fan-out never adds a product
-    if len(usable) <= 1:
-        # one value v: the products are 1, v, v^2, ... in that order, each from the next prime of
-        # value v in the random order (what the loop below builds, without building it)
-        v = next(iter(usable), 0)
-        genes = [primes[k][0] for k in order if primes[k][1] == v]
-        powers = [1]
-        while len(powers) <= len(genes) and powers[-1] * v <= fan:
-            powers.append(powers[-1] * v)
-        best = powers[-1] if rng.random() < 0.85 else int(rng.choice(powers))
-        return genes[:powers.index(best)]
     reach: dict[int, tuple[int, int]] = {1: (0, -1)}
     spent: dict[int, int] = {}     # prime value -> the size of reach when that value last added nothing
     stuck, size = 0, 1             # values that added nothing since reach last grew; len(reach)

@@ -33,8 +33,7 @@ def test_pack_matches_one_insertion_at_a_time():
     gen = np.random.default_rng(7)
     for case in range(400):
         n = int(gen.integers(0, 30))
-        # mostly 2s, as GEMM dims are; primes above the fan-out (19, 607) never add a product; one
-        # usable value takes the short path
+        # mostly 2s, as GEMM dims are; primes above the fan-out (19, 607) never add a product
         pool = [2, 2, 2, 3, 3, 5, 7, 19, 607] if case % 2 else [2, 2, 2, 2, 19, 607]
         primes = [(int(g), int(gen.choice(pool))) for g in gen.permutation(40)[:n]]
         fan = int(gen.choice([1, 4, 12, 14, 16, 27, 108, 128, 132]))
