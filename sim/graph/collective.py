@@ -12,6 +12,13 @@ interconnect's ``bytes_per_s`` (one device, one direction), ``lat`` its ``latenc
   ``2 ((a-1) + (b-1)) x lat`` hops;
 - send/recv (one pipeline stage to the next, one hop): ``S / bw + lat``.
 
+When the interconnect states ``protocols`` (a collective library's, e.g. NCCL's LL, LL128 and
+Simple), an all-reduce is that library's ring on any topology, as NCCL runs rings over NVSwitch
+too, and costs its fastest protocol: ``start + 2 (N-1) x step + 2 (N-1)/N x S / (fraction x bw)``.
+That is NCCL's own model for choosing among them (``src/graph/tuning.cc``: base latency, per-step
+hardware latency, bus bandwidth per protocol, ring bus-to-algorithm ratio ``N / 2(N-1)``). A send
+keeps the formula above.
+
 Each device sends ``2 (N-1)/N x S`` bytes in an all-reduce (``S`` in a send), at
 ``interconnect.pj_per_byte``. A group of one device costs nothing.
 """
@@ -56,6 +63,11 @@ def all_reduce(nbytes: float, n: int, hw: HardwareConfig) -> CollectiveCost:
         return CollectiveCost(0.0, 0.0, 0.0)
     ic = hw.interconnect
     sent = 2.0 * (n - 1) / n * nbytes
+    joules = sent * ic.pj_per_byte * 1e-12
+    if ic.protocols:
+        steps = 2 * (n - 1)
+        return CollectiveCost(min(start + steps * step + sent / (fraction * ic.bytes_per_s)
+                                  for _, start, step, fraction in ic.protocols), sent, joules)
     if ic.topology == "switch":
         hops = 2
     elif ic.topology == "mesh":
@@ -63,7 +75,7 @@ def all_reduce(nbytes: float, n: int, hw: HardwareConfig) -> CollectiveCost:
         hops = 2 * ((a - 1) + (b - 1))
     else:
         hops = 2 * (n - 1)
-    return CollectiveCost(sent / ic.bytes_per_s + hops * ic.latency_s, sent, sent * ic.pj_per_byte * 1e-12)
+    return CollectiveCost(sent / ic.bytes_per_s + hops * ic.latency_s, sent, joules)
 
 
 def send(nbytes: float, hw: HardwareConfig) -> CollectiveCost:

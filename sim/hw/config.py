@@ -53,7 +53,7 @@ def _fail(path: str, rule: str, value: Any) -> None:
 
 def _show(value: Any) -> str:
     """A value as a message quotes it, cut short: an error is one line, however long the input."""
-    s = repr(list(value) if isinstance(value, tuple) else value)
+    s = repr(_plain(value))
     return s if len(s) <= 80 else s[:77] + "..."
 
 
@@ -76,7 +76,9 @@ class Rule:
     """What one field accepts. ``kind``: 'int' or 'num' (finite, in [lo, hi], ``unit`` for
     messages and docs), 'bool', 'str' (at most ``hi`` printable characters), 'symbol' (a name
     that becomes part of external function symbols), 'names' (a list of distinct non-empty
-    names, at most ``hi`` of them, all from ``choices`` when it is given), 'choice' (one of ``choices``) or 'buffering' (a storage level's
+    names, at most ``hi`` of them, all from ``choices`` when it is given), 'choice' (one of ``choices``),
+    'protocols' (at most ``hi`` entries ``[name, start_s, step_s, bandwidth_fraction]``: a collective
+    library's protocols, ``sim.graph.collective``) or 'buffering' (a storage level's
     buffering: one of ``choices`` for every tensor it keeps, or ``Tensor:mode`` pairs separated by
     commas, ``sim.hw.hierarchy.parse_buffering``). Sections added later reuse
     these kinds; a field's rule is in its dataclass metadata, so docs and checks never drift."""
@@ -102,6 +104,9 @@ class Rule:
         if self.kind == "names":
             among = f" from {', '.join(self.choices)}" if self.choices else ""
             return f"list of distinct names{among} (at most {self.hi:g})"
+        if self.kind == "protocols":
+            return (f"list of at most {self.hi:g} [name, start-up s, per-step s, fraction of bytes_per_s] "
+                    f"(e.g. [[\"LL\", 6.6e-6, 0.6e-6, 0.2]])")
         if self.kind == "buffering":
             return f"one of {', '.join(self.choices)}, or Tensor:mode pairs (e.g. 'Inputs:stream,Outputs:double')"
         return "one of " + ", ".join(self.choices)
@@ -142,6 +147,8 @@ class Rule:
         elif k == "choice":
             if not isinstance(v, str) or v not in self.choices:
                 _fail(path, f"one of {', '.join(self.choices)}", v)
+        elif k == "protocols":
+            _check_protocols(path, v, int(self.hi))
         elif k == "buffering":
             from .hierarchy import HierarchyError, parse_buffering
             try:
@@ -150,6 +157,27 @@ class Rule:
                 _fail(path, f"{self.describe()} ({e})", v)
         else:
             raise AssertionError(f"unknown rule kind {k!r} for {path}")
+
+
+def _check_protocols(path: str, v: Any, most: int) -> None:
+    shape = "a list of [name, start-up s, per-step s, fraction of bytes_per_s] entries"
+    if not isinstance(v, tuple) or len(v) > most:
+        _fail(path, f"{shape}, at most {most}", v)
+    names = []
+    for i, e in enumerate(v):
+        where = f"{path}[{i}]"
+        if not isinstance(e, tuple) or len(e) != 4:
+            _fail(where, "[name, start-up s, per-step s, fraction of bytes_per_s]", e)
+        name, start, step, frac = e
+        if not isinstance(name, str) or not _NAME_CHARS.match(name) or len(name) > 40:
+            _fail(f"{where} name", "a name of letters, digits, '_', '.', '-' (at most 40)", name)
+        for what, x, lo, unit in (("start-up", start, 0.0, " s"), ("per-step", step, 0.0, " s"),
+                                  ("bandwidth fraction", frac, 1e-6, "")):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= 1.0:
+                _fail(f"{where} {what}", f"a number from {_fmt(lo)} to 1{unit}", x)
+        names.append(name)
+    if len(set(names)) != len(names):
+        _fail(path, "protocols with distinct names", v)
 
 
 def _validate(obj: Any, prefix: str) -> None:
@@ -165,7 +193,12 @@ def _tupled(obj: Any, numbers: bool) -> None:
     for f in fields(obj):
         v = getattr(obj, f.name)
         kind = f.metadata["rule"].kind
-        if isinstance(v, list):
+        if kind == "protocols" and isinstance(v, (list, tuple)):
+            # entries are [name, numbers...]: tuples (hashable), and 1 and 1.0 the same fingerprint
+            v = tuple(tuple((float(x) if numbers and isinstance(x, int) and not isinstance(x, bool) else x)
+                            for x in e) if isinstance(e, (list, tuple)) else e for e in v)
+            object.__setattr__(obj, f.name, v)
+        elif isinstance(v, list):
             object.__setattr__(obj, f.name, tuple(v))
         elif not numbers:
             continue
@@ -328,6 +361,10 @@ class InterconnectConfig(_Section):
     topology: str = _R("choice", "ring", "how the devices are wired: ring (each to two neighbours), switch "
                        "(all through one switch, e.g. NVSwitch), mesh (2-D torus)", choices=INTERCONNECT_TOPOLOGIES)
     pj_per_byte: float = _num(0.0, *_PJ, "energy of one byte sent to another device")
+    protocols: tuple = _R("protocols", (), "a collective library's ring all-reduce protocols (e.g. NCCL's LL, "
+                          "LL128, Simple): when given, an all-reduce over N devices costs the fastest, start-up + "
+                          "2(N-1) x per-step + 2(N-1)/N x bytes / (fraction x bytes_per_s), whatever the "
+                          "topology; empty = the topology's formula (sim.graph.collective)", hi=8)
     # No cross-field rule here (max_devices > 1 with bytes_per_s = 0): a split that needs the links
     # is refused where it is asked for, with the split named in the message.
 
@@ -563,7 +600,8 @@ _OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels", "mapspace")
 # Fields added to a section (or to a level) after its configs were in use: left out of files and
 # fingerprints at their defaults (so those configs keep their fingerprints; ``_file_dict``) and
 # optional in a complete config.
-_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",), "levels": ("buffering",)}
+_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",), "levels": ("buffering",),
+                                             "interconnect": ("protocols",)}
 
 
 @dataclass(frozen=True)
@@ -783,8 +821,12 @@ class HardwareConfig:
                             dtypes=FLOAT_DTYPES)
 
 
+def _plain(v: Any) -> Any:
+    return [_plain(x) for x in v] if isinstance(v, tuple) else v
+
+
 def _section_dict(sec: Any) -> dict[str, Any]:
-    return {f.name: (list(v) if isinstance(v := getattr(sec, f.name), tuple) else v) for f in fields(sec)}
+    return {f.name: _plain(getattr(sec, f.name)) for f in fields(sec)}
 
 
 def _file_dict(sec: Any, kind: str) -> dict[str, Any]:

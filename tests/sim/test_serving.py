@@ -55,6 +55,57 @@ def test_collective_formulas(hw):
     assert collective.send(s, hw).seconds == pytest.approx(s / 100e9 + 3e-6)
 
 
+NCCL_A100 = [["LL", 6.6e-6, 0.6e-6, 0.2], ["LL128", 14.0e-6, 1.9e-6, 0.736], ["Simple", 8.4e-6, 3.4e-6, 0.8]]
+
+
+@pytest.mark.parametrize("n, nbytes, want_us", [
+    # NCCL 2.18's tuning.cc by hand, A100 one node: ring lat = base + 2(n-1) x hw lat, algorithm
+    # bandwidth = bus bandwidth x n / 2(n-1), time = lat + bytes / bw; the fastest protocol wins
+    (4, 2 * 2**20, 14.0 + 6 * 1.9 + 2 * 2**20 / (220.8e3 * 4 / 6)),          # LL128
+    (4, 32 * 2**20, 8.4 + 6 * 3.4 + 32 * 2**20 / (240e3 * 4 / 6)),           # Simple
+    (2, 32768, 6.6 + 2 * 0.6 + 32768 / (60e3 * 2 / 2)),                     # LL
+    (8, 128 * 14848 * 2, 14.0 + 14 * 1.9 + 128 * 14848 * 2 / (220.8e3 * 8 / 14)),
+])
+def test_all_reduce_takes_the_fastest_protocol(n, nbytes, want_us):
+    a100 = sim.load_hw("a100-sxm-80gb")
+    assert [list(p) for p in a100.interconnect.protocols] == NCCL_A100
+    c = collective.all_reduce(nbytes, n, a100)
+    assert c.seconds * 1e6 == pytest.approx(want_us, rel=1e-12)
+    assert c.bytes_sent == pytest.approx(2 * (n - 1) / n * nbytes)
+    # the topology no longer matters, and without protocols the switch formula is back
+    assert collective.all_reduce(nbytes, n, a100.with_overrides({"interconnect.topology": "ring"})).seconds == c.seconds
+    plain = a100.with_overrides({"interconnect.protocols": []})
+    assert plain.fingerprint() != a100.fingerprint()
+    assert collective.all_reduce(nbytes, n, plain).seconds == pytest.approx(
+        2 * (n - 1) / n * nbytes / 300e9 + 2 * 2e-6)
+    assert collective.send(nbytes, a100).seconds == collective.send(nbytes, plain).seconds
+
+
+def test_protocols_are_checked_and_round_trip(tmp_path):
+    a100 = sim.load_hw("a100-sxm-80gb")
+    for suffix in (".toml", ".yaml", ".json"):
+        f = tmp_path / f"a{suffix}"
+        a100.save(f)
+        back = sim.load_hw(str(f))
+        assert back == a100 and back.fingerprint() == a100.fingerprint()
+    # 1 and 1.0 are the same config
+    ints = a100.with_overrides({"interconnect.protocols": [["S", 0, 0, 1]]})
+    floats = a100.with_overrides({"interconnect.protocols": [["S", 0.0, 0.0, 1.0]]})
+    assert ints.fingerprint() == floats.fingerprint()
+    # a config without the field keeps the fingerprint it had before the field existed
+    assert "protocols" not in sim.load_hw("mi210").to_dict()["interconnect"]
+    for bad, msg in [([["LL", -1e-6, 0.6e-6, 0.2]], r"protocols\[0\] start-up must be a number from 0 to 1 s"),
+                     ([["LL", 1e-6, 0.6e-6, 0.0]], "bandwidth fraction must be a number from 1e-06 to 1"),
+                     ([["LL", 1e-6, 0.6e-6]], r"protocols\[0\] must be \[name"),
+                     ("LL", "must be a list of"),
+                     ([["A", 0, 0, 1]] * 2, "distinct names"),
+                     ([["A", 0, float("nan"), 1]], "per-step must be"),
+                     ([["A", 0, 0, 1]] * 9, "at most 8")]:
+        with pytest.raises(sim.HardwareError, match=msg) as e:
+            a100.with_overrides({"interconnect.protocols": bad})
+        assert "\n" not in str(e.value)
+
+
 def test_tp_halves_weights_and_pays_the_all_reduce(hw):
     cfg = BUILTINS["llama-3.2-1b"]
     p1 = ServingPoint(8, 64, 4, dtype="bf16")
