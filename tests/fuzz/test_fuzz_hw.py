@@ -98,6 +98,12 @@ TEXT = [
     ("support.patterns", ["conv2d_bias_relux"], False), ("support.patterns", ["dense_bias_gelu"], True), ("array.dataflows", [], False), ("array.dataflows", ["rs"], False),
     ("array.dataflows", ["os"], True), ("array.mac_dtype", "int3", False), ("array.mac_dtype", "bf16", True),
     ("array.fold_overlap", "yes", False), ("array.fold_overlap", False, True),
+    ("interconnect.protocols", [["LL", 6.6e-6, 0.6e-6, 0.2], ["Simple", 8.4e-6, 3.4e-6, 1]], True),
+    ("interconnect.protocols", [], True), ("interconnect.protocols", [["LL", -1e-6, 0, 0.2]], False),
+    ("interconnect.protocols", [["LL", 0, 0, 1.5]], False), ("interconnect.protocols", [["LL", 0, 0]], False),
+    ("interconnect.protocols", "LL", False), ("interconnect.protocols", [["A", 0, 0, 1]] * 9, False),
+    ("interconnect.protocols", [["A b", 0, 0, 1]], False), ("interconnect.protocols", [[1, 2, 3, 4]], False),
+    ("interconnect.protocols", [["A", "0", 0, 1]], False), ("interconnect.protocols", [["A", 0, 0, 1]] * 2, False),
 ]
 
 
