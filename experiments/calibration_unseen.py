@@ -2,8 +2,9 @@
 calibration never saw"): each ONNX file's predicted all-on-host latency, as ``accel-tune tune
 --calibration CAL.json --json`` reports it (``baselines.all_host.latency_s``), against onnxruntime's
 latency of the *file itself* on this machine (default session options, one session open at a
-time; 3 passes, each a fresh session with a block of runs of at least 0.2 s and 7 runs, the lowest
-block median: the way ``calibrate --host`` times a model, ``tuner.calibrate_context``).
+time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
+7 runs, the lowest block median: the way ``calibrate --host`` times a model,
+``tuner.calibrate_context``).
 
     accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
     python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
@@ -25,15 +26,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measured_s(path: str, passes: int = 3) -> tuple[float, float]:
-    """(lowest block median, fastest run) of onnxruntime on the file, seconds."""
+def measured_s(paths: list[str], passes: int = 3) -> dict[str, tuple[float, float]]:
+    """path -> (lowest block median, fastest run) of onnxruntime on the file, seconds. The passes
+    go over every file in turn, each a fresh session, so a slow phase of the machine (seen here:
+    tens of seconds with one model 1.5x its other runs) slows one block of a file, not all."""
     import onnx
     from tuner.calibrate_context import _plain_blocks
-    inputs = onnx.load(path, load_external_data=False).graph.input
-    blocks = []
-    for _ in range(passes):  # onnxruntime opens the path itself: a file with external data works too
-        blocks += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
-    return min(float(np.median(b)) for b in blocks), min(min(b) for b in blocks)
+    blocks: dict[str, list] = {p: [] for p in paths}
+    for _ in range(passes):
+        for path in paths:  # onnxruntime opens the path itself: a file with external data works too
+            inputs = onnx.load(path, load_external_data=False).graph.input
+            blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
+    return {p: (min(float(np.median(b)) for b in bl), min(min(b) for b in bl)) for p, bl in blocks.items()}
 
 
 def main(argv=None) -> int:
@@ -56,20 +60,33 @@ def main(argv=None) -> int:
     except CalibrationError as e:
         print(f"calibration_unseen: error: {e}", file=sys.stderr)
         return 2
-    rows = []
+    errors, costed = {}, {}
     for path in a.onnx:
-        name = os.path.basename(path)
         try:
             g = load_onnx(path)
-            pred = tune(g, hw, trials=0, progress=False, calibration=cal).baselines["all_host"].latency_s
-            ana = tune(g, hw, trials=0, progress=False).baselines["all_host"].latency_s
-            got, best = measured_s(path)
-        except Exception as e:  # noqa: BLE001 - one file that cannot be read or run is reported
-            rows.append({"model": name, "error": str(e).splitlines()[0][:160]})
+            costed[path] = (tune(g, hw, trials=0, progress=False, calibration=cal).baselines["all_host"].latency_s,
+                            tune(g, hw, trials=0, progress=False).baselines["all_host"].latency_s, len(g.nodes))
+        except Exception as e:  # noqa: BLE001 - one file that cannot be read is reported
+            errors[path] = str(e).splitlines()[0][:160]
+    try:
+        times = measured_s(list(costed))
+    except Exception:  # noqa: BLE001 - a file onnxruntime cannot run: time them one by one
+        times = {}
+        for path in costed:
+            try:
+                times.update(measured_s([path]))
+            except Exception as e:  # noqa: BLE001
+                errors[path] = str(e).splitlines()[0][:160]
+    rows = []
+    for path in a.onnx:  # in the order given
+        name = os.path.basename(path)
+        if path in errors:
+            rows.append({"model": name, "error": errors[path]})
             continue
+        (pred, ana, nodes), (got, best) = costed[path], times[path]
         rows.append({"model": name, "measured_s": got, "best_run_s": best, "analytical_s": ana,
                      "calibrated_s": pred, "calibrated_error": pred / got - 1.0, "analytical_error": ana / got - 1.0,
-                     "nodes": len(g.nodes)})
+                     "nodes": nodes})
     ok = [r for r in rows if "calibrated_error" in r]
     within = sum(abs(r["calibrated_error"]) <= 0.2 for r in ok)
     if a.json:

@@ -47,8 +47,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 4  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
-# folded ops (``FOLDED``); older files are refused
+VERSION = 5  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+# folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
+# ``conv_transpose`` the IR does not have); older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
@@ -65,7 +66,8 @@ FIT_ROUNDS = 300
 MIN_ROWS = 4
 # Multiply-accumulate ops: the model corrects an op kind it never saw only when it saw ops of the
 # same class (a MAC kernel from other MAC kernels), else it keeps the analytical cost (ratio 1).
-MAC_OPS = frozenset({"conv2d", "conv_transpose", "dense", "matmul", "batch_matmul", "gemm"})
+CONV_OPS = frozenset({"conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"})  # window = the weight's kernel
+MAC_OPS = CONV_OPS | frozenset({"dense", "matmul", "batch_matmul", "gemm"})
 # Ops onnxruntime folds into the weights of the MAC op before them (Conv+BatchNormalization, the
 # bias Add): an activation after conv -> batch_norm is fused into the convolution's kernel as one
 # right after the conv is (``after_mac``).
@@ -158,7 +160,7 @@ def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
     rank = max((len(o.shape) for o in node.outputs), default=0)
     groups = int(node.attrs.get("groups", 1) or 1)
     window = 1
-    if node.op in ("conv2d", "conv_transpose") and len(node.inputs) > 1:
+    if node.op in CONV_OPS and len(node.inputs) > 1:
         window = int(np.prod(node.inputs[1].shape[2:], dtype=np.int64))
     elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))

@@ -1,6 +1,6 @@
 """Export the zoo's models to ONNX, with both of torch's exporters.
 
-    python experiments/zoo/export.py OUT_DIR [--set torch|hf|hf-full|det|det-full|kv] [--only NAME ...]
+    python experiments/zoo/export.py OUT_DIR [--set torch|hf|hf-full|tv-full|det|det-full|kv] [--only NAME ...]
 
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
 architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
@@ -8,7 +8,9 @@ detectors with their full post-processing (experiments/zoo/detection_models.py; 
 whose NAME.npz holds every output (boxes, scores, labels); ``--set det-full``: torchvision's own
 full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FCOS ResNet-50), random
 weights, tens of MB each; ``--set hf-full``: DistilBERT-base, GPT-2 small and ViT-B/16 at their
-published sizes (``hf_models.full_models``, random weights); ``--set kv``: the GPT-2 and Llama of
+published sizes (``hf_models.full_models``, random weights); ``--set tv-full``: twelve torchvision
+classifiers at their published sizes whose families the built-ins and ../shared/models lack
+(``hf_models.torchvision_full``, random weights); ``--set kv``: the GPT-2 and Llama of
 ``--set hf`` as one decode step WITH their KV cache (``hf_models.cached_decoders``), TorchScript
 exporter only, as transformers/optimum name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
 ``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
@@ -123,7 +125,7 @@ def export_cached(name: str, ctor, layers: int, kv_heads: int, head_size: int, v
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf", "hf-full", "det", "det-full", "kv"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "hf-full", "tv-full", "det", "det-full", "kv"), default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -145,6 +147,9 @@ def main(argv=None) -> int:
     elif a.set == "hf-full":
         from hf_models import full_models
         models = full_models()
+    elif a.set == "tv-full":
+        from hf_models import torchvision_full
+        models = torchvision_full()
     else:
         from hf_models import models
         models = models()

@@ -104,3 +104,17 @@ def full_models() -> dict:
                                                                            num_labels=1000)),
                          lambda: (torch.randn(1, 3, 224, 224),)),
     }
+
+
+def torchvision_full() -> dict:
+    """name -> (constructor, example inputs): torchvision's classifiers at their published sizes
+    (random weights) whose families the built-in models and ../shared/models do not hold: fire
+    modules, channel shuffle, dense blocks, inception, grouped and wide residuals, NAS blocks,
+    ConvNeXt's layer norms and large kernels, plain VGG; for experiments/calibration_unseen.py."""
+    import torchvision.models as tv
+    image = lambda: (torch.randn(1, 3, 224, 224),)  # noqa: E731
+    names = ("squeezenet1_1", "shufflenet_v2_x1_0", "densenet121", "googlenet", "mnasnet1_0",
+             "regnet_y_400mf", "resnext50_32x4d", "wide_resnet50_2", "convnext_tiny", "efficientnet_b1",
+             "resnet34", "vgg11")
+    kw = {"googlenet": {"aux_logits": False, "init_weights": True}}
+    return {f"full_{n}": ((lambda n=n: getattr(tv, n)(weights=None, **kw.get(n, {}))), image) for n in names}

@@ -377,3 +377,26 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert good["calibrated_error"] == pytest.approx(good["calibrated_s"] / good["measured_s"] - 1)
     assert broken["model"] == "bad.onnx" and "error" in broken and out["of"] == 1
     assert out["within_20"] == int(abs(good["calibrated_error"]) <= 0.2)
+
+
+
+def test_every_convolution_of_the_ir_is_a_mac_op_with_its_window():
+    """Transposed and 3-D convolutions count as MAC ops (their class feature, no rank) with the
+    weight's kernel as their window, as 2-D ones do; the op names are the IR's own."""
+    from partition.builder import GraphBuilder
+    from partition.ops import get_op
+    from tuner.calibration import MAC_OPS
+    for op in MAC_OPS:
+        get_op(op)  # every name is an op the IR has
+    b = GraphBuilder.for_model("convs", 0)
+    x = b.input("x", [1, 4, 6, 6])
+    up = b.op("conv_transpose2d", [x, b.normal("up.w", (4, 2, 3, 2), 0.1)],
+              {"strides": (2, 2), "pads": (0, 0, 0, 0)}, name="up")
+    v = b.input("v", [1, 2, 4, 5, 5])
+    c3 = b.op("conv3d", [v, b.normal("c3.w", (3, 2, 2, 3, 3), 0.1)], {"pads": (0,) * 6}, name="c3")
+    g = b.finish([up, c3])
+    host = sim.load_hw("edge-npu").host
+    by = {n.name: host_sample(n, host) for n in g.nodes}
+    assert by["up"].window == 6 and by["c3"].window == 18
+    for s in by.values():
+        assert s.numeric()[4] == 0.0  # rank: not a feature of a MAC op

@@ -60,7 +60,7 @@ def _calibration(args, hw):
         def costed(wl):
             rep, label = coster(wl)
             k = cal.kernel_scale(wl, rep, hw)
-            return (rep, label) if k == 1.0 else (scaled_report(rep, k), f"{label}, calibrated x{k:.3g}")
+            return (rep, label) if k == 1.0 else (scaled_report(rep, k), f"{label}, calibrated x{k:.5g}")
         return costed
     return wrap
 
