@@ -27,6 +27,7 @@ from .context import Context, Scope
 from .dynamic import CONVERTERS
 from .errors import OnnxImportError, one_line
 from .external import has_external, load_external
+from .gelu_fusion import fuse_erf_gelu
 from .proto import all_graphs, np_dtype
 
 MIN_OPSET = 11
@@ -247,6 +248,7 @@ def load_onnx(path_or_bytes, *, fill_seed: int = 0,
     # inputs whose shape came from an empty symbol may have a 0 dimension
     imp.empty_inputs = frozenset(n for n, sh in shapes.items() if 0 in sh and n not in (input_shapes or {}))
     graph = imp.import_main(model.graph, name=model.graph.name or "main")
+    fuse_erf_gelu(graph)  # the exact GELU an old exporter writes out, as the one op it is
     graph.meta["source"] = f"onnx:{label}"
     graph.meta["opset"] = opset
     if model.producer_name:
