@@ -16,15 +16,15 @@ One regime no model of the zoo or the built-ins reaches gets probes of its own t
 connected layers whose weights stream from DRAM** (``DENSE_SHAPES``, 16 to 256 MB of weights).
 The zoo's largest weight matrix is 9 MB, which the CPU's caches partly hold, and the calibration
 carried that speed to VGG-11's 476 MB of classifier weights: 1.4 ms predicted, 11.2 ms measured,
-the whole model 23 % under onnxruntime (experiments/calibration_unseen.py, 2026-11-29; 11-13 %
-under with these probes).
+the whole model 23 % under onnxruntime (experiments/calibration_unseen.py, 2026-11-29; within
+11 % on five runs with these probes).
 
 Grouped convolutions between plain and depthwise (RegNet's 8 channels per group) are not probed,
 though onnxruntime runs them 3-4x slower per FLOP than the calibration predicts (regnet_y_400mf
 27-36 % under). Probes of group widths 4 to 64 taught the fit that regime, but with the
 MobileNets held out their depthwise convolutions then followed the probes: 3 of the family's 5
-models went past 20 % over (the bench's family-held-out column). A feature of the product each
-group runs (M, K, N) as extra features brought regnet from 32 % to 27 % under, not within 20 %.
+models went past 20 % over (the bench's family-held-out column). Extra features of the matrix
+product each group runs (M, K, N) brought RegNet only from 32 % to 27 % under.
 """
 from __future__ import annotations
 
