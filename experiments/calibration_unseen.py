@@ -26,18 +26,25 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measured_s(paths: list[str], passes: int = 3) -> dict[str, tuple[float, float]]:
-    """path -> (lowest block median, fastest run) of onnxruntime on the file, seconds. The passes
-    go over every file in turn, each a fresh session, so a slow phase of the machine (seen here:
-    tens of seconds with one model 1.5x its other runs) slows one block of a file, not all."""
+def measured_s(paths: list[str], passes: int = 3) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds; path ->
+    why onnxruntime could not run it). The passes go over every file in turn, each a fresh
+    session, so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its
+    other runs) slows one block of a file, not all."""
     import onnx
     from tuner.calibrate_context import _plain_blocks
     blocks: dict[str, list] = {p: [] for p in paths}
+    errors: dict[str, str] = {}
     for _ in range(passes):
-        for path in paths:  # onnxruntime opens the path itself: a file with external data works too
-            inputs = onnx.load(path, load_external_data=False).graph.input
-            blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
-    return {p: (min(float(np.median(b)) for b in bl), min(min(b) for b in bl)) for p, bl in blocks.items()}
+        for path in [p for p in paths if p not in errors]:
+            try:  # onnxruntime opens the path itself: a file with external data works too
+                inputs = onnx.load(path, load_external_data=False).graph.input
+                blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
+            except Exception as e:  # noqa: BLE001 - one file onnxruntime cannot run is reported
+                errors[path] = str(e).splitlines()[0][:160]
+    times = {p: (min(float(np.median(b)) for b in bl), min(min(b) for b in bl))
+             for p, bl in blocks.items() if p not in errors}
+    return times, errors
 
 
 def main(argv=None) -> int:
@@ -68,15 +75,8 @@ def main(argv=None) -> int:
                             tune(g, hw, trials=0, progress=False).baselines["all_host"].latency_s, len(g.nodes))
         except Exception as e:  # noqa: BLE001 - one file that cannot be read is reported
             errors[path] = str(e).splitlines()[0][:160]
-    try:
-        times = measured_s(list(costed))
-    except Exception:  # noqa: BLE001 - a file onnxruntime cannot run: time them one by one
-        times = {}
-        for path in costed:
-            try:
-                times.update(measured_s([path]))
-            except Exception as e:  # noqa: BLE001
-                errors[path] = str(e).splitlines()[0][:160]
+    times, failed = measured_s(list(costed))
+    errors.update(failed)
     rows = []
     for path in a.onnx:  # in the order given
         name = os.path.basename(path)

@@ -319,6 +319,12 @@ class _Best:
         rows, cyc, en, order = self._last
         return [(rows[i], float(cyc[i]), float(en[i])) for i in order[:k]]
 
+    def descent(self, row: np.ndarray, cost: tuple[float, float], seen: set[bytes]) -> "_Best":
+        """A descent from ``row`` that shares this search's evaluated costs and skips ``seen``."""
+        d = _Best(self.hier, self.nest, self.space, self.metric, self.costs)
+        d.seen, d.row, d.cost = seen, row, cost
+        return d
+
     def consider(self, row: np.ndarray | None, cost: tuple[float, float]) -> bool:
         """Take ``row`` when it ranks before the best so far; True when taken."""
         if row is None:
@@ -380,11 +386,7 @@ def _lockstep(best: _Best, starts: Sequence[tuple[np.ndarray, float, float]], st
     if len(starts) < 2:
         return near
     seen = set(best.seen)
-    walkers = []
-    for row, c, e in starts:
-        w = _Best(best.hier, best.nest, best.space, best.metric, best.costs)
-        w.seen, w.row, w.cost = seen, row, (c, e)
-        walkers.append(w)
+    walkers = [best.descent(row, (c, e), seen) for row, c, e in starts]
     for _ in range(steps):
         parts = []
         for w in walkers:
@@ -427,8 +429,7 @@ def default_mapping(hier: Hierarchy, nest: Nest, metric: str = "delay",
     starts = best.last(config.starts)
     near = _lockstep(best, starts, config.steps)
     for row, c, e in starts:
-        here = _Best(hier, nest, space, metric, best.costs)   # a descent of its own from each start ...
-        here.seen, here.row, here.cost = best.seen, row, (c, e)
+        here = best.descent(row, (c, e), best.seen)       # a descent of its own from each start ...
         for _ in range(config.steps):
             nb = near.get(here.row.tobytes())
             if not here.offer(neighbours(space, here.row) if nb is None else nb):

@@ -377,6 +377,10 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert good["calibrated_error"] == pytest.approx(good["calibrated_s"] / good["measured_s"] - 1)
     assert broken["model"] == "bad.onnx" and "error" in broken and out["of"] == 1
     assert out["within_20"] == int(abs(good["calibrated_error"]) <= 0.2)
+    # a file onnxruntime cannot open is an error of its own; the others keep their passes
+    times, errors = mod.measured_s([str(onnx_file), str(tmp_path / "gone.onnx")], passes=2)
+    assert set(times) == {str(onnx_file)} and 0 < times[str(onnx_file)][1] <= times[str(onnx_file)][0]
+    assert list(errors) == [str(tmp_path / "gone.onnx")] and "\n" not in errors[str(tmp_path / "gone.onnx")]
 
 
 
