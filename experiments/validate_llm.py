@@ -22,6 +22,14 @@ output tokens per second per GPU; the A100 table's header says output tokens per
 with TP > 1 its figures are per GPU too (its TP-2 GPT-J rows are within 2 % of ours per GPU and
 off by exactly 2x as totals), so those rows read ``throughput_tok_s_per_device``.
 
+The decode attention kernel is the engine's (``--decode-attention``): TensorRT-LLM v0.5-v0.7 ran
+its grouped-query decode kernel (XQA) only for what it was built for, a head size of 128 with 8
+query heads per KV head (``cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/cubin/
+xqa_kernel_cubin.h`` of that time: ``d_128 ... nqpkv_8``), which llama-2-70b is and where the
+document says XQA was enabled; every other model decoded with its masked multi-head attention, one
+thread block per query head: ``per-head``. Falcon-180B (head size 64, 29 query heads per KV head)
+is the one GQA model that took it.
+
 GenZ (pip ``genz-llm``, in its own environment: ``--genz`` names its interpreter) runs through
 ``experiments/adapters/genz_points.py`` on its ``A100_80GB_GPU`` system; without it the column is
 skipped with a note.
@@ -56,10 +64,21 @@ def genz_column(python: str | None, points: list[dict]) -> tuple[list[dict] | No
     return json.loads(r.stdout), "GenZ: genz-llm at its defaults (system A100_80GB_GPU, bf16)"
 
 
+XQA_SHAPES = {(128, 8)}   # (head size, query heads per KV head) of TensorRT-LLM's first XQA kernels
+
+
+def engine_decode_kernel(model: str) -> str:
+    """The decode attention kernel TensorRT-LLM v0.5-v0.7 ran for ``model`` (module docstring)."""
+    from partition.llm.config import resolve
+    cfg = resolve(model)
+    return "grouped" if (cfg.head_dim, cfg.heads // cfg.kv_heads) in XQA_SHAPES else "per-head"
+
+
 def serving_rows(rows: list[dict], has_llm: bool, genz: list[dict] | None = None) -> list[dict]:
     """Ours (and GenZ's, when given) against each measured serving row."""
     out = []
     for j, d in enumerate(rows):
+        d = {**d, "decode_attention": d.get("decode_attention") or engine_decode_kernel(d["model"])}
         label = f"{d['model']} B={d['batch']} I={d['input_len']} O={d['output_len']} tp={d.get('tp', 1)} {d['metric']}"
         ours, note = None, ""
         if has_llm:
@@ -71,6 +90,7 @@ def serving_rows(rows: list[dict], has_llm: bool, genz: list[dict] | None = None
             note = "llm command not available"
         g = genz[j] if genz else {"skip": "GenZ not run"}
         out.append({"row": label, "hw": d["hw"], "dtype": d.get("dtype", "fp16"), "metric": d["metric"],
+                    "decode_attention": d["decode_attention"],
                     "measured": d["value"], "ours": ours,
                     "ours_error": rel_error(ours, d["value"]) if ours is not None else None, "ours_note": note,
                     "genz": g.get("value"), "genz_error": rel_error(g["value"], d["value"]) if "value" in g else None,
@@ -167,10 +187,12 @@ def print_table(out: dict) -> None:
     if out["beyond"]:
         print()
         print(f"beyond the shared folder ({out['beyond_source']}): measured, nothing fitted on them")
-        print(f"{'serving row':58s} {'hw':14s} {'dtype':5s} {'measured':>9s} {'ours':>9s} {'ours err':>8s}")
+        print(f"{'serving row':58s} {'hw':14s} {'dtype':5s} {'decode':8s} {'measured':>9s} {'ours':>9s} "
+              f"{'ours err':>8s}")
         for r in out["beyond"]:
             ours = f"{r['ours']:9.1f}" if r["ours"] is not None else f"{'-':>9s}"
-            print(f"{r['row'][:58]:58s} {r['hw']:14s} {r['dtype']:5s} {r['measured']:9.1f} {ours} "
+            dec = r["decode_attention"] if r["metric"] != "ttft_ms" else "-"
+            print(f"{r['row'][:58]:58s} {r['hw']:14s} {r['dtype']:5s} {dec:8s} {r['measured']:9.1f} {ours} "
                   f"{_pct(r['ours_error'])}" + (f"  ({r['ours_note']})" if r["ours_note"] else ""))
         for g, sm in s["beyond_groups"].items():
             print(f"ours, {g + ':':42s} {_fmt_summary(sm)}")

@@ -145,10 +145,13 @@ def llm_available() -> bool:
 
 
 def serving_value(d: dict) -> float:
-    """Our value of one serving row (``metric`` ttft_ms or throughput_tok_s) from ``accel-tune llm``."""
+    """Our value of one serving row (``metric`` ttft_ms or throughput_tok_s) from ``accel-tune llm``
+    (with ``--decode-attention`` when the row names the engine's decode kernel)."""
     argv = ["llm", "--model", str(d["model"]), "--hw", str(d["hw"]), "--batch", str(d["batch"]),
             "--input-len", str(d["input_len"]), "--output-len", str(d["output_len"]), "--tp", str(d.get("tp", 1)),
             "--dtype", str(d.get("dtype", "fp16")), "--json"]
+    if d.get("decode_attention"):
+        argv[-1:-1] = ["--decode-attention", str(d["decode_attention"])]
     rc, out, err = run_cli(argv)
     if rc != 0:
         raise MeasuredError(f"accel-tune {' '.join(argv)} failed: {err.strip().splitlines()[-1] if err.strip() else rc}")

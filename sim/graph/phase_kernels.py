@@ -15,6 +15,13 @@ storage hierarchy, the default mapping; equal workloads are costed once). Then:
   scores product does not write them, the mask and softmax neither read nor write DRAM, the
   context product does not read them;
 - a ``gather`` (embedding lookup, expert dispatch) reads the rows it gathers, not its whole table;
+- a per-head decode kernel (``per_head``: TensorRT-LLM's masked multi-head attention, vLLM's
+  paged attention v1), one thread block per query head and sequence, computes the decode attention
+  products on the vector unit (scalar FMAs, no tensor cores) and reads its KV head's keys and
+  values once per query head: the ``g`` query heads of a KV head's group run side by side, so the
+  re-reads hit the level under DRAM (the L2) and DRAM moves the cache once, as for the grouped
+  kernel. Such a product takes the longest of its grouped time, ``g`` x its K/V bytes at that
+  level's read bandwidth and its MACs at one per vector lane per cycle;
 - ``all_reduce`` and ``send`` are costed on the interconnect (``sim.graph.collective``); ``recv``
   is the other end of a send (free); the head split/merge views are free.
 
@@ -33,6 +40,7 @@ from typing import Any, Callable
 
 from ..cost.kernel import simulate
 from ..cost.multilevel import kernel_mapping
+from ..hw.config_hierarchy import hierarchy_of
 from ..mapping.defaults import default_schedule
 from ..cost.report import KernelReport
 from ..hw.config import HardwareConfig
@@ -97,10 +105,12 @@ def default_coster(hw: HardwareConfig, schedules: dict[str, Schedule] | None = N
 
 @dataclass(frozen=True)
 class Storage:
-    """Bytes per element as stored, against the device word the simulator counts in."""
+    """Bytes per element as stored, against the device word the simulator counts in;
+    ``link_bytes`` per element of a collective (0: ``act_bytes``)."""
     weight_bytes: float
     kv_bytes: float
     act_bytes: float
+    link_bytes: float = 0.0
 
 
 def _retimed(rep: KernelReport, hw: HardwareConfig, delta_s: float, delta_j: float) -> tuple[float, float, float]:
@@ -170,11 +180,50 @@ def _extra_bytes(node: Any, rep: KernelReport, storage: Storage, weights: set[st
     return delta
 
 
+def _kv_operand(node: Any) -> Any:
+    """The K or V cache operand of an attention product (the ``kv_append`` it reads, through any
+    views), else None."""
+    if node.op not in ("batch_matmul", "matmul") or len(node.inputs) < 2 or not node.meta.get("attention"):
+        return None
+    v = node.inputs[1]
+    while v.producer is not None and _is_view(v.producer):
+        v = v.producer.inputs[0]
+    return v if v.producer is not None and v.producer.op == "kv_append" else None
+
+
+def per_head_time(node: Any, kt: KernelTime, hw: HardwareConfig, storage: Storage, group: int) -> KernelTime:
+    """``kt``, the grouped cost of decode attention product ``node``, as a per-head kernel of
+    ``group`` query heads per KV head runs it (module docstring): the longest of ``kt``'s time,
+    ``group`` x the K/V operand's bytes at the read bandwidth of the level under DRAM, and the
+    MACs at one per vector lane per cycle (then all of its compute), each plus the per-kernel
+    overhead (``kernels.mac_overhead_s``). Energy adds the re-reads at
+    that level's energy per byte. Any other kernel as it is."""
+    kv = _kv_operand(node)
+    if kv is None:
+        return kt
+    out, a = node.outputs[0], node.inputs[0]
+    macs = float(out.type.size) * float(a.shape[-1])
+    vec_s = macs / (hw.vector.lanes * hw.clock_hz)
+    kv_bytes = float(kv.type.size) * storage.kv_bytes
+    lv = hierarchy_of(hw).levels[1]
+    byte_per_word = lv.word_bits / 8
+    l2_s = 0.0 if lv.read_bandwidth is None else \
+        group * kv_bytes / (lv.read_bandwidth * byte_per_word * hw.clock_hz)
+    # the bounds are the kernel's streaming; the per-kernel overhead its MAC kernels pay comes on top
+    # (so the fixed part and the cost per KV block of ``per_block`` stay apart)
+    over = hw.kernels.mac_overhead_s if hw.kernels.active else 0.0
+    secs = max(kt.seconds, over + l2_s, over + vec_s)
+    joules = kt.energy_j + (group - 1) * kv_bytes * lv.read_pj / (lv.block_size * byte_per_word) * 1e-12
+    return replace(kt, seconds=secs, compute_s=vec_s, memory_s=secs - vec_s, energy_j=joules)
+
+
 def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storage, fused: bool,
                  sources: dict[str, tuple[str, KernelReport, list[str]]] | None = None,
-                 only: Callable[[Any], bool] | None = None) -> list[KernelTime]:
+                 only: Callable[[Any], bool] | None = None, per_head: int = 0) -> list[KernelTime]:
     """Every kernel of ``graph`` (those ``only`` keeps), costed once. ``sources`` collects, per
-    workload key, (schedule source, report, kernel names) for the report's schedule list."""
+    workload key, (schedule source, report, kernel names) for the report's schedule list.
+    ``per_head`` > 0: the decode attention products run as a per-head kernel of that many query
+    heads per KV head (``per_head_time``); 0: as one grouped product per KV head."""
     word = hw.array.word_bytes
     weights = set(graph.meta.get("weights", ()))
     clock = hw.clock_hz
@@ -186,7 +235,7 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
         if _is_view(node):
             continue
         if node.op in ("all_reduce", "send", "recv"):
-            nbytes = node.outputs[0].type.size * storage.act_bytes
+            nbytes = node.outputs[0].type.size * (storage.link_bytes or storage.act_bytes)
             if node.op == "all_reduce":
                 c = collective.all_reduce(nbytes, int(node.attrs.get("group_size", 1)), hw)
             elif node.op == "send":
@@ -210,8 +259,9 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
         delta_s = _extra_bytes(node, rep, storage, weights, fused and att, word, timed)
         delta_j = delta_s if timed == word else _extra_bytes(node, rep, storage, weights, fused and att, word, word)
         cycles, comp, joules = _retimed(rep, hw, delta_s, delta_j)
-        out.append(KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
-                              (cycles - comp) / clock, 0.0, joules))
+        kt = KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
+                        (cycles - comp) / clock, 0.0, joules)
+        out.append(per_head_time(node, kt, hw, storage, per_head) if per_head and att else kt)
     return out
 
 
@@ -237,4 +287,4 @@ def per_block(one: list[KernelTime], two: list[KernelTime]) -> list[tuple[Kernel
     return out
 
 
-__all__ = ["KernelTime", "Storage", "Coster", "default_coster", "kernel_times", "per_block"]
+__all__ = ["KernelTime", "Storage", "Coster", "default_coster", "kernel_times", "per_block", "per_head_time"]

@@ -43,6 +43,7 @@ DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "
 WEIGHT_ONLY = ("int8", "int4")
 GRAPH_DTYPE = {4.0: "float32", 2.0: "float16", 1.0: "float16"}  # a shape-only graph's float type
 ATTENTION_FORMS = ("auto", "fused", "unfused")
+DECODE_KERNELS = ("grouped", "per-head")
 
 
 _LIMITS = {"batch": 1 << 20, "input_len": 1 << 24, "output_len": 1 << 24, "tp": 65536, "pp": 65536,
@@ -65,6 +66,7 @@ class ServingPoint:
     kv_dtype: str = ""         # '': the compute dtype of --dtype
     kv_block: int = 256
     attention: str = "auto"
+    decode_attention: str = "grouped"   # or per-head (sim.graph.phase_kernels.per_head_time)
 
     def __post_init__(self):
         for f in ("batch", "input_len", "output_len", "tp", "pp", "kv_block"):
@@ -83,6 +85,9 @@ class ServingPoint:
             raise ServingError(f"unknown kv dtype {self.kv_dtype!r}; choose one of {', '.join(DTYPE_BYTES)}")
         if self.attention not in ATTENTION_FORMS:
             raise ServingError(f"attention must be one of {', '.join(ATTENTION_FORMS)}, got {self.attention!r}")
+        if self.decode_attention not in DECODE_KERNELS:
+            raise ServingError(f"decode attention must be one of {', '.join(DECODE_KERNELS)}, "
+                               f"got {self.decode_attention!r}")
 
     @property
     def micro(self) -> int:
@@ -262,7 +267,10 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
     comp = compute_dtype(point.dtype, hw)
     kv_dtype = point.kv_dtype or comp
     act_b = DTYPE_BYTES[comp]
-    storage = Storage(DTYPE_BYTES[point.dtype], DTYPE_BYTES[kv_dtype], act_b)
+    # fp8 engines quantize a GEMM's inputs and keep its output, and what crosses the links, in 16
+    # bits: TensorRT-LLM's NCCL plugin runs in the model's float16, vLLM's all-reduce in bf16
+    storage = Storage(DTYPE_BYTES[point.dtype], DTYPE_BYTES[kv_dtype], act_b,
+                      link_bytes=2.0 if comp == "fp8" else 0.0)
     gdt = GRAPH_DTYPE.get(act_b, "float16")
     coster = coster or default_coster(hw)
     b, i_len, o_len = point.batch, point.input_len, point.output_len
@@ -309,13 +317,14 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         not_att = lambda n: not n.meta.get("attention")  # noqa: E731
         is_att = lambda n: bool(n.meta.get("attention"))  # noqa: E731
         fp, fd = forms["prefill"] == "fused", forms["decode"] == "fused"
+        ph = group if point.decode_attention == "per-head" else 0
         kinds[key] = {
             "pre": kernel_times(pre, hw, coster, storage, fp, sources, not_att),
             "pre_att": per_block(kernel_times(pre_att, hw, coster, storage, fp, sources, is_att),
                                  kernel_times(pre_att2, hw, coster, storage, fp, sources, is_att)),
             "dec": kernel_times(dec, hw, coster, storage, fd, sources, not_att),
-            "dec_att": per_block(kernel_times(dec, hw, coster, storage, fd, sources, is_att),
-                                 kernel_times(dec2, hw, coster, storage, fd, sources, is_att)),
+            "dec_att": per_block(kernel_times(dec, hw, coster, storage, fd, sources, is_att, ph),
+                                 kernel_times(dec2, hw, coster, storage, fd, sources, is_att, ph)),
             "graph": pre, "att_graph": pre_att}
 
     # ---------------------------------------------------------------- memory (per device)
@@ -459,7 +468,8 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
                    "context_last": int(ctx[-1]) if len(steps) else None,
                    "first_step_s": float(step[0]) if len(steps) else 0.0,
                    "last_step_s": float(step[-1]) if len(steps) else 0.0,
-                   "attention_form": forms["decode"], "kv_block": blk_dec,
+                   "attention_form": forms["decode"], "decode_kernel": point.decode_attention,
+                   "query_heads_per_kv_head": int(group), "kv_block": blk_dec,
                    "attention_blocks": int((-(-ctx // blk_dec)).sum()), "pipeline_bubble": bubble,
                    "kernels": dec_rows, "outside_layers": outside("dec", m * len(steps))},
         "stages": stage_rows,

@@ -144,3 +144,21 @@ def test_beyond_rows_are_serving_rows_the_llm_command_answers():
     assert len(pick) == 2
     for d in pick:
         assert abs(rel_error(serving_value(d), d["value"])) <= 0.15, d
+
+
+def test_the_validation_runs_each_model_with_the_engines_decode_kernel():
+    """validate_llm.py gives TensorRT-LLM's grouped decode kernel (XQA) to the shapes it was built
+    for (head size 128, 8 query heads per KV head) and its per-head kernel to the rest; the row's
+    kernel reaches `accel-tune llm --decode-attention`, so falcon-180b's big-batch decode is slower
+    per-head than grouped."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("validate_llm", BEYOND.parents[1] / "validate_llm.py")
+    v = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(v)
+    assert v.engine_decode_kernel("llama-2-70b") == "grouped"
+    assert v.engine_decode_kernel("falcon-180b") == "per-head" and v.engine_decode_kernel("gpt-j-6b") == "per-head"
+    from tuner.measured import serving_value
+    row = {"model": "falcon-180b", "hw": "h100-sxm-80gb", "batch": 256, "input_len": 128, "output_len": 64,
+           "tp": 8, "dtype": "fp8", "metric": "throughput_tok_s"}
+    assert serving_value({**row, "decode_attention": "per-head"}) < serving_value(row)
+    assert serving_value({**row, "decode_attention": "grouped"}) == serving_value(row)

@@ -38,6 +38,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attention", choices=("auto", "fused", "unfused"), default="auto",
                    help="flash-attention-style fused kernel, materialised scores, or fused where the "
                         "on-chip buffer holds one tile (auto)")
+    p.add_argument("--decode-attention", choices=("grouped", "per-head"), default="grouped",
+                   help="the decode attention kernel: one product per KV head for all its query heads "
+                        "(grouped: XQA, FlashDecoding; the default), or one thread block per query head that "
+                        "re-reads its KV head through the L2 and computes on the vector unit (per-head: "
+                        "TensorRT-LLM's masked MHA, vLLM's paged attention v1); the same for models "
+                        "with one query head per KV head")
     p.add_argument("--log", metavar="FILE", help="tuning records: the fastest schedule of each kernel on this "
                                                  "hardware is used (and --trials appends to it)")
     p.add_argument("--trials", type=int, default=0, metavar="N",
@@ -81,7 +87,8 @@ def run(args) -> int:
     source = source_for(args.model)
     point = ServingPoint(args.batch, args.input_len, args.output_len, tp=args.tp, pp=args.pp,
                          micro_batches=args.micro_batches, dtype=args.dtype, kv_dtype=args.kv_dtype,
-                         kv_block=args.kv_block, attention=args.attention)
+                         kv_block=args.kv_block, attention=args.attention,
+                         decode_attention=args.decode_attention)
     report = serve_llm(source, hw, point, log=args.log, trials=args.trials, progress=False,
                        calibration=_calibration(args, hw))
     d = report.to_dict()
@@ -117,7 +124,7 @@ def _print(d: dict) -> None:
           f"per device)")
     print(f"  energy                {d['energy_j_per_token']:12.4f} J/token")
     print(f"  attention             prefill {ph['prefill']['attention_form']}, decode {ph['decode']['attention_form']}"
-          f" (KV blocks of {ph['decode']['kv_block']})")
+          f" {ph['decode']['decode_kernel']} (KV blocks of {ph['decode']['kv_block']})")
     if d["pp"] > 1:
         print(f"  pipeline              {d['micro_batches']} micro-batches, decode bubble "
               f"{ph['decode']['pipeline_bubble'] * 100:.1f} %")

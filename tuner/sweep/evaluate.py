@@ -177,7 +177,8 @@ def llm_metrics(m: ModelSpec, hw, log: Path) -> dict[str, Any]:
     from sim.graph.serving import ServingPoint
     from tuner.llm import serve_llm
     p = m.llm
-    point = ServingPoint(p.batch, p.input_len, p.output_len, tp=p.tp, pp=p.pp, dtype=p.dtype, kv_dtype=p.kv_dtype)
+    point = ServingPoint(p.batch, p.input_len, p.output_len, tp=p.tp, pp=p.pp, dtype=p.dtype, kv_dtype=p.kv_dtype,
+                         decode_attention=p.decode_attention)
     r = serve_llm(source_for(p.model), hw, point, log=str(log) if m.trials else None, trials=m.trials)
     d = r.to_dict()
     lat, en = r.e2e_s, d["energy_j_per_token"] * p.batch * p.output_len
