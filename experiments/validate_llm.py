@@ -1,7 +1,8 @@
 """accel-tune against measured GPUs (shared/oracle/llm), and GenZ at its defaults on the same points.
 
     python experiments/validate_llm.py ../shared/oracle/llm [--genz /work/venvs/genz/bin/python]
-        [--beyond experiments/data/trtllm_performance.jsonl | --beyond ''] [--json]
+        [--beyond experiments/data/trtllm_performance.jsonl | --beyond '']
+        [--beyond-ops experiments/data/llmcompass_ops.jsonl | --beyond-ops ''] [--json]
 
 Operator rows (measured_ops.jsonl): a one-node fp16 ONNX file per row, costed by
 ``accel-tune tune --onnx FILE --hw PRESET --offload all --json`` (in-process, the numbers the CLI
@@ -21,6 +22,14 @@ version: first-token latencies on H100 and L40S in fp8 (v0.5) and the peak-throu
 output tokens per second per GPU; the A100 table's header says output tokens per second, but
 with TP > 1 its figures are per GPU too (its TP-2 GPT-J rows are within 2 % of ours per GPU and
 off by exactly 2x as totals), so those rows read ``throughput_tok_s_per_device``.
+
+Operators beyond the shared folder (``--beyond-ops``, default ``experiments/data/llmcompass_ops.jsonl``):
+the rest of LLMCompass's measured set at commit b95c6c9 (``ae/figure5/*/real_hardware``), the
+same torch fp16 timing of one call with its launch: LayerNorm over [M, N] and GELU (tanh) over
+[N] elements on the A100, and matmul, softmax, LayerNorm and GELU on an MI210. The CSVs store
+matmul in milliseconds and the others as elements per second (M x N / latency / 1e9); the rows
+are in seconds. The A100 preset's ``kernels.classes`` (LayerNorm, GELU) and every MI210 figure
+were fitted on every other row (``fit_half``); the rest is held out and reported apart.
 
 The decode attention kernel is the engine's (``--decode-attention``): TensorRT-LLM v0.5-v0.7 ran
 its grouped-query decode kernel (XQA) only for what it was built for, a head size of 128 with 8
@@ -43,7 +52,7 @@ import sys
 from pathlib import Path
 
 from sim.hw.config import load_hw
-from tuner.measured import (MeasuredError, fit_fractions, fit_half, llm_available, op_row, op_seconds,
+from tuner.measured import (MeasuredError, fit_classes, fit_fractions, fit_half, llm_available, op_row, op_seconds,
                             read_jsonl, rel_error, serving_value, summary)
 
 HERE = Path(__file__).resolve().parent
@@ -98,7 +107,33 @@ def serving_rows(rows: list[dict], has_llm: bool, genz: list[dict] | None = None
     return out
 
 
-def run(folder: Path, genz: str | None, beyond: Path | None = None) -> dict:
+def beyond_op_rows(path: Path) -> tuple[list[dict], dict]:
+    """Ours against each measured operator row of ``path`` (LLMCompass's other operators and
+    GPU), each marked ``fit`` or ``held`` (``fit_half``: the presets' ``classes`` and the MI210's
+    fractions were fitted on the ``fit`` rows only), and the preset's figures beside a refit on
+    the fit half, per preset."""
+    ops = [op_row(d, w) for w, d in read_jsonl(path)]
+    fit, held = fit_half(ops)
+    held_ids = {id(r) for r in held}
+    rows = []
+    for r in ops:
+        ours = op_seconds(r)
+        rows.append({"row": r.label, "hw": r.hw, "op": r.op, "split": "held" if id(r) in held_ids else "fit",
+                     "measured": r.measured_s, "ours": ours, "ours_error": rel_error(ours, r.measured_s)})
+    refit = {}
+    for h in sorted({r.hw for r in ops}):
+        hw = load_hw(h)
+        mine = [r for r in fit if r.hw == h]
+        bw = hw.dram.bytes_per_cycle * hw.clock_hz
+        refit[h] = {"refit_on_fit_half": {**fit_fractions(mine, hw.pes * 2 * hw.clock_hz, bw, hw.link.launch_latency_s),
+                                          "classes": fit_classes(mine, bw, hw.link.launch_latency_s)},
+                    "preset": {**{k: getattr(hw.kernels, k)
+                                  for k in ("mac_overhead_s", "mac_fraction", "dram_fraction")},
+                               "classes": [list(c) for c in hw.kernels.classes]}}
+    return rows, refit
+
+
+def run(folder: Path, genz: str | None, beyond: Path | None = None, beyond_ops: Path | None = None) -> dict:
     ops = [op_row(d, w) for w, d in read_jsonl(folder / "measured_ops.jsonl")]
     serving = [d for _, d in read_jsonl(folder / "measured_serving.jsonl")] \
         if (folder / "measured_serving.jsonl").exists() else []
@@ -142,7 +177,24 @@ def run(folder: Path, genz: str | None, beyond: Path | None = None) -> dict:
                                                              if (r["hw"], r["dtype"], r["metric"].split("_per_")[0])
                                                              == (h, dt, m))
                                       for h, dt, m in groups}},
-        "beyond": brows, "beyond_source": str(beyond) if beyond else None}
+        "beyond": brows, "beyond_source": str(beyond) if beyond else None,
+        **_beyond_ops(beyond_ops)}
+
+
+def _beyond_ops(path: Path | None) -> dict:
+    if not path:
+        return {"beyond_ops": [], "beyond_ops_source": None}
+    rows, refit = beyond_op_rows(path)
+    groups = sorted({(r["hw"], r["op"]) for r in rows})
+    return {"beyond_ops": rows, "beyond_ops_source": str(path), "beyond_ops_fractions": refit,
+            "beyond_ops_summary": {
+                "all": summary(r["ours_error"] for r in rows),
+                "held_out": summary(r["ours_error"] for r in rows if r["split"] == "held"),
+                "groups": {f"{h} {op}": summary(r["ours_error"] for r in rows if (r["hw"], r["op"]) == (h, op))
+                           for h, op in groups},
+                "held_out_groups": {f"{h} {op}": summary(r["ours_error"] for r in rows
+                                                         if (r["hw"], r["op"]) == (h, op) and r["split"] == "held")
+                                    for h, op in groups}}}
 
 
 def _us(x: float | None) -> str:
@@ -200,6 +252,21 @@ def print_table(out: dict) -> None:
     for h, f in out["fractions"].items():
         print(f"{h}: preset {json.dumps(f['preset'])}; refit on the fit half "
               f"{json.dumps({k: round(v, 9) for k, v in f['refit_on_fit_half'].items()})}")
+    if out.get("beyond_ops"):
+        print()
+        print(f"operators beyond the shared folder ({out['beyond_ops_source']}): the presets' classes (and the "
+              f"MI210's fractions) fitted on the fit rows only")
+        print(f"{'operator row':38s} {'hw':14s} {'split':5s} {'measured us':>11s} {'ours us':>10s} {'ours err':>8s}")
+        for r in out["beyond_ops"]:
+            print(f"{r['row'][:38]:38s} {r['hw']:14s} {r['split']:5s} {_us(r['measured']):>11s} {_us(r['ours'])} "
+                  f"{_pct(r['ours_error'])}")
+        bs = out["beyond_ops_summary"]
+        for g, sm in bs["groups"].items():
+            print(f"ours, {g + ':':30s} all {_fmt_summary(sm)}; held out {_fmt_summary(bs['held_out_groups'][g])}")
+        print(f"ours, operators beyond, all:   {_fmt_summary(bs['all'])}")
+        print(f"ours, operators beyond, held out: {_fmt_summary(bs['held_out'])}")
+        for h, f in out["beyond_ops_fractions"].items():
+            print(f"{h}: preset {json.dumps(f['preset'])}; refit on the fit half {json.dumps(f['refit_on_fit_half'])}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,10 +275,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--genz", default=DEFAULT_GENZ, help="python interpreter with genz-llm installed ('' = skip)")
     p.add_argument("--beyond", default=str(HERE / "data" / "trtllm_performance.jsonl"),
                    help="measured serving rows beyond the shared folder ('' = skip)")
+    p.add_argument("--beyond-ops", default=str(HERE / "data" / "llmcompass_ops.jsonl"),
+                   help="measured operator rows beyond the shared folder ('' = skip)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     a = p.parse_args(argv)
     try:
-        out = run(Path(a.folder), a.genz or None, Path(a.beyond) if a.beyond else None)
+        out = run(Path(a.folder), a.genz or None, Path(a.beyond) if a.beyond else None,
+                  Path(a.beyond_ops) if a.beyond_ops else None)
     except (MeasuredError, ValueError, OSError) as e:
         print(f"validate_llm: error: {e}", file=sys.stderr)
         return 2

@@ -189,6 +189,40 @@ def roofline_terms(row: OpRow) -> tuple[float, float]:
     return 0.0, 2.0 * 2 * d["M"] * d["N"]
 
 
+VECTOR_CLASS = {"softmax": "softmax", "layernorm": "layer_norm", "gelu": "elementwise"}  # op -> workload kind
+
+
+def fit_classes(rows: list[OpRow], peak_bytes_per_s: float, launch_s: float,
+                ops: Iterable[str] = ("softmax", "layernorm", "gelu")) -> list[list]:
+    """``kernels.classes`` entries ``[kind, dram_fraction, call_overhead_s]`` of the vector ops
+    ``ops`` that ``rows`` measure: per op, ``measured - launch = overhead + bytes / (fraction x
+    peak)`` fitted in closed form by least squares of the relative error (every size weighs the
+    same, from the launch-bound rows to the bandwidth-bound ones), the overhead at least 0. An op
+    with fewer than two rows is left out."""
+    out = []
+    for op in ops:
+        pts = [(roofline_terms(r)[1] / peak_bytes_per_s, r.measured_s - launch_s, r.measured_s)
+               for r in rows if r.op == op]
+        if len(pts) < 2:
+            continue
+        # minimise sum(((a + b x - y) / m)^2): the 2 x 2 normal equations
+        w = [1.0 / m ** 2 for _, _, m in pts]
+        sw = sum(w)
+        sx = sum(wi * x for wi, (x, _, _) in zip(w, pts))
+        sy = sum(wi * y for wi, (_, y, _) in zip(w, pts))
+        sxx = sum(wi * x * x for wi, (x, _, _) in zip(w, pts))
+        sxy = sum(wi * x * y for wi, (x, y, _) in zip(w, pts))
+        det = sw * sxx - sx * sx
+        b = (sw * sxy - sx * sy) / det if det else 0.0
+        a = (sy - b * sx) / sw
+        if a < 0:                      # no overhead: the slope alone, through the origin
+            a, b = 0.0, sxy / sxx
+        if b <= 0:
+            continue
+        out.append([VECTOR_CLASS[op], round(min(1.0, 1.0 / b), 3), round(a, 7)])
+    return out
+
+
 def fit_fractions(rows: list[OpRow], peak_flops: float, peak_bytes_per_s: float,
                   launch_s: float) -> dict[str, float]:
     """The per-kernel-class figures a GPU preset states, in closed form from measured rows:

@@ -159,6 +159,22 @@ def _resolve(workload: Workload, hw: HardwareConfig, schedule: Schedule | None) 
     return s
 
 
+def call_overhead_cycles(workload: Workload, hw: HardwareConfig) -> int:
+    """The fixed cycles of one call of a vector kernel of its kind on a machine whose ``kernels``
+    section states one (``KernelsConfig.classes``: a compiled op's dispatch, measured on its own);
+    0 for MAC kernels and other machines. Counted as part of the kernel's prologue."""
+    if workload.is_mac or not hw.kernels.active:
+        return 0
+    return int(round(hw.kernels.call_overhead_of(workload.kind) * hw.clock_hz))
+
+
+def _plus_overhead(terms: dict[str, Any], ov: int) -> dict[str, Any]:
+    if ov:
+        terms["total_cycles"] = terms["total_cycles"] + ov
+        terms["prologue_cycles"] = terms["prologue_cycles"] + ov
+    return terms
+
+
 def analytical_cost(workload: Workload, hw: HardwareConfig,
                schedules: "Sequence[Schedule | None] | ScheduleArrays") -> dict[str, Any]:
     """The closed-form cost terms of each schedule, as columns keyed as
@@ -168,7 +184,7 @@ def analytical_cost(workload: Workload, hw: HardwareConfig,
     without a mapping); there the columns also hold ``mapping`` (a list of the report's dicts)."""
     if systolic(workload, hw):
         s = schedules if isinstance(schedules, ScheduleArrays) else ScheduleArrays.of(schedules, workload)
-        return evaluate(workload, hw, s)
+        return _plus_overhead(evaluate(workload, hw, s), call_overhead_cycles(workload, hw))
     given = [None] * len(schedules) if isinstance(schedules, ScheduleArrays) else list(schedules)
     rows = [hierarchy_terms(workload, hw, g if g is not None and g.mapping is not None
                             else default_schedule(workload, hw), "analytical") for g in given]
@@ -184,7 +200,7 @@ def tile_cost(workload: Workload, hw: HardwareConfig, schedule: Schedule, energy
     walk (a tuner's measurement keeps only the cycles)."""
     if not systolic(workload, hw):
         return hierarchy_terms(workload, hw, schedule, "tile")
-    a = simulate_tiles(workload, hw, schedule)
+    a = _plus_overhead(simulate_tiles(workload, hw, schedule), call_overhead_cycles(workload, hw))
     if energy:
         a.update(_sram_and_energy(workload, hw, schedule, a))
     return a

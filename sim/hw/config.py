@@ -68,6 +68,10 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+# the vector workload kinds of sim.workload (VECTOR_KINDS; tests keep the two equal): sim.hw does
+# not import sim.workload
+VECTOR_KERNEL_KINDS = ("elementwise", "pool", "softmax", "layer_norm", "reduce", "data_move")
+
 _NAME_CHARS = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 
 
@@ -109,6 +113,9 @@ class Rule:
                     f"(e.g. [[\"LL\", 6.6e-6, 0.6e-6, 0.2]])")
         if self.kind == "buffering":
             return f"one of {', '.join(self.choices)}, or Tensor:mode pairs (e.g. 'Inputs:stream,Outputs:double')"
+        if self.kind == "classes":
+            return (f"list of at most {self.hi:g} [vector kernel kind, DRAM fraction, call overhead s] "
+                    f"(kinds {', '.join(self.choices)}; e.g. [[\"layer_norm\", 0.76, 36e-6]])")
         return "one of " + ", ".join(self.choices)
 
     def check(self, path: str, v: Any) -> None:
@@ -149,6 +156,8 @@ class Rule:
                 _fail(path, f"one of {', '.join(self.choices)}", v)
         elif k == "protocols":
             _check_protocols(path, v, int(self.hi))
+        elif k == "classes":
+            _check_classes(path, v, int(self.hi), self.choices)
         elif k == "buffering":
             from .hierarchy import HierarchyError, parse_buffering
             try:
@@ -180,6 +189,26 @@ def _check_protocols(path: str, v: Any, most: int) -> None:
         _fail(path, "protocols with distinct names", v)
 
 
+def _check_classes(path: str, v: Any, most: int, kinds: tuple[str, ...]) -> None:
+    shape = "a list of [vector kernel kind, DRAM fraction, call overhead s] entries"
+    if not isinstance(v, tuple) or len(v) > most:
+        _fail(path, f"{shape}, at most {most}", v)
+    seen = []
+    for i, e in enumerate(v):
+        where = f"{path}[{i}]"
+        if not isinstance(e, tuple) or len(e) != 3:
+            _fail(where, "[vector kernel kind, DRAM fraction, call overhead s]", e)
+        kind, frac, over = e
+        if kind not in kinds:
+            _fail(f"{where} kind", f"one of {', '.join(kinds)}", kind)
+        for what, x, lo, hi, unit in (("DRAM fraction", frac, 1e-3, 1.0, ""), ("call overhead", over, 0.0, 1e-2, " s")):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
+                _fail(f"{where} {what}", f"a number from {_fmt(lo)} to {_fmt(hi)}{unit}", x)
+        seen.append(kind)
+    if len(set(seen)) != len(seen):
+        _fail(path, "one entry per kind", v)
+
+
 def _validate(obj: Any, prefix: str) -> None:
     """Check every field of a section against the Rule in its metadata."""
     for f in fields(obj):
@@ -193,7 +222,7 @@ def _tupled(obj: Any, numbers: bool) -> None:
     for f in fields(obj):
         v = getattr(obj, f.name)
         kind = f.metadata["rule"].kind
-        if kind == "protocols" and isinstance(v, (list, tuple)):
+        if kind in ("protocols", "classes") and isinstance(v, (list, tuple)):
             # entries are [name, numbers...]: tuples (hashable), and 1 and 1.0 the same fingerprint
             v = tuple(tuple((float(x) if numbers and isinstance(x, int) and not isinstance(x, bool) else x)
                             for x in e) if isinstance(e, (list, tuple)) else e for e in v)
@@ -574,6 +603,12 @@ class KernelsConfig(_Section):
     mac_overhead_s: float = _num(0.0, 0.0, 1e-2, "s", "fixed time of a MAC kernel beyond its launch "
                                  "(a GEMM library's set-up)")
     source: str = _R("str", "", "the measured data the fractions and overheads were fitted on", hi=2000)
+    classes: tuple = _R("classes", (), "per vector kernel kind measured on its own: the fraction of the DRAM "
+                        "bandwidth it sustains (before softmax_dram_fraction and dram_fraction) and the fixed "
+                        "time of one framework call of it beyond the launch (a compiled op's dispatch), which "
+                        "a kernel called alone pays and a serving pass, one resident program, does not; "
+                        "left out of files and fingerprints when empty", hi=len(VECTOR_KERNEL_KINDS),
+                        choices=VECTOR_KERNEL_KINDS)
 
     @property
     def active(self) -> bool:
@@ -583,9 +618,22 @@ class KernelsConfig(_Section):
         """The MAC rate of operands of ``dtype_bytes`` bytes relative to ``array.mac_dtype``'s."""
         return {1: self.rate_1byte, 2: self.rate_2byte}.get(dtype_bytes, self.rate_4byte)
 
+    def _class(self, kind: str) -> tuple | None:
+        return next((e for e in self.classes if e[0] == kind), None)
+
     def dram_fraction_of(self, kind: str) -> float:
-        """The sustained DRAM fraction of a vector kernel of workload ``kind``."""
+        """The sustained DRAM fraction of a vector kernel of workload ``kind``: its ``classes``
+        entry, else ``softmax_dram_fraction`` for softmax, else ``dram_fraction``."""
+        c = self._class(kind)
+        if c is not None:
+            return float(c[1])
         return self.softmax_dram_fraction if kind == "softmax" and self.softmax_dram_fraction else self.dram_fraction
+
+    def call_overhead_of(self, kind: str) -> float:
+        """The fixed time of one call of a vector kernel of workload ``kind`` (its ``classes``
+        entry; 0 without one)."""
+        c = self._class(kind)
+        return float(c[2]) if c is not None else 0.0
 
 
 _SECTIONS: dict[str, type] = {
@@ -600,7 +648,7 @@ _OPTIONAL_SECTIONS = ("memory", "interconnect", "kernels", "mapspace")
 # Fields added to a section (or to a level) after its configs were in use: left out of files and
 # fingerprints at their defaults (so those configs keep their fingerprints; ``_file_dict``) and
 # optional in a complete config.
-_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes",), "levels": ("buffering",),
+_LATE_FIELDS: dict[str, tuple[str, ...]] = {"kernels": ("dtypes", "classes"), "levels": ("buffering",),
                                              "interconnect": ("protocols",)}
 
 

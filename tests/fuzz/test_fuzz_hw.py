@@ -104,6 +104,11 @@ TEXT = [
     ("interconnect.protocols", "LL", False), ("interconnect.protocols", [["A", 0, 0, 1]] * 9, False),
     ("interconnect.protocols", [["A b", 0, 0, 1]], False), ("interconnect.protocols", [[1, 2, 3, 4]], False),
     ("interconnect.protocols", [["A", "0", 0, 1]], False), ("interconnect.protocols", [["A", 0, 0, 1]] * 2, False),
+    ("kernels.classes", [["layer_norm", 0.8, 3.5e-5], ["elementwise", 1, 0]], True), ("kernels.classes", [], True),
+    ("kernels.classes", [["gemm", 0.8, 0]], False), ("kernels.classes", [["softmax", 0, 0]], False),
+    ("kernels.classes", [["softmax", 0.5, -1e-6]], False), ("kernels.classes", [["softmax", 0.5, 1.0]], False),
+    ("kernels.classes", [["softmax", 0.5]], False), ("kernels.classes", "softmax", False),
+    ("kernels.classes", [["softmax", "0.5", 0]], False), ("kernels.classes", [["softmax", 0.5, 0]] * 2, False),
 ]
 
 
