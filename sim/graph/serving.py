@@ -43,7 +43,19 @@ DTYPE_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "
 WEIGHT_ONLY = ("int8", "int4")
 GRAPH_DTYPE = {4.0: "float32", 2.0: "float16", 1.0: "float16"}  # a shape-only graph's float type
 ATTENTION_FORMS = ("auto", "fused", "unfused")
-DECODE_KERNELS = ("grouped", "per-head")
+DECODE_KERNELS = ("auto", "grouped", "per-head")
+# Grouped decode kernels (TensorRT-LLM's XQA, FlashDecoding-style) pack a KV head's query heads
+# into one tensor-core tile: the XQA kernels are built for 1-8 and 16 query heads per KV head. A
+# model with another group (Falcon-180B: 29) decodes with the per-head kernel.
+GROUPED_DECODE = frozenset((1, 2, 3, 4, 5, 6, 7, 8, 16))
+
+
+def decode_kernel(requested: str, group: int) -> str:
+    """The decode attention kernel of ``requested`` (``auto``: grouped where a grouped kernel
+    exists for ``group`` query heads per KV head, ``GROUPED_DECODE``, else per-head)."""
+    if requested != "auto":
+        return requested
+    return "grouped" if group in GROUPED_DECODE else "per-head"
 
 
 _LIMITS = {"batch": 1 << 20, "input_len": 1 << 24, "output_len": 1 << 24, "tp": 65536, "pp": 65536,
@@ -66,7 +78,7 @@ class ServingPoint:
     kv_dtype: str = ""         # '': the compute dtype of --dtype
     kv_block: int = 256
     attention: str = "auto"
-    decode_attention: str = "grouped"   # or per-head (sim.graph.phase_kernels.per_head_time)
+    decode_attention: str = "auto"   # grouped, per-head (sim.graph.phase_kernels.per_head_time): decode_kernel
 
     def __post_init__(self):
         for f in ("batch", "input_len", "output_len", "tp", "pp", "kv_block"):
@@ -290,6 +302,8 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
                   and len(n.inputs[0].shape) == 4), None)
     group = first.inputs[0].shape[2] if first is not None else 1
 
+    dec_kernel = decode_kernel(point.decode_attention, group)
+
     def fits_fused(t_blk: int, blk: int) -> bool:
         tile = (group * t_blk * blk + group * t_blk * dh + 2 * blk * dh) * act_b
         return tile <= cap_on_chip
@@ -317,7 +331,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
         not_att = lambda n: not n.meta.get("attention")  # noqa: E731
         is_att = lambda n: bool(n.meta.get("attention"))  # noqa: E731
         fp, fd = forms["prefill"] == "fused", forms["decode"] == "fused"
-        ph = group if point.decode_attention == "per-head" else 0
+        ph = group if dec_kernel == "per-head" else 0
         kinds[key] = {
             "pre": kernel_times(pre, hw, coster, storage, fp, sources, not_att),
             "pre_att": per_block(kernel_times(pre_att, hw, coster, storage, fp, sources, is_att),
@@ -468,7 +482,7 @@ def serve(source: Any, hw: HardwareConfig, point: ServingPoint, coster: Coster |
                    "context_last": int(ctx[-1]) if len(steps) else None,
                    "first_step_s": float(step[0]) if len(steps) else 0.0,
                    "last_step_s": float(step[-1]) if len(steps) else 0.0,
-                   "attention_form": forms["decode"], "decode_kernel": point.decode_attention,
+                   "attention_form": forms["decode"], "decode_kernel": dec_kernel,
                    "query_heads_per_kv_head": int(group), "kv_block": blk_dec,
                    "attention_blocks": int((-(-ctx // blk_dec)).sum()), "pipeline_bubble": bubble,
                    "kernels": dec_rows, "outside_layers": outside("dec", m * len(steps))},

@@ -70,8 +70,26 @@ def test_per_head_slows_only_the_decode_of_a_gqa_model(a100):
     assert p.tpot_s > g.tpot_s
     d = p.to_dict()["phases"]["decode"]
     assert d["decode_kernel"] == "per-head" and d["query_heads_per_kv_head"] == 8
-    with pytest.raises(ServingError, match="^decode attention must be one of grouped, per-head, got 'flash'$"):
+    assert g.to_dict()["phases"]["decode"]["decode_kernel"] == "grouped"     # auto: 8 per KV head
+    with pytest.raises(ServingError, match="^decode attention must be one of auto, grouped, per-head, got 'flash'$"):
         ServingPoint(1, 8, 2, decode_attention="flash")
+
+
+def test_auto_decodes_per_head_where_no_grouped_kernel_fits_the_group(a100):
+    """29 query heads per KV head (Falcon-180B's group) is no group a grouped kernel is built
+    for: auto is the per-head kernel, and 1-8 or 16 per KV head the grouped one."""
+    from sim.graph.serving import decode_kernel
+    assert [decode_kernel("auto", g) for g in (1, 4, 7, 8, 16)] == ["grouped"] * 5
+    assert [decode_kernel("auto", g) for g in (12, 29, 32)] == ["per-head"] * 3
+    assert decode_kernel("grouped", 29) == "grouped" and decode_kernel("per-head", 1) == "per-head"
+    cfg = DecoderConfig("g29", 2, 1856, 58, 2, 2048, 1000, max_positions=4096)
+    pt = dict(batch=64, input_len=512, output_len=8)
+    auto = serve(ConfigSource(cfg), a100, ServingPoint(**pt))
+    per = serve(ConfigSource(cfg), a100, ServingPoint(**pt, decode_attention="per-head"))
+    grouped = serve(ConfigSource(cfg), a100, ServingPoint(**pt, decode_attention="grouped"))
+    d = auto.to_dict()["phases"]["decode"]
+    assert d["decode_kernel"] == "per-head" and d["query_heads_per_kv_head"] == 29
+    assert auto.tpot_s == per.tpot_s > grouped.tpot_s
 
 
 def test_an_fp8_engine_all_reduces_16_bit_activations():

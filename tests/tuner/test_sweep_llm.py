@@ -33,7 +33,7 @@ def test_llm_entry_expands(tmp_path):
                                               "gpt2.b4.i32.o16"]
     assert spec.models[0].llm.tp == 2 and spec.models[0].trials == 0
     # a late key: an entry without it keeps the settings (and so the results) of older sweeps
-    assert spec.models[0].llm.decode_attention == "grouped" and "decode_attention" not in spec.models[0].llm.to_dict()
+    assert spec.models[0].llm.decode_attention == "auto" and "decode_attention" not in spec.models[0].llm.to_dict()
     per = parse_spec(_spec(tmp_path, decode_attention="per-head"), tmp_path).models[0].llm
     assert per.decode_attention == "per-head" and per.to_dict()["decode_attention"] == "per-head"
 
@@ -44,7 +44,7 @@ def test_llm_entry_expands(tmp_path):
     ({"dtype": "fp64"}, "dtype must be one of"),
     ({"input_len": None}, "needs 'input_len'"),
     ({"beam": 4}, "beam"),
-    ({"decode_attention": "flash"}, "decode_attention must be one of grouped, per-head, got 'flash'"),
+    ({"decode_attention": "flash"}, "decode_attention must be one of auto, grouped, per-head, got 'flash'"),
 ])
 def test_llm_entry_errors(tmp_path, over, needle):
     d = _spec(tmp_path, **over)

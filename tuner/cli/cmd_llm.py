@@ -38,12 +38,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--attention", choices=("auto", "fused", "unfused"), default="auto",
                    help="flash-attention-style fused kernel, materialised scores, or fused where the "
                         "on-chip buffer holds one tile (auto)")
-    p.add_argument("--decode-attention", choices=("grouped", "per-head"), default="grouped",
+    p.add_argument("--decode-attention", choices=("auto", "grouped", "per-head"), default="auto",
                    help="the decode attention kernel: one product per KV head for all its query heads "
-                        "(grouped: XQA, FlashDecoding; the default), or one thread block per query head that "
-                        "re-reads its KV head through the L2 and computes on the vector unit (per-head: "
-                        "TensorRT-LLM's masked MHA, vLLM's paged attention v1); the same for models "
-                        "with one query head per KV head")
+                        "(grouped: XQA, FlashDecoding), or one thread block per query head that re-reads its "
+                        "KV head through the L2 and computes on the vector unit (per-head: TensorRT-LLM's masked "
+                        "MHA, vLLM's paged attention v1); auto (default): grouped for 1-8 or 16 query heads per "
+                        "KV head, the groups grouped kernels are built for, else per-head")
     p.add_argument("--log", metavar="FILE", help="tuning records: the fastest schedule of each kernel on this "
                                                  "hardware is used (and --trials appends to it)")
     p.add_argument("--trials", type=int, default=0, metavar="N",

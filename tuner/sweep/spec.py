@@ -89,19 +89,19 @@ class LLMPointSpec:
     pp: int = 1
     dtype: str = "fp16"
     kv_dtype: str = ""
-    decode_attention: str = "grouped"
+    decode_attention: str = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         d = {f: getattr(self, f) for f in ("model", "batch", "input_len", "output_len", "tp", "pp", "dtype",
                                             "kv_dtype")}
-        if self.decode_attention != "grouped":  # a late field: the settings of older sweeps keep their key
+        if self.decode_attention != "auto":  # a late field: the settings of older sweeps keep their key
             d["decode_attention"] = self.decode_attention
         return d
 
 
 LLM_KEYS = ("llm", "batch", "input_len", "output_len", "tp", "pp", "dtype", "kv_dtype", "decode_attention",
             "trials", "label")
-DECODE_KERNELS = ("grouped", "per-head")
+DECODE_KERNELS = ("auto", "grouped", "per-head")
 LLM_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 MAX_LLM_POINTS = 10_000     # serving points one [[models]] entry expands to
 
@@ -120,7 +120,7 @@ def _parse_llm(where: str, m: Mapping[str, Any], root: Path) -> list[ModelSpec]:
     """``[[models]]`` with ``llm = "<built-in, config.json or FILE.onnx>"``: ``batch``, ``input_len`` and
     ``output_len`` take one integer or a list (their product gives one model entry per point,
     labelled ``<label>.b<B>.i<I>.o<O>``); ``tp``, ``pp``, ``dtype``, ``kv_dtype``,
-    ``decode_attention`` (grouped or per-head) one value;
+    ``decode_attention`` (auto, grouped or per-head) one value;
     ``trials`` (default 0: default schedules) tunes each point's distinct MAC kernels first."""
     from partition.llm.config import resolve
     _unknown(f"{where}.", m, LLM_KEYS)
@@ -154,7 +154,7 @@ def _parse_llm(where: str, m: Mapping[str, Any], root: Path) -> list[ModelSpec]:
         if v != "" and v not in LLM_DTYPES:
             raise SpecError(f"{where}.{k} must be one of {', '.join(LLM_DTYPES)}, got {_show(v)}")
         dtypes[k] = v
-    dec = m.get("decode_attention", "grouped")
+    dec = m.get("decode_attention", "auto")
     if dec not in DECODE_KERNELS:
         raise SpecError(f"{where}.decode_attention must be one of {', '.join(DECODE_KERNELS)}, got {_show(dec)}")
     trials = _int(f"{where}.trials", m.get("trials", 0), 0, MAX_TRIALS)
