@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
 OPS = ("matmul", "softmax", "layernorm", "gelu")
 
 
@@ -205,21 +207,14 @@ def fit_classes(rows: list[OpRow], peak_bytes_per_s: float, launch_s: float,
                for r in rows if r.op == op]
         if len(pts) < 2:
             continue
-        # minimise sum(((a + b x - y) / m)^2): the 2 x 2 normal equations
-        w = [1.0 / m ** 2 for _, _, m in pts]
-        sw = sum(w)
-        sx = sum(wi * x for wi, (x, _, _) in zip(w, pts))
-        sy = sum(wi * y for wi, (_, y, _) in zip(w, pts))
-        sxx = sum(wi * x * x for wi, (x, _, _) in zip(w, pts))
-        sxy = sum(wi * x * y for wi, (x, y, _) in zip(w, pts))
-        det = sw * sxx - sx * sx
-        b = (sw * sxy - sx * sy) / det if det else 0.0
-        a = (sy - b * sx) / sw
+        x, y, m = (np.array(c) for c in zip(*pts))
+        # least squares of (a + b x - y) / m: the relative error of each row
+        a, b = np.linalg.lstsq(np.stack([1 / m, x / m], axis=1), y / m, rcond=None)[0]
         if a < 0:                      # no overhead: the slope alone, through the origin
-            a, b = 0.0, sxy / sxx
+            a, b = 0.0, float(np.linalg.lstsq((x / m)[:, None], y / m, rcond=None)[0][0])
         if b <= 0:
             continue
-        out.append([VECTOR_CLASS[op], round(min(1.0, 1.0 / b), 3), round(a, 7)])
+        out.append([VECTOR_CLASS[op], round(min(1.0, 1.0 / float(b)), 3), round(float(a), 7)])
     return out
 
 

@@ -168,45 +168,41 @@ class Rule:
             raise AssertionError(f"unknown rule kind {k!r} for {path}")
 
 
-def _check_protocols(path: str, v: Any, most: int) -> None:
-    shape = "a list of [name, start-up s, per-step s, fraction of bytes_per_s] entries"
+def _check_table(path: str, v: Any, most: int, entry: str, head: Any, numbers: tuple, distinct: str) -> None:
+    """A list of at most ``most`` entries ``[head, number, ...]`` (``entry`` names the form):
+    ``head(where, x)`` checks an entry's first item, ``numbers`` gives (what, lo, hi, unit) of each
+    number after it, and no two entries share a head (``distinct`` says so)."""
     if not isinstance(v, tuple) or len(v) > most:
-        _fail(path, f"{shape}, at most {most}", v)
-    names = []
+        _fail(path, f"a list of {entry} entries, at most {most}", v)
+    heads = []
     for i, e in enumerate(v):
         where = f"{path}[{i}]"
-        if not isinstance(e, tuple) or len(e) != 4:
-            _fail(where, "[name, start-up s, per-step s, fraction of bytes_per_s]", e)
-        name, start, step, frac = e
-        if not isinstance(name, str) or not _NAME_CHARS.match(name) or len(name) > 40:
-            _fail(f"{where} name", "a name of letters, digits, '_', '.', '-' (at most 40)", name)
-        for what, x, lo, unit in (("start-up", start, 0.0, " s"), ("per-step", step, 0.0, " s"),
-                                  ("bandwidth fraction", frac, 1e-6, "")):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= 1.0:
-                _fail(f"{where} {what}", f"a number from {_fmt(lo)} to 1{unit}", x)
-        names.append(name)
-    if len(set(names)) != len(names):
-        _fail(path, "protocols with distinct names", v)
+        if not isinstance(e, tuple) or len(e) != 1 + len(numbers):
+            _fail(where, entry, e)
+        head(where, e[0])
+        for (what, lo, hi, unit), x in zip(numbers, e[1:]):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
+                _fail(f"{where} {what}", f"a number from {_fmt(lo)} to {_fmt(hi)}{unit}", x)
+        heads.append(e[0])
+    if len(set(heads)) != len(heads):
+        _fail(path, distinct, v)
+
+
+def _check_protocols(path: str, v: Any, most: int) -> None:
+    def name(where: str, x: Any) -> None:
+        if not isinstance(x, str) or not _NAME_CHARS.match(x) or len(x) > 40:
+            _fail(f"{where} name", "a name of letters, digits, '_', '.', '-' (at most 40)", x)
+    _check_table(path, v, most, "[name, start-up s, per-step s, fraction of bytes_per_s]", name,
+                 (("start-up", 0.0, 1.0, " s"), ("per-step", 0.0, 1.0, " s"), ("bandwidth fraction", 1e-6, 1.0, "")),
+                 "protocols with distinct names")
 
 
 def _check_classes(path: str, v: Any, most: int, kinds: tuple[str, ...]) -> None:
-    shape = "a list of [vector kernel kind, DRAM fraction, call overhead s] entries"
-    if not isinstance(v, tuple) or len(v) > most:
-        _fail(path, f"{shape}, at most {most}", v)
-    seen = []
-    for i, e in enumerate(v):
-        where = f"{path}[{i}]"
-        if not isinstance(e, tuple) or len(e) != 3:
-            _fail(where, "[vector kernel kind, DRAM fraction, call overhead s]", e)
-        kind, frac, over = e
-        if kind not in kinds:
-            _fail(f"{where} kind", f"one of {', '.join(kinds)}", kind)
-        for what, x, lo, hi, unit in (("DRAM fraction", frac, 1e-3, 1.0, ""), ("call overhead", over, 0.0, 1e-2, " s")):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
-                _fail(f"{where} {what}", f"a number from {_fmt(lo)} to {_fmt(hi)}{unit}", x)
-        seen.append(kind)
-    if len(set(seen)) != len(seen):
-        _fail(path, "one entry per kind", v)
+    def kind(where: str, x: Any) -> None:
+        if x not in kinds:
+            _fail(f"{where} kind", f"one of {', '.join(kinds)}", x)
+    _check_table(path, v, most, "[vector kernel kind, DRAM fraction, call overhead s]", kind,
+                 (("DRAM fraction", 1e-3, 1.0, ""), ("call overhead", 0.0, 1e-2, " s")), "one entry per kind")
 
 
 def _validate(obj: Any, prefix: str) -> None:
@@ -606,7 +602,8 @@ class KernelsConfig(_Section):
     classes: tuple = _R("classes", (), "per vector kernel kind measured on its own: the fraction of the DRAM "
                         "bandwidth it sustains (before softmax_dram_fraction and dram_fraction) and the fixed "
                         "time of one framework call of it beyond the launch (a compiled op's dispatch), which "
-                        "a kernel called alone pays and a serving pass, one resident program, does not; "
+                        "every such kernel simulate, tune and run cost pays and a serving pass, one resident "
+                        "program, does not; "
                         "left out of files and fingerprints when empty", hi=len(VECTOR_KERNEL_KINDS),
                         choices=VECTOR_KERNEL_KINDS)
 
