@@ -28,7 +28,7 @@ def test_classes_are_checked_and_round_trip(tmp_path):
     floats = a100.with_overrides({"kernels.classes": [["softmax", 1.0, 0.0]]})
     assert ints.fingerprint() == floats.fingerprint()
     # a preset without the field keeps the fingerprint it had before the field existed
-    assert "classes" not in sim.load_hw("h100-sxm-80gb").to_dict()["kernels"]
+    assert "classes" not in sim.load_hw("edge-llm-npu").to_dict()["kernels"]
     for bad, msg in [([["gemm", 0.5, 0.0]], r"classes\[0\] kind must be one of elementwise"),
                      ([["softmax", 0.0, 0.0]], r"classes\[0\] DRAM fraction must be a number from 0.001 to 1"),
                      ([["softmax", 0.5, -1e-6]], r"classes\[0\] call overhead must be a number from 0 to 0.01 s"),
