@@ -9,7 +9,8 @@ storage hierarchy, the default mapping; equal workloads are costed once). Then:
   K/V operand of the attention products (and the ``kv_append`` write) in ``kv_bytes``: the DRAM
   bytes the simulator counted in device words (``hw.array.word_bytes``) are rescaled, and the
   kernel's time moves by the difference at the DRAM bandwidth, never below its compute (the same
-  rule as an on-chip credit, ``sim.graph.subgraph.credited_cycles``). Weight-only quantization
+  rule as an on-chip credit, ``sim.graph.subgraph.credited_cycles``; on a GPU preset a MAC
+  kernel's compute holds its fixed set-up too). Weight-only quantization
   changes bytes, never MACs;
 - the fused (flash-attention) form keeps the scores and probabilities of a KV block on chip: the
   scores product does not write them, the mask and softmax neither read nor write DRAM, the

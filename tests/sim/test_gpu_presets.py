@@ -136,3 +136,28 @@ def test_extra_mac_dtypes_are_stated_checked_and_left_out_when_empty():
     assert back == a100 and back.fingerprint() == a100.fingerprint()
     with pytest.raises(HardwareError, match="kernels.dtypes must be a list of names from int4, int8"):
         a100.with_overrides({"kernels.dtypes": ["fp9"]})
+
+
+def test_an_on_chip_credit_never_takes_a_gemms_set_up_or_its_compute():
+    """A fused attention product keeps its scores on chip (a DRAM credit); what is left is never
+    below the MACs at the sustained rate plus the kernel's fixed set-up, so the marginal KV block
+    of a prefill costs at least its own MACs (it once came out at half of them, the credit of the
+    two-block kernel eating the set-up the one-block kernel kept)."""
+    from partition.llm.config import DecoderConfig
+    from partition.llm.source import ConfigSource
+    from sim.graph.phase_kernels import Storage, default_coster, kernel_times, per_block
+    from sim.graph.subgraph import credited_cycles
+    hw = load_hw("a100-sxm-80gb")
+    rep = simulate(Workload.gemm(256, 256, 128, batch=192, dtype_bytes=2), hw)
+    floor = math.ceil(hw.kernels.mac_overhead_s * hw.clock_hz)
+    assert rep.compute_cycles >= floor
+    assert credited_cycles(rep.total_cycles, rep.compute_cycles, 1e12, hw.dram.bytes_per_cycle) >= floor
+    src = ConfigSource(DecoderConfig("mha", 1, 6144, 48, 48, 24576, 1000, max_positions=4096))
+    att = lambda n: bool(n.meta.get("attention"))  # noqa: E731
+    st, c = Storage(2.0, 2.0, 2.0), default_coster(hw)
+    one = kernel_times(src.graph(8, 256, 256, layers=1, embed=False, head=False), hw, c, st, True, None, att)
+    two = kernel_times(src.graph(8, 256, 512, layers=1, embed=False, head=False), hw, c, st, True, None, att)
+    peak = hw.pes * hw.clock_hz * hw.kernels.mac_fraction        # MACs per second, sustained
+    for f, p in per_block(one, two):
+        if f.op == "batch_matmul":
+            assert p.seconds >= 8 * 48 * 256 * 256 * 128 / peak * 0.95, f.name   # was 0.5x
