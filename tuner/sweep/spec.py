@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from sim import HardwareConfig, HardwareError, load_hw
+from sim.graph.serving import DECODE_KERNELS
 from sim.hw.configfile import read_config
 
 OBJECTIVES = ("latency", "energy", "edp")
@@ -101,7 +102,6 @@ class LLMPointSpec:
 
 LLM_KEYS = ("llm", "batch", "input_len", "output_len", "tp", "pp", "dtype", "kv_dtype", "decode_attention",
             "trials", "label")
-DECODE_KERNELS = ("auto", "grouped", "per-head")
 LLM_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
 MAX_LLM_POINTS = 10_000     # serving points one [[models]] entry expands to
 
