@@ -107,19 +107,25 @@ def serving_rows(rows: list[dict], has_llm: bool, genz: list[dict] | None = None
     return out
 
 
-def beyond_op_rows(path: Path) -> tuple[list[dict], dict]:
-    """Ours against each measured operator row of ``path`` (LLMCompass's other operators and
-    GPU), each marked ``fit`` or ``held`` (``fit_half``: the presets' ``classes`` and the MI210's
-    fractions were fitted on the ``fit`` rows only), and the preset's figures beside a refit on
-    the fit half, per preset."""
-    ops = [op_row(d, w) for w, d in read_jsonl(path)]
-    fit, held = fit_half(ops)
-    held_ids = {id(r) for r in held}
-    rows = []
+def op_rows(ops: list) -> list[dict]:
+    """Ours against each measured operator row, marked ``fit`` (the half a preset's figures were
+    fitted on, ``fit_half``) or ``held``."""
+    held_ids = {id(r) for r in fit_half(ops)[1]}
+    out = []
     for r in ops:
         ours = op_seconds(r)
-        rows.append({"row": r.label, "hw": r.hw, "op": r.op, "split": "held" if id(r) in held_ids else "fit",
-                     "measured": r.measured_s, "ours": ours, "ours_error": rel_error(ours, r.measured_s)})
+        out.append({"row": r.label, "hw": r.hw, "op": r.op, "split": "held" if id(r) in held_ids else "fit",
+                    "measured": r.measured_s, "ours": ours, "ours_error": rel_error(ours, r.measured_s)})
+    return out
+
+
+def beyond_op_rows(path: Path) -> tuple[list[dict], dict]:
+    """``op_rows`` of the measured operator rows of ``path`` (LLMCompass's other operators and
+    GPU: the presets' ``classes`` and the MI210's fractions were fitted on the ``fit`` rows only),
+    and the preset's figures beside a refit on the fit half, per preset."""
+    ops = [op_row(d, w) for w, d in read_jsonl(path)]
+    fit = fit_half(ops)[0]
+    rows = op_rows(ops)
     refit = {}
     for h in sorted({r.hw for r in ops}):
         hw = load_hw(h)
@@ -137,20 +143,16 @@ def run(folder: Path, genz: str | None, beyond: Path | None = None, beyond_ops: 
     ops = [op_row(d, w) for w, d in read_jsonl(folder / "measured_ops.jsonl")]
     serving = [d for _, d in read_jsonl(folder / "measured_serving.jsonl")] \
         if (folder / "measured_serving.jsonl").exists() else []
-    fit, held = fit_half(ops)
-    held_ids = {id(r) for r in held}
+    fit = fit_half(ops)[0]
     points = [{"kind": r.op, **r.dims} for r in ops]
     points += [{"kind": "serving", **{k: d.get(k) for k in ("model", "batch", "input_len", "tp", "metric")}}
                for d in serving]
     gz, gz_note = genz_column(genz, points)
-    rows = []
-    for i, r in enumerate(ops):
-        ours = op_seconds(r)
+    rows = op_rows(ops)
+    for i, (row, r) in enumerate(zip(rows, ops)):
         g = gz[i] if gz else {"skip": "GenZ not run"}
-        rows.append({"row": r.label, "hw": r.hw, "split": "held" if id(r) in held_ids else "fit",
-                     "measured": r.measured_s, "ours": ours, "ours_error": rel_error(ours, r.measured_s),
-                     "genz": g.get("value"), "genz_error": rel_error(g["value"], r.measured_s) if "value" in g else None,
-                     "genz_note": g.get("skip", "")})
+        row.update({"genz": g.get("value"), "genz_note": g.get("skip", ""),
+                    "genz_error": rel_error(g["value"], r.measured_s) if "value" in g else None})
     has_llm = llm_available()
     srows = serving_rows(serving, has_llm, gz[len(ops):] if gz else None)
     brows = serving_rows([d for _, d in read_jsonl(beyond)], has_llm) if beyond else []

@@ -162,7 +162,8 @@ def _resolve(workload: Workload, hw: HardwareConfig, schedule: Schedule | None) 
 def call_overhead_cycles(workload: Workload, hw: HardwareConfig) -> int:
     """The fixed cycles of one call of a vector kernel of its kind on a machine whose ``kernels``
     section states one (``KernelsConfig.classes``: a compiled op's dispatch, measured on its own);
-    0 for MAC kernels and other machines. Counted as part of the kernel's prologue."""
+    0 for MAC kernels and other machines. Counted as busy time, as a GEMM's set-up is
+    (``compute_cycles``: the floor no on-chip credit goes below)."""
     if workload.is_mac or not hw.kernels.active:
         return 0
     return int(round(hw.kernels.call_overhead_of(workload.kind) * hw.clock_hz))
@@ -171,7 +172,7 @@ def call_overhead_cycles(workload: Workload, hw: HardwareConfig) -> int:
 def _plus_overhead(terms: dict[str, Any], ov: int) -> dict[str, Any]:
     if ov:
         terms["total_cycles"] = terms["total_cycles"] + ov
-        terms["prologue_cycles"] = terms["prologue_cycles"] + ov
+        terms["compute_cycles"] = terms["compute_cycles"] + ov
     return terms
 
 

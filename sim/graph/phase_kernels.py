@@ -262,8 +262,10 @@ def kernel_times(graph: Any, hw: HardwareConfig, coster: Coster, storage: Storag
         delta_s = _extra_bytes(node, rep, storage, weights, fused and att, word, timed)
         delta_j = delta_s if timed == word else _extra_bytes(node, rep, storage, weights, fused and att, word, word)
         cycles, comp, joules = _retimed(rep, hw, delta_s, delta_j)
-        # one resident program: no framework call per kernel (kernels.classes' call overheads)
-        cycles = max(comp, cycles - call_overhead_cycles(wl, hw))
+        # one resident program: no framework call per kernel (kernels.classes' call overheads,
+        # which the report counts as busy time)
+        ov = call_overhead_cycles(wl, hw)
+        cycles, comp = max(0, cycles - ov), max(0, comp - ov)   # a calibration may have scaled them
         kt = KernelTime(node.name, node.op, part, att, wl.key, cycles / clock, comp / clock,
                         (cycles - comp) / clock, 0.0, joules)
         out.append(per_head_time(node, kt, hw, storage, per_head) if per_head and att else kt)

@@ -43,14 +43,15 @@ def test_classes_are_checked_and_round_trip(tmp_path):
 
 def test_a_kernel_on_its_own_pays_its_class_and_a_mac_kernel_does_not():
     """The class's fraction replaces dram_fraction for that kind and its call overhead is added to
-    the kernel's cycles (as prologue), in every fidelity; other kinds and MAC kernels keep theirs."""
+    the kernel's cycles as busy time (the floor of an on-chip credit), in every fidelity; other
+    kinds and MAC kernels keep theirs."""
     a100 = sim.load_hw("a100-sxm-80gb")
     plain = a100.with_overrides({"kernels.classes": []})
     withc = a100.with_overrides({"kernels.classes": [["layer_norm", 0.935, 40e-6]]})
     for fid in ("analytical", "tile"):
         p, c = sim.simulate(LN, plain, fidelity=fid), sim.simulate(LN, withc, fidelity=fid)
         assert c.total_cycles - p.total_cycles == round(40e-6 * a100.clock_hz)
-        assert c.prologue_cycles - p.prologue_cycles == round(40e-6 * a100.clock_hz)
+        assert c.compute_cycles - p.compute_cycles == round(40e-6 * a100.clock_hz)
     # at half the bandwidth the streaming part takes twice as long (the DRAM latency once)
     half = a100.with_overrides({"kernels.classes": [["layer_norm", 0.4675, 0.0]]})
     assert sim.simulate(LN, half).total_cycles == pytest.approx(2 * sim.simulate(LN, plain).total_cycles, rel=0.02)
