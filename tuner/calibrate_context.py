@@ -72,6 +72,12 @@ class InContext:
     seconds: float
     kernel_s: float      # median of the kernels matched to it alone (0 when fused away)
     # both per execution: a node in a loop body runs once per trip (``Profiled.executions``)
+    executions: float = 1.0  # how many times it runs per run of the model
+
+    @property
+    def per_run_s(self) -> float:
+        """What the node costs one run of its model (``seconds`` times its executions)."""
+        return self.seconds * self.executions
 
 
 @dataclass(frozen=True)
@@ -231,6 +237,12 @@ def profiler_overhead_s(n: int = 64, runs: int = 30) -> float:
 REST_MODES = ("equal", "kernel", "learned")
 DEFAULT_REST = "kernel"  # set from experiments/bench/calibration.py's comparison (docs/TUNING.md)
 UNNAMED_TO_NEXT = False  # kernels with no IR name: in the rest (False) or the next node's (True); bench-compared
+
+
+def row_weights(rows: Sequence[InContext]) -> "np.ndarray":
+    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same)."""
+    from .calibration import model_weights
+    return model_weights([r.model for r in rows], [r.per_run_s for r in rows])
 
 
 def share_rest(kernel_s: Mapping[str, float], whole_s: float, mode: str = DEFAULT_REST,
@@ -443,11 +455,12 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     # a name shared by several nodes keeps one row (its first node); a row is per execution: the
     # kernel events of a loop body's node add up over the trips, and costing counts it per trip.
     # Its seconds (the kernel plus a share of the rest) are set by ``with_rest``
-    rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name]) for n in {n.name: n for n in nodes}.values())
+    rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name], runs_of[n.name])
+                 for n in {n.name: n for n in nodes}.values())
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
                  len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "REST_MODES", "DEFAULT_REST", "FLOOR_S"]
+           "with_rest", "row_weights", "REST_MODES", "DEFAULT_REST", "FLOOR_S"]

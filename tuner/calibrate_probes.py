@@ -1,6 +1,6 @@
 """Probe models for ``accel-tune calibrate --host``: small whole models that put every elementwise
 activation kind the host may run behind a convolution and its batch norm, as networks use them,
-and fully connected layers too large for the CPU's caches.
+and fully connected layers too large for the CPU's caches, at batch 1 and at 64-256 rows.
 
 A host calibration learns from the kinds the models it times contain, and a kind that only one
 model holds vanishes with that model: with efficientnet_b0 held out of the zoo and built-ins,
@@ -19,12 +19,24 @@ carried that speed to VGG-11's 476 MB of classifier weights: 1.4 ms predicted, 1
 the whole model 23 % under onnxruntime (experiments/calibration_unseen.py, 2026-11-29; within
 11 % on five runs with these probes).
 
-Grouped convolutions between plain and depthwise (RegNet's 8 channels per group) are not probed,
-though onnxruntime runs them 3-4x slower per FLOP than the calibration predicts (regnet_y_400mf
-27-36 % under). Probes of group widths 4 to 64 taught the fit that regime, but with the
-MobileNets held out their depthwise convolutions then followed the probes: 3 of the family's 5
-models went past 20 % over (the bench's family-held-out column). Extra features of the matrix
-product each group runs (M, K, N) brought RegNet only from 32 % to 27 % under.
+The same weights read by more than one row (an LM head over a prompt, a transformer's feed-forward
+layers at prefill) are compute-bound instead: **GEMMs of 64-256 rows on 16-256 MB of weights**
+(``GEMM_SHAPES``). Without them the only rows with that much weight were the batch-1 ones, and
+the fit carried their memory-bound rate to GPT-2's 768 x 50257 head (9.9 GFLOP on 154 MB of
+weights): 48 ms predicted for 24 ms measured, the whole model +29 %, on a collection where the
+DRAM probes ran 1.5-1.9x their usual time (another tenant on the memory bus). With them GPT-2
+stayed within 10 % offline with the DRAM probes' times scaled by 1.9.
+
+**Grouped convolutions, from depthwise to 64 channels per group** (``GROUPED_SHAPES`` x
+``GROUP_WIDTHS``, with the calibration's feature of the channels per group): onnxruntime runs a
+grouped convolution group by group, each group a GEMM that narrow, and RegNetY's 8-wide groups
+ran 3-4x slower per FLOP than the fit predicted from dense and depthwise ones (regnet_y_400mf
+27-38 % under on every calibration). Probes of widths 4 to 64 alone (2026-11-29) taught the fit
+that regime but moved the MobileNets' depthwise convolutions with it when their family was held
+out. The probes now hold depthwise ones too (width 1, 3x3 and 5x5), so depthwise convolutions keep
+rows of their own whatever family is held out. On two collections refitted offline: RegNet from
+-38 and -36 % to within 20 % and -23 %, the 17 models held out by family 14 and 16 -> 15 and 15
+(experiments/results/calibration_unseen/runs.md).
 """
 from __future__ import annotations
 
@@ -49,20 +61,46 @@ def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS) -> Any
 
 # (inputs, outputs) of batch-1 fully connected layers: 16, 64 and 256 MB of fp32 weights.
 DENSE_SHAPES = ((2048, 2048), (4096, 4096), (8192, 8192))
+# (rows, inputs, outputs) of fully connected layers on as many weights, compute-bound: 2.1-8.6 GFLOP
+GEMM_SHAPES = ((64, 4096, 4096), (64, 8192, 8192), (256, 2048, 2048))
 
 
-def dense_probe_graph(k: int, n: int) -> Any:
-    """One fully connected layer, batch 1: ``k`` inputs, ``n`` outputs (its weights ``4 k n`` bytes)."""
+def dense_probe_graph(k: int, n: int, m: int = 1) -> Any:
+    """One fully connected layer of ``m`` rows (batch): ``k`` inputs, ``n`` outputs (its weights
+    ``4 k n`` bytes)."""
     from partition.builder import GraphBuilder
-    b = GraphBuilder.for_model(f"dense_{k}x{n}", 0)
-    return b.finish([b.dense(b.input("x", [1, k]), n, name="fc")])
+    b = GraphBuilder.for_model(f"dense_{m}x{k}x{n}", 0)
+    return b.finish([b.dense(b.input("x", [m, k]), n, name="fc")])
+
+
+# Activations of the four later stages of a ResNet-style network, and the (channels per group,
+# kernel) of each grouped convolution a probe holds: depthwise 3x3 and 5x5 (MobileNet,
+# EfficientNet), then 2 to 64 channels per group (RegNet's 8 and 16, ResNeXt's 4 and 8 ... wider)
+GROUPED_SHAPES = ((1, 64, 56, 56), (1, 128, 28, 28), (1, 256, 14, 14), (1, 512, 7, 7))
+GROUP_WIDTHS = ((1, 3), (1, 5), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3), (16, 1), (16, 3), (32, 1), (32, 3),
+                (64, 1), (64, 3))
+
+
+def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] = GROUP_WIDTHS) -> Any:
+    """One grouped-convolution probe: input ``shape`` (N, C, H, W); for each (channels per group,
+    kernel) of ``widths`` narrower than C, a convolution of C to C channels in C / width groups,
+    its batch norm and a relu, side by side on the input."""
+    from partition.builder import GraphBuilder
+    n, c, h, w = (int(d) for d in shape)
+    b = GraphBuilder.for_model(f"probe_grouped_{c}x{h}x{w}", 0)
+    x = b.input("x", [n, c, h, w])
+    return b.finish([b.conv_bn(x, c, k, groups=c // gw, name=f"g{gw}k{k}", act="relu")
+                     for gw, k in widths if c % gw == 0 and gw < c])
 
 
 def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[str, Any]]:
-    """(label, graph) of one activation probe per shape and one fully connected probe per
-    ``DENSE_SHAPES``."""
+    """(label, graph) of one activation probe per shape, one fully connected probe per
+    ``DENSE_SHAPES`` and ``GEMM_SHAPES`` and one grouped-convolution probe per ``GROUPED_SHAPES``."""
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
-            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n)) for k, n in DENSE_SHAPES])
+            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n)) for k, n in DENSE_SHAPES]
+            + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m)) for m, k, n in GEMM_SHAPES]
+            + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_SHAPES", "PROBE_KINDS", "PROBE_SHAPES", "dense_probe_graph", "probe_graph", "probe_graphs"]
+__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
+           "dense_probe_graph", "grouped_probe_graph", "probe_graph", "probe_graphs"]

@@ -98,13 +98,15 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
     return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key
 
 
-def fit(samples, meas, ref):
+def fit(samples, meas, ref, weights=None):
+    """A host calibration of ``samples``; ``weights`` as ``calibrate --host`` gives them
+    (``calibrate_context.row_weights``: every model the same)."""
     from tuner.calibration import fit_calibration
     return fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[],
-                           reference_host=ref)
+                           reference_host=ref, weights=weights)
 
 
-def held_out(samples, meas, groups_of, ref) -> np.ndarray:
+def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
     """Each row predicted by a calibration fitted without its group(s): ``groups_of[i]`` is the set
     of groups row i belongs to; a row is held out of the fit for group G when G is in its set."""
     pred = np.full(len(samples), np.nan)
@@ -114,7 +116,8 @@ def held_out(samples, meas, groups_of, ref) -> np.ndarray:
         train = [i for i in range(len(samples)) if g not in groups_of[i]]
         if not test or len(train) < 8:
             continue
-        cal = fit([samples[i] for i in train], [meas[i] for i in train], ref)
+        cal = fit([samples[i] for i in train], [meas[i] for i in train], ref,
+                  None if weights is None else [weights[i] for i in train])
         p = cal.predict_seconds([samples[i] for i in test])
         for i, v in zip(test, p):
             # a row in several groups keeps the prediction of the first group that held it out
@@ -126,7 +129,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     """The held-out figures with the run's rest shared out by ``mode`` (``calibrate_context.share_rest``).
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on."""
     import sim
-    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibrate_host import op_key
     unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
     from tuner.calibration import host_sample
@@ -138,7 +141,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     meas = [r.seconds for r in rows]
     analytical = [s.analytical_s for s in samples]
     # a row is held out with its op kind; by family: with every family whose models hold its shape
-    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref)
+    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, row_weights(rows))
     fams = sorted({family(label) for label, _ in graphs})
     # by family: the rows of the other families, their rest shared with the constant of those models only
     by_family = np.full(len(rows), np.nan)
@@ -150,7 +153,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
-        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref)
+        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref, row_weights(tr))
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
         for i, v in zip(test, pred):
@@ -181,7 +184,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     hw0 = sim.load_hw(preset)
     whole = []
     graph_of = dict(graphs)
-    full = fit(samples, meas, ref)
+    full = fit(samples, meas, ref, row_weights(rows))
     keys_of = {label: {op_key(n) for n in walk_nodes(g)} for label, g in graphs}
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
@@ -203,7 +206,8 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         others = [q for q in profiled if q.model != p.model]
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
-        row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref))
+        row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
+                                                  row_weights(tr)))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -231,7 +235,7 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources, op_key
-    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, with_rest
+    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibration import host_sample, reference_host_of
 
     t0 = time.perf_counter()
@@ -267,7 +271,8 @@ def main(argv=None) -> int:
     # -- partition decisions, calibration on all the host data
     from tuner.calibration import fit_calibration
     from tuner.tune import tune
-    full = fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[], reference_host=ref)
+    full = fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[], reference_host=ref,
+                           weights=row_weights(rows))
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:

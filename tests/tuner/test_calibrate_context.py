@@ -227,6 +227,10 @@ def test_context_features():
     assert f_bn["class_normalisation"] == 1 and f_bn["after_mac"] == 1
     assert f_conv["log_weight_bytes"] == pytest.approx(np.log10(s_conv.weight_bytes + 1))
     assert s_conv.key() != s_bn.key()
+    # channels per group: the convolution's own width, no width (-1 as a feature) for other ops
+    c_in = conv.inputs[0].shape[1]                          # the stem: 3 channels, one group
+    assert s_conv.group_width == c_in == 3 and f_conv["log_group_width"] == pytest.approx(np.log2(3))
+    assert s_bn.group_width == 0 and f_bn["log_group_width"] == -1.0
 
 
 def test_calibrate_host_falls_back_to_one_node_timing(tmp_path, capsys, monkeypatch):
@@ -243,6 +247,7 @@ def test_calibrate_host_falls_back_to_one_node_timing(tmp_path, capsys, monkeypa
     assert s["in_context_rows"] == 0 and s["rows"] >= 4 and set(s["ops"]) == {"add", "softmax", "dense"}
     assert max(s["ops"].values()) <= 2  # --max-per-op applies to the one-node timing
     assert s["skipped"][0]["key"] == "bert_tiny" and "boom" in s["skipped"][0]["reason"]
+    assert json.loads(out.read_text())["meta"]["weighted"] is True  # one-node rows weighted by their model too
 
 
 def test_calibrate_host_refuses_zero_rounds(tmp_path, capsys):
@@ -298,3 +303,12 @@ def test_a_loop_body_counts_its_trips_never_below_zero(tmp_path, trips):
     body_s = sim.graph.subgraph.host_op_seconds(next(n for n in graph.nodes[0].attrs["body"].nodes if n.op == "add"), hw)
     loop_s = sim.graph.subgraph.host_op_seconds(graph.nodes[0], hw)
     assert host == pytest.approx(loop_s + runs * body_s)
+
+
+def test_row_weights_count_a_loop_body_node_once_per_trip():
+    """A row is per execution; its model's time, which the fit's weights share out
+    (``tuner.calibration.model_weights``), counts it once per trip."""
+    from tuner.calibrate_context import InContext, row_weights
+    rows = [InContext("m", None, 1e-6, 1e-6, 3.0), InContext("m", None, 1e-6, 1e-6), InContext("n", None, 5e-6, 5e-6)]
+    assert rows[0].per_run_s == pytest.approx(3e-6)
+    np.testing.assert_allclose(row_weights(rows), [0.25 + 0.5 * 0.75, 0.25 + 0.5 * 0.25, 1.0])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tuner.calibrate_probes import DENSE_SHAPES, PROBE_KINDS, PROBE_SHAPES, dense_probe_graph, probe_graph, probe_graphs
+from tuner.calibrate_probes import (DENSE_SHAPES, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
+                                    PROBE_SHAPES, dense_probe_graph, grouped_probe_graph, probe_graph)
 
 
 def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_onnxruntime():
@@ -29,10 +30,12 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
     assert [label for label, _ in host_graphs(["byoc_demo"])] == ["byoc_demo"]
     graphs = host_graphs(None)
     probes = [label for label, _ in graphs if label.startswith("probe:")]
-    assert probes == [label for label, _ in probe_graphs()]
-    assert len(probes) == len(PROBE_SHAPES) + len(DENSE_SHAPES)
+    pg = [(label, g) for label, g in graphs if label.startswith("probe:")]
+    assert probes == ([f"probe:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES] + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
+                      + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
+                      + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES])
     assert len(graphs) > len(probes)
-    for label, g in probe_graphs()[:len(PROBE_SHAPES)]:
+    for label, g in pg[:len(PROBE_SHAPES)]:
         assert {n.op for n in g.nodes} >= set(PROBE_KINDS)
         assert tuple(g.inputs[0].shape) in PROBE_SHAPES and label.startswith("probe:")
 
@@ -50,3 +53,42 @@ def test_dense_probe_is_one_fully_connected_layer_that_onnxruntime_computes():
     (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
     w, bias = fc.inputs[1].data, fc.inputs[2].data
     np.testing.assert_allclose(y, x @ w.T + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
+    """The GEMM probes read weights as large as the batch-1 ones (16-256 MB) with enough rows to be
+    compute-bound on the reference host (FLOPs per byte of weights >= 32), and compute x @ W^T + b."""
+    ort = pytest.importorskip("onnxruntime")
+    from partition.onnx.export import graph_to_onnx
+    from sim.graph.subgraph import host_op_work
+    assert {k * n for _, k, n in GEMM_SHAPES} <= {k * n for k, n in DENSE_SHAPES}
+    for m, k, n in GEMM_SHAPES:
+        assert 2 * m * k * n / (4 * k * n) >= 32  # FLOPs per byte of weights
+    g = dense_probe_graph(24, 8, m=5)
+    (fc,) = g.nodes
+    assert host_op_work(fc)[0] == pytest.approx(2 * 5 * 24 * 8, rel=0.05)
+    x = np.random.default_rng(1).standard_normal((5, 24)).astype(np.float32)
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    np.testing.assert_allclose(y, x @ fc.inputs[1].data.T + fc.inputs[2].data, rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it():
+    """Each width narrower than the channels, as a C -> C convolution in C / width groups behind
+    the same input, with its batch norm and relu; the calibration sees each one's width."""
+    ort = pytest.importorskip("onnxruntime")
+    import sim
+    from partition.onnx.export import graph_to_onnx
+    from tuner.calibration import host_sample
+    assert {w for w, _ in GROUP_WIDTHS} >= {1, 8, 16} and {k for w, k in GROUP_WIDTHS if w == 1} == {3, 5}
+    g = grouped_probe_graph((1, 16, 9, 9))
+    convs = [n for n in g.nodes if n.op == "conv2d"]
+    want = [(w, k) for w, k in GROUP_WIDTHS if w < 16]
+    assert [(16 // n.attrs["groups"], n.inputs[1].shape[2]) for n in convs] == want
+    host = sim.hw.config.HostConfig()
+    assert [host_sample(n, host).group_width for n in convs] == [w for w, _ in want]
+    assert all(n.inputs[0] is g.inputs[0] and n.outputs[0].shape == (1, 16, 9, 9) for n in convs)
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    x = np.random.default_rng(0).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    outs = sess.run(None, {sess.get_inputs()[0].name: x})
+    assert len(outs) == len(want) and all(o.shape == (1, 16, 9, 9) and (o >= 0).all() for o in outs)

@@ -302,6 +302,7 @@ def test_calibrate_host_on_a_tiny_op_set(tmp_path, capsys):
     cal = load_calibration(out)
     assert cal.meta["session_options"] == "default" and "intra_op_threads" in cal.meta
     assert 0.0 < cal.meta["profiler_overhead_s"] < 1e-3    # what the profiler adds to each kernel event
+    assert cal.meta["weighted"] is True                    # every model the same say (model_weights)
 
 
 def test_control_flow_costs_nothing_of_its_own_on_a_host_file(tmp_path):
@@ -404,3 +405,46 @@ def test_every_convolution_of_the_ir_is_a_mac_op_with_its_window():
     assert by["up"].window == 6 and by["c3"].window == 18
     for s in by.values():
         assert s.numeric()[4] == 0.0  # rank: not a feature of a MAC op
+
+
+# ------------------------------------------------------------------ rows weighted by model
+def test_model_weights_give_every_model_the_same_total_half_by_count_half_by_time():
+    from tuner.calibration import model_weights
+    w = model_weights(["a", "a", "a", "b"], [1.0, 1.0, 2.0, 5.0])
+    # a: 0.5/3 + 0.5 * (1/4, 1/4, 2/4); b, one row: all of its model's weight
+    np.testing.assert_allclose(w, [0.5 / 3 + 0.125, 0.5 / 3 + 0.125, 0.5 / 3 + 0.25, 1.0])
+    assert w[:3].sum() == pytest.approx(1.0) and w[3] == pytest.approx(1.0)
+    # a model whose rows all took no time: its weight shared equally
+    np.testing.assert_allclose(model_weights(["z", "z"], [0.0, 0.0]), [0.5, 0.5])
+    with pytest.raises(CalibrationError, match="2 model labels but 1"):
+        model_weights(["a", "b"], [1.0])
+
+
+def test_weighted_rows_give_a_small_model_its_say():
+    """Two models whose ops look alike to the features but run at 1x and 2x the reference: unweighted,
+    the model of 200 rows sets the prediction and the model of 10 rows is half off as a whole;
+    weighted by model, the prediction sits between the two (each model the same say)."""
+    from tuner.calibration import model_weights
+    x = synthetic(1, 3)[0][0]
+    s = [x] * 210                                        # nothing tells the models apart
+    truth = np.array([x.analytical_s] * 200 + [2 * x.analytical_s] * 10)
+    models = ["big"] * 200 + ["small"] * 10
+
+    def ratio(weights):
+        cal = fit_calibration(s, truth, kind="host", fingerprint="f", hardware="h", rows=[], reference_host=REF,
+                              rounds=60, weights=weights)
+        return float(cal.predict_seconds([x])[0]) / x.analytical_s, cal
+    plain, c0 = ratio(None)
+    weighted, c1 = ratio(model_weights(models, truth))
+    assert plain < 1.1                                   # the big model outvotes the small one
+    assert 1.25 < weighted < 1.65                        # about sqrt(2): half the say each
+    assert c1.meta["weighted"] is True and c0.meta["weighted"] is False
+
+
+@pytest.mark.parametrize("bad", [[1.0] * 5, [1.0] * 9 + [-1.0], [0.0] * 10, [1.0] * 9 + [float("nan")]])
+def test_fit_refuses_bad_weights_in_one_line(bad):
+    s, t = synthetic(10, 4)
+    with pytest.raises(CalibrationError, match="weights must be 10 finite numbers") as e:
+        fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[], reference_host=REF, rounds=5,
+                        weights=bad)
+    assert "\n" not in str(e.value)

@@ -124,7 +124,7 @@ def host_graphs(models: list[str] | None) -> list[tuple[str, Any]]:
 def _host(args) -> dict:
     import sim
     from tuner.calibrate_host import TimingOptions, collect_ops, measure_ops, op_key
-    from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, reference_host_of
+    from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, model_weights, reference_host_of
     if args.rounds < 1:
         raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
     if args.max_per_op < 1:
@@ -180,8 +180,12 @@ def _host(args) -> dict:
                                         "kernels_s": float(sum(p.kernel_s.values())), "runs": p.runs,
                                         "load": list(p.load)} for p in profiled}}
     fp = machine_fingerprint()
+    # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
+    # counts once in its model's time
+    weights = model_weights([r.model for r in ctx] + [m.op.model for m in measured],
+                            [r.per_run_s for r in ctx] + [m.seconds for m in measured])
     cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
-                          hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows,
+                          hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows, weights=weights,
                           reference_host=reference_host_of(host),
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
