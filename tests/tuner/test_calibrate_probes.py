@@ -29,8 +29,8 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
     from tuner.cli.cmd_calibrate import host_graphs
     assert [label for label, _ in host_graphs(["byoc_demo"])] == ["byoc_demo"]
     graphs = host_graphs(None)
-    probes = [label for label, _ in graphs if label.startswith("probe:")]
     pg = [(label, g) for label, g in graphs if label.startswith("probe:")]
+    probes = [label for label, _ in pg]
     assert probes == ([f"probe:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES] + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
                       + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES])
