@@ -49,14 +49,14 @@ import numpy as np
 FORMAT = "accel-tune-calibration"
 VERSION = 6  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
-# ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group; older
-# files are refused
+# ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
+# inner dimension of each group's GEMM; older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
            "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
-           "class_normalisation", "log_group_width")
+           "class_normalisation", "log_group_width", "log_gemm_k")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -136,7 +136,10 @@ class OpSample:
                 lg(self.flops) - lg(self.bytes), lg(self.weight_bytes), float(self.after_mac),
                 *(float(self.op in OP_CLASSES[c]) for c in ("gemm", "elementwise", "reduction", "movement",
                                                             "normalisation")),
-                math.log2(self.group_width) if self.group_width > 0 else -1.0]
+                math.log2(self.group_width) if self.group_width > 0 else -1.0,
+                # each group's GEMM sums over this many products (channels per group x window): its
+                # rate grows with it up to ~150 and then levels off (the grouped probes)
+                math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,

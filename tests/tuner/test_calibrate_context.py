@@ -231,6 +231,8 @@ def test_context_features():
     c_in = conv.inputs[0].shape[1]                          # the stem: 3 channels, one group
     assert s_conv.group_width == c_in == 3 and f_conv["log_group_width"] == pytest.approx(np.log2(3))
     assert s_bn.group_width == 0 and f_bn["log_group_width"] == -1.0
+    # the inner dimension of each group's GEMM: channels per group x the 7x7 window
+    assert f_conv["log_gemm_k"] == pytest.approx(np.log2(3 * 49)) and f_bn["log_gemm_k"] == -1.0
 
 
 def test_calibrate_host_falls_back_to_one_node_timing(tmp_path, capsys, monkeypatch):
