@@ -28,7 +28,8 @@ DRAM probes ran 1.5-1.9x their usual time (another tenant on the memory bus). Wi
 stayed within 10 % offline with the DRAM probes' times scaled by 1.9.
 
 **Grouped convolutions, from depthwise to 64 channels per group** (``GROUPED_SHAPES`` x
-``GROUP_WIDTHS``, with the calibration's feature of the channels per group): onnxruntime runs a
+``GROUP_WIDTHS``, with the calibration's features of the channels per group and of each group's
+GEMM's inner dimension): onnxruntime runs a
 grouped convolution group by group, each group a GEMM that narrow, and RegNetY's 8-wide groups
 ran 3-4x slower per FLOP than the fit predicted from dense and depthwise ones (regnet_y_400mf
 27-38 % under on every calibration). Probes of widths 4 to 64 alone (2026-11-29) taught the fit
