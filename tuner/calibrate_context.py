@@ -55,7 +55,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -293,7 +293,8 @@ def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool =
 def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: int = 3, seed: int = 0,
                    budget_s: float | None = None, min_time_s: float = 0.2, min_runs: int = 7,
                    max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
-                   overhead_s: float | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   overhead_s: float | None = None, on_step: Callable[[str], None] | None = None
+                   ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
@@ -308,7 +309,9 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     Two sessions open at once steal cores from each other (onnxruntime's intra-op threads spin
     after a run): interleaved, whole-model medians came out 1.2-7x too slow. ``budget_s``: once
     spent, the remaining models get one block of ``min(3, min_runs)`` timed runs and one profiled run. With
-    ``rest="learned"`` the per-node constant (``per_node_rest``) is learned from these models."""
+    ``rest="learned"`` the per-node constant (``per_node_rest``) is learned from these models.
+    ``on_step(label)``: called after each model of each pass (a progress bar's tick; ``blocks``
+    passes over the models in all unless the budget ends them early)."""
     import gc
     from partition.onnx.export import graph_to_onnx
     t0 = time.perf_counter()
@@ -316,6 +319,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         overhead_s = profiler_overhead_s()
     out: list[Profiled] = []
     failed: list[tuple[str, str]] = []
+    tick = on_step or (lambda label: None)
     for label, g in graphs:
         try:
             m = graph_to_onnx(g)
@@ -324,6 +328,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             del m
         except Exception as e:  # noqa: BLE001 - a model the exporter refuses is reported, not fatal
             failed.append((label, _why(e)))
+            tick(label)
             continue
         spent = budget_s is not None and time.perf_counter() - t0 > budget_s
         try:
@@ -335,6 +340,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             continue
         finally:
             gc.collect()
+            tick(label)
         out.append(p)
     # the other blocks of plain runs in later passes over every model, each in a fresh session: a
     # slow phase of the machine lasting the tens of seconds one model takes (seen: resnet50 at 99 ms
@@ -353,6 +359,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                 continue
             finally:
                 gc.collect()
+                tick(p.model)
             out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
                              runs=p.runs + len(wall))
     c = per_node_rest(out) if rest == "learned" else 0.0

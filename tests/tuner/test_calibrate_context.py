@@ -198,6 +198,21 @@ def test_later_passes_keep_the_lowest_block_median(monkeypatch):
     assert abs(total - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
 
 
+def test_progress_ticks_once_per_model_and_pass():
+    """calibrate --host's progress bar: one tick per model of each pass, a model that cannot be
+    exported ticks in the first pass and takes no later one."""
+    pytest.importorskip("onnxruntime")
+    from partition import models
+    from tuner.calibrate_context import profile_models
+
+    class Broken:
+        nodes = ()
+    seen: list[str] = []
+    out, failed = profile_models([("broken", Broken()), ("byoc_demo", models.get("byoc_demo"))], rounds=1,
+                                 min_time_s=0.0, min_runs=2, blocks=2, overhead_s=0.0, on_step=seen.append)
+    assert seen == ["broken", "byoc_demo", "byoc_demo"] and [p.model for p in out] == ["byoc_demo"]
+
+
 def test_a_model_onnxruntime_cannot_run_is_reported_not_fatal():
     pytest.importorskip("onnxruntime")
     from partition import models

@@ -147,7 +147,15 @@ def _host(args) -> dict:
     from tuner.calibrate_context import DEFAULT_REST, profile_models
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
     load_before = os.getloadavg()
-    profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2)
+    from tqdm import tqdm
+    passes = 3  # profile_models' default blocks: one pass over the models per block of plain runs
+    with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
+              file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
+        def tick(label: str) -> None:
+            ctx_bar.set_postfix_str(label[:40], refresh=False)
+            ctx_bar.update(1)
+        profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2, blocks=passes,
+                                          on_step=tick)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     samples = [host_sample(r.node, host) for r in ctx]
@@ -158,7 +166,6 @@ def _host(args) -> dict:
     items = collect_ops([(lb, g) for lb, g in graphs if lb in failed_labels], ops=ops, max_per_op=args.max_per_op)
     if not items and not ctx:
         raise CLIError(f"calibrate: no host op to time ({'none of --ops ' + args.ops if ops else 'the models have none'})")
-    from tqdm import tqdm
     bar = tqdm(total=len(items), desc="calibrate --host (one-node)", unit="op", file=sys.stderr, leave=False,
                disable=not progress_enabled(args) or not items, dynamic_ncols=True)
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
