@@ -5,7 +5,8 @@ Why: a one-node model keeps its weights in cache between repeats and pays no int
 its time is far below what the same op costs inside the whole model (docs/TUNING.md). Here each
 model is exported (``partition.onnx.export.graph_to_onnx``) and timed **alone**, one onnxruntime
 session open at a time: first a plain session with the *default* session options (warm-ups, then
-timed runs until a minimum time and count), closed; then a session with ``enable_profiling`` whose
+timed runs until a minimum time and count), closed; then a session with ``enable_profiling`` (two, one after the other, and the faster
+kept: ``PROFILED_SESSIONS``) whose
 trace gives each kernel's time inside the real run, with the real cache state, closed; later passes
 over all the models time more blocks of plain runs, and the lowest block median is the model's
 latency (``Profiled.whole_s``). (Sessions kept open together and run interleaved steal cores
@@ -299,9 +300,9 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
     Per model: a plain session (default options): ``warmup`` runs, then a block of timed runs until
-    ``min_time_s`` and ``min_runs`` (at most ``max_runs``); closed. Then a profiled session alone:
-    ``warmup`` runs and ``rounds`` profiled runs; each node's kernel time is the median over the
-    faster half of the runs; closed. After every model, ``blocks - 1`` more passes time one block
+    ``min_time_s`` and ``min_runs`` (at most ``max_runs``); closed. Then ``PROFILED_SESSIONS``
+    profiled sessions, each alone: ``warmup`` runs and ``rounds`` profiled runs, closed; of the
+    faster session, each node's kernel time is the median over the faster half of the runs. After every model, ``blocks - 1`` more passes time one block
     of each in a fresh plain session, and the lowest block median is the model's latency
     (``whole_s``; a slow phase of the machine, or another process taking a core for a while, slows
     only the blocks it overlaps). The rows add up to the plain latency (``share_rest``: the
@@ -334,7 +335,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         try:
             p = _profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
                              min_time_s=0.0 if spent else min_time_s, min_runs=min(3, min_runs) if spent else min_runs,
-                             max_runs=max_runs, blocks_n=1, overhead_s=overhead_s)
+                             max_runs=max_runs, blocks_n=1, overhead_s=overhead_s,
+                             sessions=1 if spent else PROFILED_SESSIONS)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -423,8 +425,35 @@ def _profiled_events(data: bytes, feed: dict, runs: int) -> list[dict]:
             pass
 
 
+# Profiled sessions per model; the kernels of the faster one are kept. Why: onnxruntime's latency
+# on a shared 2-core VM is bimodal per session (mobilenet_v3_small 0.62-0.67 or 1.02-1.12 ms,
+# docs/TUNING.md), and a profiled session in the slow mode inflates the small kernels more than the
+# large ones, so its rows' proportions are skewed even once they are scaled to the plain latency
+# (mobilenet_v3_large's profiled run at 1.84x its plain latency where other runs had 1.38-1.49x;
+# mobilenet_v3_small held out then came out +24 %, against +2 to +12 % on the other runs).
+PROFILED_SESSIONS = 2
+
+
+def _run_median(events: Sequence[dict], warmup: int) -> float:
+    """The median ``model_run`` duration (seconds) of a profiled session's events, after ``warmup``."""
+    runs = sorted((e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"),
+                  key=lambda e: e["ts"])[warmup:]
+    return float(np.median([e["dur"] * 1e-6 for e in runs])) if runs else float("inf")
+
+
+def _fastest_profile(data: bytes, feed: dict, runs: int, warmup: int, sessions: int) -> list[dict]:
+    """The events of the fastest (median run after ``warmup``) of ``sessions`` profiled sessions of
+    ``data``, each opened alone and closed (``_profiled_events``)."""
+    best: list[dict] | None = None
+    for _ in range(max(1, sessions)):
+        ev = _profiled_events(data, feed, runs)
+        if best is None or _run_median(ev, warmup) < _run_median(best, warmup):
+            best = ev
+    return best
+
+
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
-                 blocks_n, overhead_s: float = 0.0) -> Profiled:
+                 blocks_n, overhead_s: float = 0.0, sessions: int = PROFILED_SESSIONS) -> Profiled:
     from types import SimpleNamespace
     from sim.graph.subgraph import host_op_work
     from sim.graph.transfer import host_pass_seconds
@@ -434,8 +463,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     load = os.getloadavg()[0]
     # 1. the plain session alone: the model's latency
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
-    # 2. the profiled session alone: the kernels
-    events = _profiled_events(data, feed, warmup + rounds)
+    # 2. the profiled sessions, each alone: the kernels of the faster one
+    events = _fastest_profile(data, feed, warmup + rounds, warmup, sessions)
     # a node whose loop never runs (a trip bound of 0) has no kernel time and no row
     weighted = [(n, w) for n, w in walk_weighted(g) if n.op not in CONTROL and w > 0]
     nodes = [n for n, _ in weighted]

@@ -329,3 +329,19 @@ def test_row_weights_count_a_loop_body_node_once_per_trip():
     rows = [InContext("m", None, 1e-6, 1e-6, 3.0), InContext("m", None, 1e-6, 1e-6), InContext("n", None, 5e-6, 5e-6)]
     assert rows[0].per_run_s == pytest.approx(3e-6)
     np.testing.assert_allclose(row_weights(rows), [0.25 + 0.5 * 0.75, 0.25 + 0.5 * 0.25, 1.0])
+
+
+def test_the_faster_of_the_profiled_sessions_is_kept(monkeypatch):
+    """A profiled session in the VM's slow mode skews its kernels' proportions: of the sessions
+    (``PROFILED_SESSIONS``), the one with the lowest median run after the warm-ups gives the rows."""
+    import tuner.calibrate_context as cc
+    assert cc.PROFILED_SESSIONS >= 2
+
+    def session(durs):
+        return [_run(i * 10_000, d) for i, d in enumerate(durs)]
+    made = iter([session([50, 1000, 1100, 1200]), session([5000, 700, 800, 900]), session([10, 900, 950, 990])])
+    monkeypatch.setattr(cc, "_profiled_events", lambda data, feed, runs: next(made))
+    got = cc._fastest_profile(b"", {}, 4, 1, 3)
+    assert [e["dur"] for e in got] == [5000, 700, 800, 900]   # medians after one warm-up: 1100, 800, 950
+    assert cc._run_median(got, 1) == pytest.approx(800e-6)
+    assert cc._run_median([], 0) == float("inf")
