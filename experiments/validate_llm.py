@@ -124,26 +124,31 @@ def beyond_op_rows(path: Path) -> tuple[list[dict], dict]:
     GPU: the presets' ``classes`` and the MI210's fractions were fitted on the ``fit`` rows only),
     and the preset's figures beside a refit on the fit half, per preset."""
     ops = [op_row(d, w) for w, d in read_jsonl(path)]
+    return op_rows(ops), refits(ops, ("mac_overhead_s", "mac_fraction", "dram_fraction"), classes=True)
+
+
+def refits(ops: list, preset_keys: tuple[str, ...], classes: bool = False) -> dict:
+    """Per preset of ``ops``: its ``kernels`` figures ``preset_keys`` beside the same figures
+    fitted on the fit half of ``ops`` (``fit_half``); with ``classes``, its ``kernels.classes`` too."""
     fit = fit_half(ops)[0]
-    rows = op_rows(ops)
-    refit = {}
+    out = {}
     for h in sorted({r.hw for r in ops}):
         hw = load_hw(h)
         mine = [r for r in fit if r.hw == h]
         bw = hw.dram.bytes_per_cycle * hw.clock_hz
-        refit[h] = {"refit_on_fit_half": {**fit_fractions(mine, hw.pes * 2 * hw.clock_hz, bw, hw.link.launch_latency_s),
-                                          "classes": fit_classes(mine, bw, hw.link.launch_latency_s)},
-                    "preset": {**{k: getattr(hw.kernels, k)
-                                  for k in ("mac_overhead_s", "mac_fraction", "dram_fraction")},
-                               "classes": [list(c) for c in hw.kernels.classes]}}
-    return rows, refit
+        refit = fit_fractions(mine, hw.pes * 2 * hw.clock_hz, bw, hw.link.launch_latency_s)
+        preset = {k: getattr(hw.kernels, k) for k in preset_keys}
+        if classes:
+            refit["classes"] = fit_classes(mine, bw, hw.link.launch_latency_s)
+            preset["classes"] = [list(c) for c in hw.kernels.classes]
+        out[h] = {"refit_on_fit_half": refit, "preset": preset}
+    return out
 
 
 def run(folder: Path, genz: str | None, beyond: Path | None = None, beyond_ops: Path | None = None) -> dict:
     ops = [op_row(d, w) for w, d in read_jsonl(folder / "measured_ops.jsonl")]
     serving = [d for _, d in read_jsonl(folder / "measured_serving.jsonl")] \
         if (folder / "measured_serving.jsonl").exists() else []
-    fit = fit_half(ops)[0]
     points = [{"kind": r.op, **r.dims} for r in ops]
     points += [{"kind": "serving", **{k: d.get(k) for k in ("model", "batch", "input_len", "tp", "metric")}}
                for d in serving]
@@ -157,14 +162,7 @@ def run(folder: Path, genz: str | None, beyond: Path | None = None, beyond_ops: 
     srows = serving_rows(serving, has_llm, gz[len(ops):] if gz else None)
     brows = serving_rows([d for _, d in read_jsonl(beyond)], has_llm) if beyond else []
     groups = sorted({(r["hw"], r["dtype"], r["metric"].split("_per_")[0]) for r in brows})
-    presets = sorted({r.hw for r in ops})
-    refit = {}
-    for h in presets:
-        hw = load_hw(h)
-        refit[h] = {"refit_on_fit_half": fit_fractions([r for r in fit if r.hw == h], hw.pes * 2 * hw.clock_hz,
-                                                       hw.dram.bytes_per_cycle * hw.clock_hz, hw.link.launch_latency_s),
-                    "preset": {k: getattr(hw.kernels, k) for k in ("mac_overhead_s", "mac_fraction", "dram_fraction",
-                                                                   "softmax_dram_fraction")}}
+    refit = refits(ops, ("mac_overhead_s", "mac_fraction", "dram_fraction", "softmax_dram_fraction"))
     return {
         "operators": rows, "serving": srows, "genz": gz_note, "fractions": refit,
         "summary": {"ours_all": summary(r["ours_error"] for r in rows),
