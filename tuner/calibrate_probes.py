@@ -82,15 +82,20 @@ GROUP_WIDTHS = ((1, 3), (1, 5), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3), (16, 1),
                 (64, 1), (64, 3))
 
 
-def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] = GROUP_WIDTHS) -> Any:
+# The stride-2 probes hold the kernels that downsample: a 1x1 grouped convolution does not.
+STRIDED_WIDTHS = tuple((gw, k) for gw, k in GROUP_WIDTHS if k > 1)
+
+
+def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] = GROUP_WIDTHS,
+                        stride: int = 1) -> Any:
     """One grouped-convolution probe: input ``shape`` (N, C, H, W); for each (channels per group,
-    kernel) of ``widths`` narrower than C, a convolution of C to C channels in C / width groups,
-    its batch norm and a relu, side by side on the input."""
+    kernel) of ``widths`` narrower than C, a convolution of C to C channels in C / width groups at
+    ``stride``, its batch norm and a relu, side by side on the input."""
     from partition.builder import GraphBuilder
     n, c, h, w = (int(d) for d in shape)
-    b = GraphBuilder.for_model(f"probe_grouped_{c}x{h}x{w}", 0)
+    b = GraphBuilder.for_model(f"probe_grouped{'_s%d' % stride if stride > 1 else ''}_{c}x{h}x{w}", 0)
     x = b.input("x", [n, c, h, w])
-    return b.finish([b.conv_bn(x, c, k, groups=c // gw, name=f"g{gw}k{k}", act="relu")
+    return b.finish([b.conv_bn(x, c, k, stride=stride, groups=c // gw, name=f"g{gw}k{k}", act="relu")
                      for gw, k in widths if c % gw == 0 and gw < c])
 
 
@@ -100,8 +105,11 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n)) for k, n in DENSE_SHAPES]
             + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m)) for m, k, n in GEMM_SHAPES]
-            + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES])
+            + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
+            + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
+                grouped_probe_graph((s[0], s[1], 2 * s[2], 2 * s[3]), STRIDED_WIDTHS, stride=2))
+               for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
+__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES", "STRIDED_WIDTHS",
            "dense_probe_graph", "grouped_probe_graph", "probe_graph", "probe_graphs"]

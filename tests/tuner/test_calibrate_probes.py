@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tuner.calibrate_probes import (DENSE_SHAPES, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
-                                    PROBE_SHAPES, dense_probe_graph, grouped_probe_graph, probe_graph)
+                                    PROBE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
+                                    probe_graph)
 
 
 def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_onnxruntime():
@@ -33,7 +34,8 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
     probes = [label for label, _ in pg]
     assert probes == ([f"probe:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES] + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
-                      + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES])
+                      + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
+                      + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES])
     assert len(graphs) > len(probes)
     for label, g in pg[:len(PROBE_SHAPES)]:
         assert {n.op for n in g.nodes} >= set(PROBE_KINDS)
@@ -92,3 +94,37 @@ def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it(
     x = np.random.default_rng(0).standard_normal((1, 16, 9, 9)).astype(np.float32)
     outs = sess.run(None, {sess.get_inputs()[0].name: x})
     assert len(outs) == len(want) and all(o.shape == (1, 16, 9, 9) and (o >= 0).all() for o in outs)
+
+
+def test_strided_grouped_probe_downsamples_each_kernel_wider_than_1x1_and_onnxruntime_agrees():
+    """The stride-2 probe halves its input's resolution with every (width, kernel) of the grouped
+    probe but the 1x1 ones, and computes what numpy's own grouped convolution of its weights does."""
+    ort = pytest.importorskip("onnxruntime")
+    from partition.onnx.export import graph_to_onnx
+    assert set(STRIDED_WIDTHS) == {(w, k) for w, k in GROUP_WIDTHS if k > 1} and (8, 3) in STRIDED_WIDTHS
+    g = grouped_probe_graph((1, 8, 10, 10), STRIDED_WIDTHS, stride=2)
+    convs = [n for n in g.nodes if n.op == "conv2d"]
+    assert [(8 // n.attrs["groups"], n.inputs[1].shape[2]) for n in convs] == [(w, k) for w, k in STRIDED_WIDTHS if w < 8]
+    assert all(n.attrs["strides"] == (2, 2) and n.outputs[0].shape == (1, 8, 5, 5) for n in convs)
+    x = np.random.default_rng(2).standard_normal((1, 8, 10, 10)).astype(np.float32)
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    outs = sess.run(None, {sess.get_inputs()[0].name: x})
+    for n, y in zip(convs, outs):
+        w = n.inputs[1].data
+        k, groups = w.shape[2], n.attrs["groups"]
+        p = k // 2
+        xp = np.pad(x[0], ((0, 0), (p, p), (p, p)))
+        cg = 8 // groups
+        conv = np.zeros((8, 5, 5))
+        for o in range(8):
+            grp = o // cg
+            for i in range(5):
+                for j in range(5):
+                    conv[o, i, j] = (xp[grp * cg:(grp + 1) * cg, 2 * i:2 * i + k, 2 * j:2 * j + k] * w[o]).sum()
+        bn = n.outputs[0].users[0]
+        assert bn.op == "batch_norm"
+        scale, bias, mean, var = (v.data for v in bn.inputs[1:5])
+        eps = bn.attrs.get("epsilon", 1e-5)
+        want = np.maximum(0, (conv - mean[:, None, None]) / np.sqrt(var[:, None, None] + eps) * scale[:, None, None]
+                          + bias[:, None, None])
+        np.testing.assert_allclose(y[0], want, rtol=1e-4, atol=1e-4)

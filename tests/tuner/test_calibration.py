@@ -407,6 +407,36 @@ def test_every_convolution_of_the_ir_is_a_mac_op_with_its_window():
         assert s.numeric()[4] == 0.0  # rank: not a feature of a MAC op
 
 
+
+def test_a_grouped_convolution_is_described_by_one_groups_gemm_and_its_group_count():
+    """Every feature of a convolution in G groups of 8 channels but the group count is that of one
+    group's own dense convolution (8 -> 8 channels on the same input size): onnxruntime runs the
+    groups one after another, so RegNet's 13 groups and a probe's 16 look alike to the trees."""
+    from partition.builder import GraphBuilder
+    from tuner.calibration import NUMERIC
+    b = GraphBuilder.for_model("groups", 0)
+    x, y = b.input("x", [1, 104, 28, 28]), b.input("y", [1, 8, 28, 28])
+    grouped = b.conv(x, 104, 3, groups=13, name="grouped")
+    one = b.conv(y, 8, 3, name="one")
+    dw = b.conv(x, 104, 3, groups=104, name="dw")
+    g = b.finish([grouped, one, dw])
+    host = sim.load_hw("edge-npu").host
+    by = {n.name: host_sample(n, host) for n in g.nodes}
+    f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
+    assert f["grouped"]["log_groups"] == pytest.approx(np.log2(13)) and f["one"]["log_groups"] == 0.0
+    for name in NUMERIC:
+        if name not in ("log_groups", "log_analytical_s"):
+            assert f["grouped"][name] == pytest.approx(f["one"][name]), name
+    # a 13th of the op's roofline, whose one launch stays whole in log_launch_s
+    assert f["grouped"]["log_analytical_s"] == pytest.approx(np.log10(by["grouped"].analytical_s / 13))
+    # the sample itself keeps the totals: the analytical cost and the FLOP cap are the whole op's
+    assert by["grouped"].flops == pytest.approx(13 * by["one"].flops)
+    assert by["grouped"].analytical_s > 10 * by["one"].analytical_s
+    # a depthwise convolution is 104 groups of one channel
+    assert f["dw"]["log_flops"] == pytest.approx(np.log10(by["dw"].flops / 104 + 1))
+    assert f["dw"]["log_group_width"] == 0.0
+
+
 # ------------------------------------------------------------------ rows weighted by model
 def test_model_weights_give_every_model_the_same_total_half_by_count_half_by_time():
     from tuner.calibration import model_weights
