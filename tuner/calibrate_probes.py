@@ -38,6 +38,13 @@ out. The probes now hold depthwise ones too (width 1, 3x3 and 5x5), so depthwise
 rows of their own whatever family is held out. On two collections refitted offline: RegNet from
 -38 and -36 % to within 20 % and -23 %, the 17 models held out by family 14 and 16 -> 15 and 15
 (experiments/results/calibration_unseen/runs.md).
+
+**Grouped convolutions that downsample** (stride 2, every width above but the 1x1 ones, on inputs
+of twice the resolution): onnxruntime ran RegNetY's and the probes' 3x3 convolutions of 8 channels
+per group 1.4-1.6x slower at stride 2 than at stride 1 for the same output (depthwise 1.7x), and no
+model of the zoo has a grouped one. Refitted offline on four collections (2026-11-29, fourth
+session), RegNetY-400MF never seen came out -21, -15, -12 and -17 % without them and -6, -12, -8
+and -16 % with them (experiments/results/calibration_unseen/runs.md).
 """
 from __future__ import annotations
 
