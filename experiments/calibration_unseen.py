@@ -26,24 +26,31 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measured_s(paths: list[str], passes: int = 3) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
-    """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds; path ->
-    why onnxruntime could not run it). The passes go over every file in turn, each a fresh
-    session, so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its
-    other runs) slows one block of a file, not all."""
+def measured_s(paths: list[str], passes: int = 3) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
+    """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds, and the
+    machine's phase just before that block (``calibrate_context.parallel_speedup``); path -> why
+    onnxruntime could not run it). The passes go over every file in turn, each a fresh session,
+    so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its other
+    runs) slows one block of a file, not all."""
     import onnx
-    from tuner.calibrate_context import _plain_blocks
+    from tuner.calibrate_context import _plain_blocks, _speedup_model, parallel_speedup
+    probe = _speedup_model()
     blocks: dict[str, list] = {p: [] for p in paths}
+    phase: dict[str, list] = {p: [] for p in paths}
     errors: dict[str, str] = {}
     for _ in range(passes):
         for path in [p for p in paths if p not in errors]:
             try:  # onnxruntime opens the path itself: a file with external data works too
                 inputs = onnx.load(path, load_external_data=False).graph.input
+                phase[path].append(parallel_speedup(model=probe))
                 blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
             except Exception as e:  # noqa: BLE001 - one file onnxruntime cannot run is reported
                 errors[path] = str(e).splitlines()[0][:160]
-    times = {p: (min(float(np.median(b)) for b in bl), min(min(b) for b in bl))
-             for p, bl in blocks.items() if p not in errors}
+    times = {}
+    for p, bl in blocks.items():
+        if p not in errors:
+            i = int(np.argmin([np.median(b) for b in bl]))
+            times[p] = (float(np.median(bl[i])), min(min(b) for b in bl), phase[p][i])
     return times, errors
 
 
@@ -83,8 +90,8 @@ def main(argv=None) -> int:
         if path in errors:
             rows.append({"model": name, "error": errors[path]})
             continue
-        (pred, ana, nodes), (got, best) = costed[path], times[path]
-        rows.append({"model": name, "measured_s": got, "best_run_s": best, "analytical_s": ana,
+        (pred, ana, nodes), (got, best, speedup) = costed[path], times[path]
+        rows.append({"model": name, "measured_s": got, "best_run_s": best, "parallel_speedup": speedup, "analytical_s": ana,
                      "calibrated_s": pred, "calibrated_error": pred / got - 1.0, "analytical_error": ana / got - 1.0,
                      "nodes": nodes})
     ok = [r for r in rows if "calibrated_error" in r]
@@ -93,13 +100,17 @@ def main(argv=None) -> int:
         print(json.dumps({"rows": rows, "within_20": within, "of": len(ok), "calibration": a.calibration,
                           "load_average": os.getloadavg()}, indent=1))
         return 0
-    print(f"{'model':<34} {'measured ms':>12} {'analytical ms':>14} {'err':>7} {'calibrated ms':>14} {'err':>7}")
+    # speedup: onnxruntime's threads on a small model just before the block kept (the phase of the
+    # machine: 1.8x in the fast phase of the VM of docs/TUNING.md, 1.5-1.6x in the slow one)
+    print(f"{'model':<34} {'measured ms':>12} {'analytical ms':>14} {'err':>7} {'calibrated ms':>14} {'err':>7} "
+          f"{'speedup':>8}")
     for r in rows:
         if "error" in r:
             print(f"{r['model']:<34} {r['error']}")
             continue
         print(f"{r['model']:<34} {r['measured_s'] * 1e3:>12.3f} {r['analytical_s'] * 1e3:>14.2f} "
-              f"{r['analytical_error']:>+7.0%} {r['calibrated_s'] * 1e3:>14.3f} {r['calibrated_error']:>+7.0%}")
+              f"{r['analytical_error']:>+7.0%} {r['calibrated_s'] * 1e3:>14.3f} {r['calibrated_error']:>+7.0%} "
+              f"{r['parallel_speedup']:>7.2f}x")
     print(f"within 20 %: {within} of {len(ok)} (load average {os.getloadavg()[0]:.1f})")
     return 0
 

@@ -345,3 +345,75 @@ def test_the_faster_of_the_profiled_sessions_is_kept(monkeypatch):
     assert [e["dur"] for e in got] == [5000, 700, 800, 900]   # medians after one warm-up: 1100, 800, 950
     assert cc._run_median(got, 1) == pytest.approx(800e-6)
     assert cc._run_median([], 0) == float("inf")
+
+
+def test_parallel_speedup_is_one_thread_over_the_default_sessions_latency(monkeypatch):
+    """The phase indicator: the median of a small model's runs on one intra-op thread over the
+    median with the default options; a machine whose default is one thread gives about 1."""
+    ort = pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    sp = cc.parallel_speedup(runs=5)
+    assert 0.3 < sp < 4.0
+    real = ort.SessionOptions
+
+    class OneThread(real):
+        def __init__(self):
+            super().__init__()
+            self.intra_op_num_threads = 1
+    monkeypatch.setattr(ort, "SessionOptions", OneThread)
+    assert 0.6 < cc.parallel_speedup(runs=15) < 1.6
+
+
+@pytest.mark.parametrize("phases, reprofiled", [((1.0, 2.0), 1), ((2.0, 2.0), 0), ((2.0, 1.0), 0)])
+def test_a_model_profiled_in_a_slower_phase_is_profiled_again_in_a_faster_one(monkeypatch, phases, reprofiled):
+    """A model profiled while the machine's speed-up was under PHASE_GAP times the one of a later
+    pass is profiled again in that pass; the faster profile's rows are kept with its speed-up."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    seq = iter(phases)
+    monkeypatch.setattr(cc, "parallel_speedup", lambda **kw: next(seq))
+    profiles = [0]
+    real = cc._profile_one
+
+    def counted(*a, **kw):
+        profiles[0] += 1
+        return real(*a, **kw)
+    monkeypatch.setattr(cc, "_profile_one", counted)
+    (p,), _ = cc.profile_models([("byoc_demo", models.get("byoc_demo"))], rounds=1, min_time_s=0.0, min_runs=2,
+                                overhead_s=0.0, blocks=2)
+    assert profiles[0] == 1 + reprofiled and p.reprofiled == reprofiled
+    assert p.speedup in phases and (reprofiled or p.speedup == phases[0])
+    assert p.runs == 4   # the second pass's block of plain runs, in the new profile or on its own
+    total = sum(r.seconds * p.executions[r.node.name] for r in p.rows)
+    assert abs(total - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
+
+
+def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys, monkeypatch):
+    """phases_of: the speed-ups' range and median, and the models under PHASE_GAP times the
+    median; calibrate --host warns of them in one line and reports them in --json."""
+    from types import SimpleNamespace
+    import tuner.calibrate_context as cc
+    from tuner.cli import main
+    from tuner.cli.cmd_calibrate import phases_of
+    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r)
+          for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
+    ph = phases_of(ps)
+    assert ph == {"speedup_min": 1.5, "speedup_median": 1.8, "speedup_max": 1.85, "reprofiled": ["b"], "slow": ["c"]}
+    assert phases_of(ps[:2])["slow"] == []
+    from dataclasses import replace
+    real = cc.profile_models
+
+    def one_slow(graphs, **kw):
+        out, failed = real(graphs, **kw)
+        return [replace(p, speedup=s) for p, s in zip(out, (1.8, 1.5, 1.8))], failed
+    monkeypatch.setattr(cc, "profile_models", one_slow)
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "mobilenet_v3_small", "-o", str(out),
+                 "--rounds", "1", "--time-budget", "30"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    warn = [line for line in err if line.startswith("warning:")]
+    assert len(warn) == 1 and "bert_tiny" in warn[0] and "1.50x" in warn[0]
+    import json
+    meta = json.loads(out.read_text())["meta"]["whole_models"]
+    assert meta["bert_tiny"]["parallel_speedup"] == 1.5

@@ -374,7 +374,7 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     good, broken = out["rows"]
     want = tune(load_onnx(onnx_file), "edge-npu", trials=0, progress=False, calibration=cal).baselines["all_host"]
     assert good["calibrated_s"] == pytest.approx(want.latency_s, rel=1e-12)
-    assert 0 < good["best_run_s"] <= good["measured_s"] < 1.0
+    assert 0 < good["best_run_s"] <= good["measured_s"] < 1.0 and 0.3 < good["parallel_speedup"] < 4.0
     assert good["calibrated_error"] == pytest.approx(good["calibrated_s"] / good["measured_s"] - 1)
     assert broken["model"] == "bad.onnx" and "error" in broken and out["of"] == 1
     assert out["within_20"] == int(abs(good["calibrated_error"]) <= 0.2)

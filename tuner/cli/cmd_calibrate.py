@@ -90,6 +90,11 @@ def run(args) -> int:
     if summary.get("skipped"):
         print(f"  {len(summary['skipped'])} op(s) skipped, e.g. {summary['skipped'][0]['key'][:80]}: "
               f"{summary['skipped'][0]['reason']}")
+    ph = summary.get("phases")
+    if ph and ph["slow"]:
+        print(f"warning: {len(ph['slow'])} model(s) profiled while onnxruntime's threads sped a small model up "
+              f"{ph['speedup_min']:.2f}x against {ph['speedup_median']:.2f}x for most (a slower phase of the machine, "
+              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady", file=sys.stderr)
     return 0
 
 
@@ -188,7 +193,8 @@ def _host(args) -> dict:
              "dispatch_s": None, **facts, "wall_s": time.perf_counter() - t0,
              "whole_models": {p.model: {"median_s": p.whole_s, "best_s": p.best_s, "profiled_run_s": p.profiled_run_s,
                                         "kernels_s": float(sum(p.kernel_s.values())), "runs": p.runs,
-                                        "load": list(p.load)} for p in profiled}}
+                                        "load": list(p.load), "parallel_speedup": _finite(p.speedup),
+                                        "reprofiled": p.reprofiled} for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
     # counts once in its model's time
@@ -215,7 +221,26 @@ def _host(args) -> dict:
             "skipped": [{"key": k, "reason": r} for k, r in skipped], "intra_op_threads": facts["intra_op_threads"],
             "run_overhead_s": facts["run_overhead_s"], "dispatch_s": facts["dispatch_s"],
             "onnxruntime": ort.__version__,
-            "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0}
+            "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
+            "phases": phases_of(profiled)}
+
+
+def phases_of(profiled) -> dict:
+    """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
+    the lowest, median and highest speed-up, the models profiled again, and the models whose
+    profile is from a phase slower than most (under ``PHASE_GAP`` times the median), which the
+    calibration carries."""
+    from tuner.calibrate_context import PHASE_GAP
+    sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
+    mid = float(np.median(list(sp.values()))) if sp else float("nan")
+    return {"speedup_min": _finite(min(sp.values(), default=float("nan"))), "speedup_median": _finite(mid),
+            "speedup_max": _finite(max(sp.values(), default=float("nan"))),
+            "reprofiled": sorted(p.model for p in profiled if p.reprofiled),
+            "slow": sorted(m for m, v in sp.items() if v < PHASE_GAP * mid)}
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(v) else None
 
 
 def _device(args) -> dict:
