@@ -4,7 +4,8 @@ calibration never saw"): each ONNX file's predicted all-on-host latency, as ``ac
 latency of the *file itself* on this machine (default session options, one session open at a
 time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
 7 runs, the lowest block median: the way ``calibrate --host`` times a model,
-``tuner.calibrate_context``).
+``tuner.calibrate_context``; up to 8 passes for a file whose block was timed in a slower phase of
+the machine than the others, ``measured_s``).
 
     accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
     python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
@@ -26,20 +27,34 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measured_s(paths: list[str], passes: int = 3) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
+def measured_s(paths: list[str], passes: int = 3, most: int = 8) -> tuple[dict[str, tuple[float, float, float]],
+                                                                          dict[str, str]]:
     """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds, and the
     machine's phase just before that block (``calibrate_context.parallel_speedup``); path -> why
     onnxruntime could not run it). The passes go over every file in turn, each a fresh session,
     so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its other
-    runs) slows one block of a file, not all."""
+    runs) slows one block of a file, not all. A slow phase can outlast the ``passes`` (one did,
+    2026-11-29: every block of every file at 1.50-1.59x, ShuffleNet 2.41 ms against 1.41): then
+    up to ``most`` passes in all time again the files whose kept block is from a phase under
+    ``PHASE_GAP`` times the fastest seen, as ``calibrate --host`` profiles its models again."""
     import onnx
-    from tuner.calibrate_context import _plain_blocks, _speedup_model, parallel_speedup
+    from tuner.calibrate_context import PHASE_GAP, _plain_blocks, _speedup_model, parallel_speedup
     probe = _speedup_model()
     blocks: dict[str, list] = {p: [] for p in paths}
     phase: dict[str, list] = {p: [] for p in paths}
     errors: dict[str, str] = {}
-    for _ in range(passes):
-        for path in [p for p in paths if p not in errors]:
+
+    def kept(p: str) -> int:
+        return int(np.argmin([np.median(b) for b in blocks[p]]))
+
+    def slow() -> list[str]:
+        top = max((v for p in paths if p not in errors for v in phase[p]), default=0.0)
+        return [p for p in paths if p not in errors and blocks[p] and phase[p][kept(p)] < PHASE_GAP * top]
+    for n in range(max(passes, most)):
+        todo = [p for p in paths if p not in errors] if n < passes else slow()
+        if not todo:
+            break
+        for path in todo:
             try:  # onnxruntime opens the path itself: a file with external data works too
                 inputs = onnx.load(path, load_external_data=False).graph.input
                 phase[path].append(parallel_speedup(model=probe))
@@ -49,7 +64,7 @@ def measured_s(paths: list[str], passes: int = 3) -> tuple[dict[str, tuple[float
     times = {}
     for p, bl in blocks.items():
         if p not in errors:
-            i = int(np.argmin([np.median(b) for b in bl]))
+            i = kept(p)
             times[p] = (float(np.median(bl[i])), min(min(b) for b in bl), phase[p][i])
     return times, errors
 
