@@ -138,7 +138,7 @@ class OpSample:
         fixed cost, stays whole in ``launch_s``): onnxruntime runs the groups one after another,
         each a GEMM of its own. Described by its totals, RegNetY's 13 groups of 8 channels at 28x28
         and a probe's 16 such groups fell on different sides of the trees' splits on the totals and
-        were predicted at 0.3x and 0.9x their time; one group of each is the same GEMM."""
+        were predicted at 0.37x and 0.90x their time; one group of each is the same GEMM."""
         g = float(self.groups)
         return replace(self, flops=self.flops / g, bytes=self.bytes / g, out_elems=self.out_elems / g,
                        in_elems=self.in_elems / g, weight_bytes=self.weight_bytes / g, compute_s=self.compute_s / g,
