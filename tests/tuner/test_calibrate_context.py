@@ -417,3 +417,8 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     import json
     meta = json.loads(out.read_text())["meta"]["whole_models"]
     assert meta["bert_tiny"]["parallel_speedup"] == 1.5
+    assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "mobilenet_v3_small", "-o", str(out),
+                 "--rounds", "1", "--time-budget", "30", "--json"]) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["phases"]["slow"] == ["bert_tiny"]
+    assert sum(line.startswith("warning:") for line in cap.err.splitlines()) == 1

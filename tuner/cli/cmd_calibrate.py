@@ -79,6 +79,11 @@ def run(args) -> int:
         if args.models or args.ops:
             raise CLIError("calibrate: --models and --ops go with --host")
         summary = _device(args)
+    ph = summary.get("phases")
+    if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
+        print(f"warning: {len(ph['slow'])} model(s) profiled while onnxruntime's threads sped a small model up "
+              f"{ph['speedup_min']:.2f}x against {ph['speedup_median']:.2f}x for most (a slower phase of the machine, "
+              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady", file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
@@ -90,11 +95,6 @@ def run(args) -> int:
     if summary.get("skipped"):
         print(f"  {len(summary['skipped'])} op(s) skipped, e.g. {summary['skipped'][0]['key'][:80]}: "
               f"{summary['skipped'][0]['reason']}")
-    ph = summary.get("phases")
-    if ph and ph["slow"]:
-        print(f"warning: {len(ph['slow'])} model(s) profiled while onnxruntime's threads sped a small model up "
-              f"{ph['speedup_min']:.2f}x against {ph['speedup_median']:.2f}x for most (a slower phase of the machine, "
-              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady", file=sys.stderr)
     return 0
 
 
