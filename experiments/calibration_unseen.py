@@ -38,8 +38,8 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8) -> tuple[dict[s
     up to ``most`` passes in all time again the files whose kept block is from a phase under
     ``PHASE_GAP`` times the fastest seen, as ``calibrate --host`` profiles its models again."""
     import onnx
-    from tuner.calibrate_context import PHASE_GAP, _plain_blocks, _speedup_model, parallel_speedup
-    probe = _speedup_model()
+    from tuner.calibrate_context import PHASE_GAP, _plain_blocks, parallel_speedup, phase_probe
+    probe = phase_probe()
     blocks: dict[str, list] = {p: [] for p in paths}
     phase: dict[str, list] = {p: [] for p in paths}
     errors: dict[str, str] = {}

@@ -372,6 +372,7 @@ def test_a_model_profiled_in_a_slower_phase_is_profiled_again_in_a_faster_one(mo
     import tuner.calibrate_context as cc
     from partition import models
     seq = iter(phases)
+    monkeypatch.setattr(cc, "phase_probe", lambda: b"")
     monkeypatch.setattr(cc, "parallel_speedup", lambda **kw: next(seq))
     profiles = [0]
     real = cc._profile_one
