@@ -5,7 +5,7 @@ latency of the *file itself* on this machine (default session options, one sessi
 time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
 7 runs, the lowest block median: the way ``calibrate --host`` times a model,
 ``tuner.calibrate_context``; up to 8 passes for a file whose block was timed in a slower phase of
-the machine than the others, ``measured_s``).
+the machine than most, ``measured_s``).
 
     accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
     python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
@@ -35,10 +35,10 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8) -> tuple[dict[s
     so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its other
     runs) slows one block of a file, not all. A slow phase can outlast the ``passes`` (one did,
     2026-11-29: every block of every file at 1.50-1.59x, ShuffleNet 2.41 ms against 1.41): then
-    up to ``most`` passes in all time again the files whose kept block is from a phase under
-    ``PHASE_GAP`` times the fastest seen, as ``calibrate --host`` profiles its models again."""
+    up to ``most`` passes in all time again the files whose kept block is from a slower phase than
+    most (``calibrate_context.slower_than_most``, the rule ``calibrate --host`` warns by)."""
     import onnx
-    from tuner.calibrate_context import PHASE_GAP, _plain_blocks, parallel_speedup, phase_probe
+    from tuner.calibrate_context import _plain_blocks, parallel_speedup, phase_probe, slower_than_most
     probe = phase_probe()
     blocks: dict[str, list] = {p: [] for p in paths}
     phase: dict[str, list] = {p: [] for p in paths}
@@ -48,8 +48,7 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8) -> tuple[dict[s
         return int(np.argmin([np.median(b) for b in blocks[p]]))
 
     def slow() -> list[str]:
-        top = max((v for p in paths if p not in errors for v in phase[p]), default=0.0)
-        return [p for p in paths if p not in errors and blocks[p] and phase[p][kept(p)] < PHASE_GAP * top]
+        return slower_than_most({p: phase[p][kept(p)] for p in paths if p not in errors and blocks[p]})
     for n in range(max(passes, most)):
         todo = [p for p in paths if p not in errors] if n < passes else slow()
         if not todo:

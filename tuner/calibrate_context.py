@@ -478,6 +478,17 @@ def _fastest_profile(data: bytes, feed: dict, runs: int, warmup: int, sessions: 
 PHASE_GAP = 0.9
 
 
+def slower_than_most(speedups: Mapping[str, float]) -> list[str]:
+    """The keys whose speed-up (``parallel_speedup``) is under ``PHASE_GAP`` times the median of
+    the finite ones: measured in a slower phase of the machine than most. The median, not the
+    best: one measurement right after other work read 2.16x against 1.8x for the rest."""
+    sp = {k: v for k, v in speedups.items() if np.isfinite(v)}
+    if not sp:
+        return []
+    mid = float(np.median(list(sp.values())))
+    return sorted(k for k, v in sp.items() if v < PHASE_GAP * mid)
+
+
 def phase_probe() -> bytes:
     """The model ``parallel_speedup`` times, after one measurement thrown away: the first of a
     process read 0.99x in the fast phase even with 20 warm-ups (experiments/calibration_unseen.py,
@@ -573,4 +584,4 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP"]
+           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "slower_than_most", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP"]

@@ -423,3 +423,13 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     cap = capsys.readouterr()
     assert json.loads(cap.out)["phases"]["slow"] == ["bert_tiny"]
     assert sum(line.startswith("warning:") for line in cap.err.splitlines()) == 1
+
+
+def test_slower_than_most_is_relative_to_the_median_not_the_best():
+    """One rule for calibrate --host's warning and calibration_unseen's re-timing: under PHASE_GAP
+    times the median of the finite speed-ups; one high outlier flags nothing."""
+    from tuner.calibrate_context import PHASE_GAP, slower_than_most
+    sp = {"a": 1.8, "b": 1.82, "c": 2.16, "d": 1.5, "e": float("nan")}
+    assert slower_than_most(sp) == ["d"]
+    assert 1.5 < PHASE_GAP * 1.81 < 1.8
+    assert slower_than_most({"a": 1.5, "b": 1.55}) == [] and slower_than_most({}) == []

@@ -228,15 +228,14 @@ def _host(args) -> dict:
 def phases_of(profiled) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
     the lowest, median and highest speed-up, the models profiled again, and the models whose
-    profile is from a phase slower than most (under ``PHASE_GAP`` times the median), which the
+    profile is from a phase slower than most (``calibrate_context.slower_than_most``), which the
     calibration carries."""
-    from tuner.calibrate_context import PHASE_GAP
+    from tuner.calibrate_context import slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
-            "reprofiled": sorted(p.model for p in profiled if p.reprofiled),
-            "slow": sorted(m for m, v in sp.items() if v < PHASE_GAP * mid)}
+            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slower_than_most(sp)}
 
 
 def _finite(v: float) -> float | None:
