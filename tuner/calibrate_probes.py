@@ -45,6 +45,19 @@ per group 1.4-1.6x slower at stride 2 than at stride 1 for the same output (dept
 model of the zoo has a grouped one. Refitted offline on four collections (2026-11-29, fourth
 session), RegNetY-400MF never seen came out -21, -15, -12 and -17 % without them and -6, -12, -8
 and -16 % with them (experiments/results/calibration_unseen/runs.md).
+
+**Each stage's resolution at three channel counts** (the stage's, three quarters and half of it,
+``GROUPED_SHAPES``), and **depthwise 7x7** (ConvNeXt). At one width the channels set the number
+of groups, so with one channel count per resolution the number of groups stood for the
+resolution: at 8 channels per group, 32 groups were only ever 14x14, and ResNeXt-50's 32 groups at
+28x28 were predicted 1.6-1.7x their time, RegNetY's 26 groups at 14x14 0.5-0.6x. With three
+counts per resolution a number of groups meets two or three resolutions, and the counts of
+3 x 2^k fill the gaps between the powers of two. ConvNeXt's 7x7 depthwise convolutions, in no
+model of the zoo, were predicted 6.5x their time on one collection, and 11x once the new channel
+counts moved the depthwise fit (ConvNeXt +20 to +28 %). Refitted offline on three collections (2026-11-29, fifth session): RegNetY-400MF never seen
+from -15, -10 and -11 % to -7, -5 and -1 %, ResNeXt-50 -3, -3, +1 % to -1, 0, +3 %, the 15 files
+within 20 % on all three either way, the 17 models with their family held out 16 on all three
+either way (runs.md).
 """
 from __future__ import annotations
 
@@ -81,11 +94,15 @@ def dense_probe_graph(k: int, n: int, m: int = 1) -> Any:
     return b.finish([b.dense(b.input("x", [m, k]), n, name="fc")])
 
 
-# Activations of the four later stages of a ResNet-style network, and the (channels per group,
-# kernel) of each grouped convolution a probe holds: depthwise 3x3 and 5x5 (MobileNet,
-# EfficientNet), then 2 to 64 channels per group (RegNet's 8 and 16, ResNeXt's 4 and 8 ... wider)
-GROUPED_SHAPES = ((1, 64, 56, 56), (1, 128, 28, 28), (1, 256, 14, 14), (1, 512, 7, 7))
-GROUP_WIDTHS = ((1, 3), (1, 5), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3), (16, 1), (16, 3), (32, 1), (32, 3),
+# Activations of the four later stages of a ResNet-style network, each also at half and three
+# quarters of its channels, and the (channels per group, kernel) of each grouped convolution a
+# probe holds: depthwise 3x3, 5x5 and 7x7 (MobileNet, EfficientNet, ConvNeXt), then 2 to 64
+# channels per group (RegNet's 8 and 16, ResNeXt's 4 and 8 ... wider). At one width the channels
+# set the number of groups, so with one channel count per resolution the two moved together and
+# the trees used one for the other.
+STAGE_SHAPES = ((1, 64, 56, 56), (1, 128, 28, 28), (1, 256, 14, 14), (1, 512, 7, 7))
+GROUPED_SHAPES = tuple((n, c * q // 4, h, w) for n, c, h, w in STAGE_SHAPES for q in (2, 3, 4))
+GROUP_WIDTHS = ((1, 3), (1, 5), (1, 7), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3), (16, 1), (16, 3), (32, 1), (32, 3),
                 (64, 1), (64, 3))
 
 
@@ -118,5 +135,6 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
                for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES", "STRIDED_WIDTHS",
+__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES",
+           "STRIDED_WIDTHS",
            "dense_probe_graph", "grouped_probe_graph", "probe_graph", "probe_graphs"]

@@ -82,7 +82,7 @@ def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it(
     import sim
     from partition.onnx.export import graph_to_onnx
     from tuner.calibration import host_sample
-    assert {w for w, _ in GROUP_WIDTHS} >= {1, 8, 16} and {k for w, k in GROUP_WIDTHS if w == 1} == {3, 5}
+    assert {w for w, _ in GROUP_WIDTHS} >= {1, 8, 16} and {k for w, k in GROUP_WIDTHS if w == 1} == {3, 5, 7}
     g = grouped_probe_graph((1, 16, 9, 9))
     convs = [n for n in g.nodes if n.op == "conv2d"]
     want = [(w, k) for w, k in GROUP_WIDTHS if w < 16]
@@ -128,3 +128,20 @@ def test_strided_grouped_probe_downsamples_each_kernel_wider_than_1x1_and_onnxru
         want = np.maximum(0, (conv - mean[:, None, None]) / np.sqrt(var[:, None, None] + eps) * scale[:, None, None]
                           + bias[:, None, None])
         np.testing.assert_allclose(y[0], want, rtol=1e-4, atol=1e-4)
+
+
+def test_grouped_probes_meet_a_number_of_groups_at_more_than_one_resolution():
+    """At one width the channels set the number of groups; with one channel count per resolution
+    the two moved together and the fit took one for the other. Each resolution now has three
+    channel counts, so RegNet's and ResNeXt's group counts at 8 channels per group (32 groups at
+    28x28 and at 14x14) meet more than one resolution, and counts of 3 x 2^k fill the gaps."""
+    at: dict[tuple[int, int], set[int]] = {}
+    for _, c, h, _ in GROUPED_SHAPES:
+        for gw, _k in GROUP_WIDTHS:
+            if gw < c and c % gw == 0:
+                at.setdefault((gw, c // gw), set()).add(h)
+    assert {h for _, _, h, _ in GROUPED_SHAPES} == {56, 28, 14, 7}
+    assert len({c for _, c, h, _ in GROUPED_SHAPES if h == 28}) == 3
+    assert at[(8, 32)] == {14, 7} and at[(8, 16)] == {28, 14}
+    assert {g for (gw, g) in at if gw == 8} >= {6, 8, 12, 16, 24, 32, 48, 64}
+    assert all(c % 8 == 0 for _, c, _, _ in GROUPED_SHAPES)
