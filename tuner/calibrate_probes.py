@@ -54,10 +54,11 @@ resolution: at 8 channels per group, 32 groups were only ever 14x14, and ResNeXt
 counts per resolution a number of groups meets two or three resolutions, and the counts of
 3 x 2^k fill the gaps between the powers of two. ConvNeXt's 7x7 depthwise convolutions, in no
 model of the zoo, were predicted 6.5x their time on one collection, and 11x once the new channel
-counts moved the depthwise fit (ConvNeXt +20 to +28 %). Refitted offline on three collections (2026-11-29, fifth session): RegNetY-400MF never seen
-from -15, -10 and -11 % to -7, -5 and -1 %, ResNeXt-50 -3, -3, +1 % to -1, 0, +3 %, the 15 files
-within 20 % on all three either way, the 17 models with their family held out 16 on all three
-either way (runs.md).
+counts moved the depthwise fit (ConvNeXt +20 to +28 %). Refitted offline on three collections
+(2026-11-29, fifth session): RegNetY-400MF never seen from -15, -10 and -11 % to -7, -5 and -1 %,
+ResNeXt-50 from -3, -3 and +1 % to -1, 0 and +3 %; the 15 files within 20 % and the 17 models
+with their family held out 16 on all three either way. For real, the 15 files within 20 % on the
+three calibrations timed in a fast phase (RegNet -5, -2, -5 %; runs.md).
 """
 from __future__ import annotations
 
@@ -95,11 +96,10 @@ def dense_probe_graph(k: int, n: int, m: int = 1) -> Any:
 
 
 # Activations of the four later stages of a ResNet-style network, each also at half and three
-# quarters of its channels, and the (channels per group, kernel) of each grouped convolution a
-# probe holds: depthwise 3x3, 5x5 and 7x7 (MobileNet, EfficientNet, ConvNeXt), then 2 to 64
-# channels per group (RegNet's 8 and 16, ResNeXt's 4 and 8 ... wider). At one width the channels
-# set the number of groups, so with one channel count per resolution the two moved together and
-# the trees used one for the other.
+# quarters of its channels (so a number of groups is not a resolution: the docstring), and the
+# (channels per group, kernel) of each grouped convolution a probe holds: depthwise 3x3, 5x5 and
+# 7x7 (MobileNet, EfficientNet, ConvNeXt), then 2 to 64 channels per group (RegNet's 8 and 16,
+# ResNeXt's 4 and 8 ... wider)
 STAGE_SHAPES = ((1, 64, 56, 56), (1, 128, 28, 28), (1, 256, 14, 14), (1, 512, 7, 7))
 GROUPED_SHAPES = tuple((n, c * q // 4, h, w) for n, c, h, w in STAGE_SHAPES for q in (2, 3, 4))
 GROUP_WIDTHS = ((1, 3), (1, 5), (1, 7), (2, 3), (4, 1), (4, 3), (8, 1), (8, 3), (16, 1), (16, 3), (32, 1), (32, 3),
@@ -136,5 +136,4 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 
 
 __all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES",
-           "STRIDED_WIDTHS",
-           "dense_probe_graph", "grouped_probe_graph", "probe_graph", "probe_graphs"]
+           "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph", "probe_graph", "probe_graphs"]
