@@ -145,3 +145,5 @@ def test_grouped_probes_meet_a_number_of_groups_at_more_than_one_resolution():
     assert at[(8, 32)] == {14, 7} and at[(8, 16)] == {28, 14}
     assert {g for (gw, g) in at if gw == 8} >= {6, 8, 12, 16, 24, 32, 48, 64}
     assert all(c % 8 == 0 for _, c, _, _ in GROUPED_SHAPES)
+    labels = [f"{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
+    assert len(set(labels)) == len(labels)  # one probe (and one label) per shape
