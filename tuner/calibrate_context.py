@@ -390,14 +390,19 @@ def _why(e: Exception) -> str:
     return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
 
 
-def _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n) -> list[list[float]]:
-    """Blocks of timed runs of a plain session (default options) of ``data``, opened and closed here:
-    the lowest block median is the model's latency (another process taking a core for a while only
-    slows the blocks it overlaps; experiments/bench/calibration.py, docs/TUNING.md)."""
+def _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n,
+                  threads: int | None = None) -> list[list[float]]:
+    """Blocks of timed runs of a plain session (default options; ``threads`` intra-op threads when
+    given) of ``data``, opened and closed here: the lowest block median is the model's latency
+    (another process taking a core for a while only slows the blocks it overlaps;
+    experiments/bench/calibration.py, docs/TUNING.md)."""
     import gc
     import onnxruntime as ort
     feed = random_feed(inputs, np.random.default_rng(seed))
-    plain = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    so = ort.SessionOptions()
+    if threads:
+        so.intra_op_num_threads = threads
+    plain = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
     for _ in range(warmup):
         plain.run(None, feed)
     blocks: list[list[float]] = []
@@ -473,7 +478,7 @@ def _fastest_profile(data: bytes, feed: dict, runs: int, warmup: int, sessions: 
 # onnxruntime's second thread buys little on small kernels: a chain of ten 3x3 convolutions of 16
 # channels at 28x28 ran 1.83-1.84x faster on the default two threads than on one in the fast phase
 # and 1.51-1.58x in the slow one, which the same minute's mobilenet_v3_small ran 0.65 and 1.10 ms;
-# between other models' sessions, 1.79-1.83x and 1.50-1.60x. ~30 ms a measurement. A profile
+# between other models' sessions, 1.79-1.83x and 1.50-1.60x. ~45 ms a measurement. A profile
 # taken at a speed-up under PHASE_GAP times the one of a later pass is taken again then, and kept.
 PHASE_GAP = 0.9
 
@@ -514,27 +519,12 @@ def parallel_speedup(runs: int = 30, model: bytes | None = None) -> float:
     session open at a time; with 5 the first pairs after other work came out near 1.0 in the fast
     phase, and the first of a process still can: ``phase_probe``); about 1.0 when the default is
     one thread."""
-    import gc
-    import onnxruntime as ort
+    import onnx
     data = model if model is not None else _speedup_model()
-    feed = {"x": np.ones((1, 16, 28, 28), dtype=np.float32)}
-
-    def median(threads: int | None) -> float:
-        so = ort.SessionOptions()
-        if threads:
-            so.intra_op_num_threads = threads
-        sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-        for _ in range(20):
-            sess.run(None, feed)
-        t = []
-        for _ in range(max(1, runs)):
-            t0 = time.perf_counter()
-            sess.run(None, feed)
-            t.append(time.perf_counter() - t0)
-        del sess
-        gc.collect()
-        return float(np.median(t))
-    return median(1) / median(None)
+    inputs = onnx.load_from_string(data).graph.input
+    n = max(1, runs)
+    one, default = (float(np.median(_plain_blocks(data, inputs, 20, 0, 0.0, n, n, 1, threads=t)[0])) for t in (1, None))
+    return one / default
 
 
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
@@ -584,4 +574,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "slower_than_most", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP"]
+           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "slower_than_most", "REST_MODES",
+           "DEFAULT_REST", "FLOOR_S", "PHASE_GAP"]

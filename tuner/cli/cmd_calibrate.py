@@ -83,7 +83,8 @@ def run(args) -> int:
     if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
         print(f"warning: {len(ph['slow'])} model(s) profiled while onnxruntime's threads sped a small model up "
               f"{ph['speedup_min']:.2f}x against {ph['speedup_median']:.2f}x for most (a slower phase of the machine, "
-              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady", file=sys.stderr)
+              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady",
+              file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
