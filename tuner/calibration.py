@@ -47,7 +47,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 7  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+VERSION = 8  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
@@ -57,7 +57,7 @@ KINDS = ("host", "device")
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
            "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
-           "class_normalisation", "log_group_width", "log_gemm_k")
+           "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -129,6 +129,14 @@ class OpSample:
     # grouped convolution group by group, each a GEMM this wide: 3x3 convolutions of 8 channels per
     # group ran at 35-110 GFLOP/s here, those of 64 at 300-450 (``calibrate_probes``)
     group_width: int = 0
+    # a convolution's channel alignment: the largest power of two, up to 64, that divides every
+    # channel count its kernel's layout blocks by (0 for other ops; ``channel_align``). onnxruntime
+    # runs a convolution in its blocked (NCHWc) layout only when those counts are multiples of the
+    # CPU's block (16 channels with AVX-512, 8 with AVX2); else a grouped one runs group by group
+    # through a plain GEMM: 3x3 convolutions of 24 channels per group took 12.2 us a group at 14x14
+    # here, those of 32 took 9.7 (2.2x the time per FLOP), RegNetY-1.6GF's 24-wide groups, never
+    # seen, were predicted at 0.47x their time (2026-11-29, sixth session)
+    channel_align: int = 0
 
     def numeric(self) -> list[float]:
         return (self.one_group() if self.groups > 1 and self.group_width > 0 else self)._numeric()
@@ -160,12 +168,13 @@ class OpSample:
                 math.log2(self.group_width) if self.group_width > 0 else -1.0,
                 # each group's GEMM sums over this many products (channels per group x window): its
                 # rate grows with it up to ~150 and then levels off (the grouped probes)
-                math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0]
+                math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0,
+                math.log2(self.channel_align) if self.channel_align > 0 else -1.0]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
                 self.groups, self.window, self.compute_s, self.memory_s, self.launch_s, self.weight_bytes,
-                self.after_mac, self.group_width)
+                self.after_mac, self.group_width, self.channel_align)
 
 
 def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
@@ -189,18 +198,42 @@ def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
     ins = sum(int(np.prod(v.shape, dtype=np.int64)) for v in node.inputs)
     rank = max((len(o.shape) for o in node.outputs), default=0)
     groups = int(node.attrs.get("groups", 1) or 1)
-    window, width = 1, 0
+    window, width, align = 1, 0, 0
     if node.op in CONV_OPS and len(node.inputs) > 1:
         window = int(np.prod(node.inputs[1].shape[2:], dtype=np.int64))
         # input channels over groups, for a convolution and a transposed one alike: how wide each
         # group's GEMM is
         width = int(node.inputs[0].shape[1]) // max(1, groups) if len(node.inputs[0].shape) > 1 else 0
+        out_c = int(node.outputs[0].shape[1]) if node.outputs and len(node.outputs[0].shape) > 1 else 0
+        align = channel_align(width, out_c, groups)
     elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
     weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
-    return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src), group_width=width)
+    return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src), group_width=width,
+                   channel_align=align)
+
+
+ALIGN_CAP = 64
+
+
+def channel_align(in_per_group: int, out_channels: int, groups: int) -> int:
+    """The largest power of two, at most ``ALIGN_CAP``, dividing the channel counts a blocked
+    convolution layout needs whole blocks of, as onnxruntime's NCHWc transformer asks: a
+    depthwise convolution its channels; another grouped one each group's input and output
+    channels; a dense one its input channels (its outputs are padded to the block). 0 when
+    a count is unknown (0)."""
+    def pow2(n: int) -> int:
+        return min(n & -n, ALIGN_CAP) if n > 0 else 0
+    groups = max(1, groups)
+    if groups == 1:
+        return pow2(in_per_group)
+    if in_per_group == 1 and out_channels == groups:
+        return pow2(out_channels)
+    if out_channels <= 0 or out_channels % groups:
+        return 0
+    return min(pow2(in_per_group), pow2(out_channels // groups))
 
 
 def after_mac(node: Any, source: Any = None) -> bool:
@@ -529,4 +562,4 @@ def _canonical(booster: str) -> str:
 
 __all__ = ["Calibration", "CalibrationError", "OpSample", "host_sample", "roofline_sample", "feature_matrix",
            "feature_names", "fit_calibration", "model_weights", "read_calibration", "load_calibration", "machine_fingerprint",
-           "data_sha256", "reference_host_of", "FORMAT", "VERSION", "KINDS"]
+           "data_sha256", "reference_host_of", "FORMAT", "VERSION", "KINDS", "channel_align"]

@@ -1,6 +1,6 @@
 """Export the zoo's models to ONNX, with both of torch's exporters.
 
-    python experiments/zoo/export.py OUT_DIR [--set torch|hf|hf-full|tv-full|det|det-full|kv] [--only NAME ...]
+    python experiments/zoo/export.py OUT_DIR [--set torch|hf|hf-full|tv-full|fresh|det|det-full|kv] [--only NAME ...]
 
 ``--set torch`` (default): experiments/zoo/torch_models.py; ``--set hf``: the transformers
 architectures of experiments/zoo/hf_models.py (needs transformers too); ``--set det``: torchvision
@@ -10,7 +10,8 @@ full-size detector builders (SSDlite, Faster R-CNN MobileNetV3, RetinaNet and FC
 weights, tens of MB each; ``--set hf-full``: DistilBERT-base, GPT-2 small and ViT-B/16 at their
 published sizes (``hf_models.full_models``, random weights); ``--set tv-full``: twelve torchvision
 classifiers at their published sizes whose families the built-ins and ../shared/models lack
-(``hf_models.torchvision_full``, random weights); ``--set kv``: the GPT-2 and Llama of
+(``hf_models.torchvision_full``, random weights); ``--set fresh``: 21 more real models, torchvision's
+and transformers', in none of the sets above (``hf_models.fresh_models``); ``--set kv``: the GPT-2 and Llama of
 ``--set hf`` as one decode step WITH their KV cache (``hf_models.cached_decoders``), TorchScript
 exporter only, as transformers/optimum name it: inputs ``input_ids`` [batch, sequence], ``attention_mask`` [batch, past_sequence + sequence],
 ``past_key_values.{i}.key|value`` [batch, kv_heads, past_sequence, head_size]; outputs ``logits`` and
@@ -125,7 +126,8 @@ def export_cached(name: str, ctor, layers: int, kv_heads: int, head_size: int, v
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("--set", choices=("torch", "hf", "hf-full", "tv-full", "det", "det-full", "kv"), default="torch")
+    ap.add_argument("--set", choices=("torch", "hf", "hf-full", "tv-full", "fresh", "det", "det-full", "kv"),
+                    default="torch")
     ap.add_argument("--only", nargs="*")
     a = ap.parse_args(argv)
     out = Path(a.out)
@@ -147,6 +149,9 @@ def main(argv=None) -> int:
     elif a.set == "hf-full":
         from hf_models import full_models
         models = full_models()
+    elif a.set == "fresh":
+        from hf_models import fresh_models
+        models = fresh_models()
     elif a.set == "tv-full":
         from hf_models import torchvision_full
         models = torchvision_full()

@@ -118,3 +118,41 @@ def torchvision_full() -> dict:
              "resnet34", "vgg11")
     kw = {"googlenet": {"aux_logits": False, "init_weights": True}}
     return {f"full_{n}": ((lambda n=n: getattr(tv, n)(weights=None, **kw.get(n, {}))), image) for n in names}
+
+
+def fresh_models() -> dict:
+    """name -> (constructor, example inputs): a second set of real models at their published sizes
+    (random weights), none of them in the built-ins, ../shared/models, ``full_models`` or
+    ``torchvision_full``, picked after ``calibrate --host``'s probes were last changed, so that a
+    calibration is checked on models no choice of the probes was ever judged on: torchvision's
+    AlexNet, VGG-16 with batch norm, ResNet-101, RegNetX-800MF, RegNetY-1.6GF, ShuffleNetV2 x0.5,
+    MnasNet 0.5, DenseNet-169, SqueezeNet 1.0, Inception v3 (299x299), EfficientNet-B3,
+    EfficientNetV2-S, Swin-T and ViT-B/32; transformers' RoBERTa-base, ALBERT-base, T5-small's
+    encoder, OPT-125m, a Llama of 12 layers at width 768, MobileViT-small and DeiT-small."""
+    import torchvision.models as tv
+    import transformers as tf
+    image = lambda s=224: (lambda: (torch.randn(1, 3, s, s),))  # noqa: E731
+    ids = lambda v, s=128: (lambda: (torch.randint(0, v, (1, s)),))  # noqa: E731
+    with_mask = lambda v, s=128: (lambda: (torch.randint(0, v, (1, s)), torch.ones(1, s, dtype=torch.int64)))  # noqa: E731
+    kw = {"inception_v3": {"aux_logits": False, "init_weights": True}}
+    sizes = {"inception_v3": 299, "efficientnet_b3": 300, "efficientnet_v2_s": 384}
+    names = ("alexnet", "vgg16_bn", "resnet101", "regnet_x_800mf", "regnet_y_1_6gf", "shufflenet_v2_x0_5",
+             "mnasnet0_5", "densenet169", "squeezenet1_0", "inception_v3", "efficientnet_b3", "efficientnet_v2_s",
+             "swin_t", "vit_b_32")
+    out = {f"fresh_{n}": ((lambda n=n: getattr(tv, n)(weights=None, **kw.get(n, {}))), image(sizes.get(n, 224)))
+           for n in names}
+    base = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
+    out.update({
+        "fresh_roberta_base": (lambda: tf.RobertaModel(tf.RobertaConfig()), with_mask(50265)),
+        "fresh_albert_base": (lambda: tf.AlbertModel(tf.AlbertConfig(embedding_size=128, **base)), with_mask(30000)),
+        "fresh_t5_small_encoder": (lambda: tf.T5EncoderModel(tf.T5Config()), ids(32128)),
+        "fresh_opt_125m": (lambda: tf.OPTForCausalLM(tf.OPTConfig()), ids(50272)),
+        "fresh_llama_768": (lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
+            vocab_size=32000, num_key_value_heads=12, max_position_embeddings=512, **{**base, "intermediate_size": 2048})),
+            ids(32000)),
+        "fresh_mobilevit_small": (lambda: tf.MobileViTForImageClassification(tf.MobileViTConfig()), image(256)),
+        "fresh_deit_small": (lambda: tf.ViTForImageClassification(tf.ViTConfig(
+            hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536, num_labels=1000)),
+            image()),
+    })
+    return out

@@ -392,6 +392,28 @@ def test_a_model_profiled_in_a_slower_phase_is_profiled_again_in_a_faster_one(mo
     assert abs(total - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
 
 
+@pytest.mark.parametrize("slow_passes, budget, reprofiled, calls", [(3, None, 1, 8), (1, None, 0, 7), (3, 0.0, 0, 6)])
+def test_models_left_in_a_slower_phase_get_passes_of_their_own(monkeypatch, slow_passes, budget, reprofiled, calls):
+    """After the passes over every model, only the models still profiled in a slower phase than
+    most are visited again, up to ``slow_passes`` times while ``slow_budget_s`` lasts, and
+    profiled again once the machine is faster; a model never slow is not visited."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    phases = [1.8, 1.5, 1.8, 1.8, 1.5, 1.8, 1.5, 1.8]   # pass 1, pass 2, then b alone: slow, fast
+    seq = iter(phases)
+    monkeypatch.setattr(cc, "phase_probe", lambda: b"")
+    monkeypatch.setattr(cc, "parallel_speedup", lambda **kw: next(seq))
+    g = models.get("byoc_demo")
+    out, _ = cc.profile_models([("a", g), ("b", g), ("c", g)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0,
+                               blocks=2, slow_passes=slow_passes, slow_budget_s=budget)
+    a, b, c = out
+    assert len(phases) - len(list(seq)) == calls
+    assert b.reprofiled == reprofiled and b.speedup == (1.8 if reprofiled else 1.5)
+    assert a.reprofiled == c.reprofiled == 0 and a.runs == c.runs == 4
+    assert b.runs == 4 + 2 * (calls - 6)   # one more block of plain runs a visit
+
+
 def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys, monkeypatch):
     """phases_of: the speed-ups' range and median, and the models under PHASE_GAP times the
     median; calibrate --host warns of them in one line and reports them in --json."""

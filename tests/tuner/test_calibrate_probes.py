@@ -32,7 +32,9 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
     graphs = host_graphs(None)
     pg = [(label, g) for label, g in graphs if label.startswith("probe:")]
     probes = [label for label, _ in pg]
-    assert probes == ([f"probe:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES] + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
+    assert probes == ([f"probe:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES]
+                      + [f"probe:movement:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES]
+                      + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
                       + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
                       + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES])
@@ -76,24 +78,27 @@ def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
 
 
 def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it():
-    """Each width narrower than the channels, as a C -> C convolution in C / width groups behind
-    the same input, with its batch norm and relu; the calibration sees each one's width."""
+    """Each width narrower than the channels that divides them, as a C -> C convolution in C / width
+    groups behind the same input, with its batch norm and relu; the calibration sees each one's
+    width, and widths off onnxruntime's 16-channel block (12, 24) are among them."""
     ort = pytest.importorskip("onnxruntime")
     import sim
     from partition.onnx.export import graph_to_onnx
     from tuner.calibration import host_sample
-    assert {w for w, _ in GROUP_WIDTHS} >= {1, 8, 16} and {k for w, k in GROUP_WIDTHS if w == 1} == {3, 5, 7}
-    g = grouped_probe_graph((1, 16, 9, 9))
+    assert {w for w, _ in GROUP_WIDTHS} >= {1, 8, 12, 16, 24} and {k for w, k in GROUP_WIDTHS if w == 1} == {3, 5, 7}
+    g = grouped_probe_graph((1, 48, 9, 9))
     convs = [n for n in g.nodes if n.op == "conv2d"]
-    want = [(w, k) for w, k in GROUP_WIDTHS if w < 16]
-    assert [(16 // n.attrs["groups"], n.inputs[1].shape[2]) for n in convs] == want
+    want = [(w, k) for w, k in GROUP_WIDTHS if w < 48 and 48 % w == 0]
+    assert [(48 // n.attrs["groups"], n.inputs[1].shape[2]) for n in convs] == want
     host = sim.hw.config.HostConfig()
-    assert [host_sample(n, host).group_width for n in convs] == [w for w, _ in want]
-    assert all(n.inputs[0] is g.inputs[0] and n.outputs[0].shape == (1, 16, 9, 9) for n in convs)
+    samples = [host_sample(n, host) for n in convs]
+    assert [s.group_width for s in samples] == [w for w, _ in want]
+    assert {s.channel_align for s in samples if s.group_width in (12, 24)} == {4, 8}
+    assert all(n.inputs[0] is g.inputs[0] and n.outputs[0].shape == (1, 48, 9, 9) for n in convs)
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
-    x = np.random.default_rng(0).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 48, 9, 9)).astype(np.float32)
     outs = sess.run(None, {sess.get_inputs()[0].name: x})
-    assert len(outs) == len(want) and all(o.shape == (1, 16, 9, 9) and (o >= 0).all() for o in outs)
+    assert len(outs) == len(want) and all(o.shape == (1, 48, 9, 9) and (o >= 0).all() for o in outs)
 
 
 def test_strided_grouped_probe_downsamples_each_kernel_wider_than_1x1_and_onnxruntime_agrees():
@@ -147,3 +152,22 @@ def test_grouped_probes_meet_a_number_of_groups_at_more_than_one_resolution():
     assert all(c % 8 == 0 for _, c, _, _ in GROUPED_SHAPES)
     labels = [f"{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
     assert len(set(labels)) == len(labels)  # one probe (and one label) per shape
+
+
+def test_movement_probe_makes_the_layout_changes_networks_make_and_onnxruntime_agrees():
+    ort = pytest.importorskip("onnxruntime")
+    from partition.onnx.export import graph_to_onnx
+    from tuner.calibrate_probes import movement_probe_graph
+    assert min(c * h * w for _, c, h, w in PROBE_SHAPES) <= 24 * 28 * 28       # a slim network's last stages
+    g = movement_probe_graph((1, 6, 5, 4))
+    assert {n.op for n in g.nodes} == {"transpose", "reshape", "split", "slice", "concat", "pad"}
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    x = np.random.default_rng(0).standard_normal((1, 6, 5, 4)).astype(np.float32)
+    nhwc, shuffled, a, b, sliced, cat, padded = sess.run(None, {sess.get_inputs()[0].name: x})
+    np.testing.assert_array_equal(nhwc, x.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(shuffled, x.reshape(1, 2, 3, 5, 4).transpose(0, 2, 1, 3, 4).reshape(1, 6, 5, 4))
+    np.testing.assert_array_equal(a, x[:, :3])
+    np.testing.assert_array_equal(b, x[:, 3:])
+    np.testing.assert_array_equal(sliced, x[:, :3])
+    np.testing.assert_array_equal(cat, np.concatenate([x, x], axis=1))
+    np.testing.assert_array_equal(padded, np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))))

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("xgboost")
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import sim  # noqa: E402
 from tuner.calibration import (CalibrationError, fit_calibration, host_sample,  # noqa: E402
@@ -435,6 +436,65 @@ def test_a_grouped_convolution_is_described_by_one_groups_gemm_and_its_group_cou
     # a depthwise convolution is 104 groups of one channel
     assert f["dw"]["log_flops"] == pytest.approx(np.log10(by["dw"].flops / 104 + 1))
     assert f["dw"]["log_group_width"] == 0.0
+
+
+
+def _nchwc_runs(in_per_group: int, out_channels: int, groups: int, block: int) -> bool:
+    """onnxruntime's NchwcTransformer::TransformConv, written out: whether a convolution runs in
+    the blocked layout of ``block`` channels (a dense one with fewer input channels than a block
+    reads its NCHW input directly)."""
+    if groups > 1:
+        if out_channels % block:
+            return False
+        if in_per_group == 1 and out_channels == groups:
+            return True
+        return in_per_group % block == 0 and out_channels % groups == 0 and (out_channels // groups) % block == 0
+    return in_per_group < block or in_per_group % block == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 48), st.integers(1, 8), st.sampled_from(["dense", "grouped", "depthwise"]))
+def test_channel_align_says_whether_onnxruntime_blocks_a_convolution(width, groups, k, kind):
+    """At the AVX2 and AVX-512 blocks (8, 16) the alignment is at least the block exactly when
+    onnxruntime runs the convolution blocked (a dense one's input channels at least a block)."""
+    from tuner.calibration import channel_align
+    if kind == "dense":
+        in_pg, out_c, g = 15 + width * k, width * k, 1
+    elif kind == "depthwise":
+        in_pg, out_c, g = 1, (groups + 1) * k, (groups + 1) * k
+    else:
+        in_pg, out_c, g = width, width * (groups + 1) * (1 + k % 2), groups + 1
+    a = channel_align(in_pg, out_c, g)
+    assert a & (a - 1) == 0 and 0 < a <= 64
+    for block in (8, 16):
+        assert (a >= block) == _nchwc_runs(in_pg, out_c, g, block), (in_pg, out_c, g, block)
+
+
+def test_channel_align_of_networks_convolutions():
+    """RegNetY-1.6GF's 24 channels per group are 8-aligned, RegNetX's 16 and a ResNet's 64 are not
+    held back; a dense convolution is aligned by its input channels, a depthwise one by its
+    channels; an output count the groups do not divide is unknown (0)."""
+    from tuner.calibration import channel_align
+    assert channel_align(24, 336, 14) == 8 and channel_align(16, 128, 8) == 16
+    assert channel_align(64, 64, 1) == 64 and channel_align(512, 2048, 1) == 64    # capped
+    assert channel_align(120, 480, 1) == 8 and channel_align(3, 64, 1) == 1
+    assert channel_align(1, 120, 120) == 8 and channel_align(1, 96, 96) == 32
+    assert channel_align(24, 24 * 5, 5) == 8 and channel_align(16, 100, 3) == 0
+
+
+def test_host_sample_reads_channel_align_from_the_convolution_and_no_other_op():
+    from partition.builder import GraphBuilder
+    from tuner.calibration import NUMERIC
+    b = GraphBuilder.for_model("align", 0)
+    x = b.input("x", [1, 336, 14, 14])
+    y = b.relu(b.conv(x, 336, 3, groups=14, name="g24"), name="act")
+    g = b.finish([y, b.conv(x, 120, 1, name="dense")])
+    host = sim.load_hw("edge-npu").host
+    by = {n.name: host_sample(n, host) for n in g.nodes}
+    f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
+    assert by["g24"].channel_align == 8 and f["g24"]["log_channel_align"] == 3.0
+    assert by["dense"].channel_align == 16 and f["dense"]["log_channel_align"] == 4.0   # 336 input channels
+    assert by["act"].channel_align == 0 and f["act"]["log_channel_align"] == -1.0
 
 
 # ------------------------------------------------------------------ rows weighted by model

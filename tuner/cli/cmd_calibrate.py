@@ -27,6 +27,10 @@ from tuner.cli import CLIError, print_json
 from tuner.cli.common import check_writable
 from tuner.cli.progress import add_progress_arg, progress_enabled
 
+# more passes over the models profiled in a slower phase of the machine than most
+# (calibrate_context.profile_models), after the three over every model
+SLOW_PASSES = 5
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("calibrate", help="learn a calibration of the cost model from measured costs",
@@ -158,10 +162,14 @@ def _host(args) -> dict:
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
+            if ctx_bar.n >= ctx_bar.total:  # a pass over the models left in a slower phase
+                ctx_bar.total += 1
             ctx_bar.set_postfix_str(label[:40], refresh=False)
             ctx_bar.update(1)
+        # the passes start within half the budget; passes over the models still in a slower phase
+        # than most within 0.8 of it, the rest for one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2, blocks=passes,
-                                          on_step=tick)
+                                          on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=0.8 * budget)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     samples = [host_sample(r.node, host) for r in ctx]
