@@ -65,12 +65,12 @@ picked after the probes above were fixed) found three gaps, 18 of 21 within 20 %
 sixth session; experiments/results/calibration_unseen/runs.md):
 
 - **Groups off onnxruntime's channel block** (12 and 24 channels per group, with the
-  calibration's ``channel_align`` feature). onnxruntime runs a convolution in its blocked NCHWc
+  calibration's ``channel_align`` feature of a grouped convolution). onnxruntime runs a convolution in its blocked NCHWc
   layout only when the channels per group are whole blocks (16 with AVX-512); 3x3 convolutions
   of 24, 40 and 56 channels per group ran 1.7-2.2x slower per FLOP than those of 32, 48 and 64.
   RegNetY-1.6GF's 24-wide groups were predicted at 0.47x their time and the model came out -27
   to -30 %. With the probes and the feature, convolutions of 40 and 56 channels per group, in no
-  probe, were predicted at 0.58-1.04x their time, against 0.42-0.66x with neither.
+  probe, were predicted at 0.58-0.86x their time, against 0.42-0.66x with neither.
 - **Slim networks' sizes** (the activation and data-movement probes also at 32 x 28 x 28,
   64 x 14 x 14 and 128 x 7 x 7, 25-100 KB): MnasNet 0.5 and ShuffleNetV2 x0.5 (0.8 and 0.5 ms)
   were predicted +40 and +41 %, their small convolutions 1.6-2.6x their time.
@@ -146,8 +146,6 @@ def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] 
     x = b.input("x", [n, c, h, w])
     return b.finish([b.conv_bn(x, c, k, stride=stride, groups=c // gw, name=f"g{gw}k{k}", act="relu")
                      for gw, k in widths if c % gw == 0 and gw < c])
-
-
 
 
 def movement_probe_graph(shape: Sequence[int]) -> Any:

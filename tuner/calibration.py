@@ -129,8 +129,9 @@ class OpSample:
     # grouped convolution group by group, each a GEMM this wide: 3x3 convolutions of 8 channels per
     # group ran at 35-110 GFLOP/s here, those of 64 at 300-450 (``calibrate_probes``)
     group_width: int = 0
-    # a convolution's channel alignment: the largest power of two, up to 64, that divides every
-    # channel count its kernel's layout blocks by (0 for other ops; ``channel_align``). onnxruntime
+    # a grouped convolution's channel alignment: the largest power of two, up to 64, that divides
+    # every channel count its kernel's layout blocks by (0 for other ops, dense and depthwise
+    # convolutions among them: ``host_sample``; ``channel_align``). onnxruntime
     # runs a convolution in its blocked (NCHWc) layout only when those counts are multiples of the
     # CPU's block (16 channels with AVX-512, 8 with AVX2); else a grouped one runs group by group
     # through a plain GEMM: 3x3 convolutions of 24 channels per group took 12.2 us a group at 14x14
@@ -205,7 +206,12 @@ def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
         # group's GEMM is
         width = int(node.inputs[0].shape[1]) // max(1, groups) if len(node.inputs[0].shape) > 1 else 0
         out_c = int(node.outputs[0].shape[1]) if node.outputs and len(node.outputs[0].shape) > 1 else 0
-        align = channel_align(width, out_c, groups)
+        # a grouped convolution's only: off the block, a dense or depthwise one falls to kernels
+        # as fast per FLOP (3x3 depthwise of 120 channels at 28x28 23.8 us, of 128 23.0; a 1x1 of
+        # 120 75.8 us, of 128 73.9), a grouped one to a GEMM per group. On every convolution the
+        # feature let the fit's seed put 40-wide groups anywhere from 0.58 to 1.55x their time
+        # (offline, collection 21), on the grouped ones 0.58-0.86x
+        align = channel_align(width, out_c, groups) if groups > 1 and width > 1 else 0
     elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
@@ -223,7 +229,7 @@ def channel_align(in_per_group: int, out_channels: int, groups: int) -> int:
     convolution layout needs whole blocks of, as onnxruntime's NCHWc transformer asks: a
     depthwise convolution its channels; another grouped one each group's input and output
     channels; a dense one its input channels (its outputs are padded to the block). 0 when
-    a count is unknown (0)."""
+    a count is unknown (0). ``host_sample`` gives it to grouped convolutions only."""
     def pow2(n: int) -> int:
         return min(n & -n, ALIGN_CAP) if n > 0 else 0
     groups = max(1, groups)

@@ -94,6 +94,7 @@ def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it(
     samples = [host_sample(n, host) for n in convs]
     assert [s.group_width for s in samples] == [w for w, _ in want]
     assert {s.channel_align for s in samples if s.group_width in (12, 24)} == {4, 8}
+    assert {s.channel_align for s in samples if s.group_width == 1} == {0}        # depthwise
     assert all(n.inputs[0] is g.inputs[0] and n.outputs[0].shape == (1, 48, 9, 9) for n in convs)
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
     x = np.random.default_rng(0).standard_normal((1, 48, 9, 9)).astype(np.float32)

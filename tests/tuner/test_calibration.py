@@ -426,8 +426,10 @@ def test_a_grouped_convolution_is_described_by_one_groups_gemm_and_its_group_cou
     f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
     assert f["grouped"]["log_groups"] == pytest.approx(np.log2(13)) and f["one"]["log_groups"] == 0.0
     for name in NUMERIC:
-        if name not in ("log_groups", "log_analytical_s"):
+        if name not in ("log_groups", "log_analytical_s", "log_channel_align"):
             assert f["grouped"][name] == pytest.approx(f["one"][name]), name
+    # and whether onnxruntime can block it, which a dense convolution needs not (format 8)
+    assert f["grouped"]["log_channel_align"] == 3.0 and f["one"]["log_channel_align"] == -1.0
     # a 13th of the op's roofline, whose one launch stays whole in log_launch_s
     assert f["grouped"]["log_analytical_s"] == pytest.approx(np.log10(by["grouped"].analytical_s / 13))
     # the sample itself keeps the totals: the analytical cost and the FLOP cap are the whole op's
@@ -482,19 +484,20 @@ def test_channel_align_of_networks_convolutions():
     assert channel_align(24, 24 * 5, 5) == 8 and channel_align(16, 100, 3) == 0
 
 
-def test_host_sample_reads_channel_align_from_the_convolution_and_no_other_op():
+def test_host_sample_reads_channel_align_from_a_grouped_convolution_and_no_other_op():
     from partition.builder import GraphBuilder
     from tuner.calibration import NUMERIC
     b = GraphBuilder.for_model("align", 0)
     x = b.input("x", [1, 336, 14, 14])
     y = b.relu(b.conv(x, 336, 3, groups=14, name="g24"), name="act")
-    g = b.finish([y, b.conv(x, 120, 1, name="dense")])
+    g = b.finish([y, b.conv(x, 120, 1, name="dense"), b.conv(x, 336, 3, groups=336, name="dw")])
     host = sim.load_hw("edge-npu").host
     by = {n.name: host_sample(n, host) for n in g.nodes}
     f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
     assert by["g24"].channel_align == 8 and f["g24"]["log_channel_align"] == 3.0
-    assert by["dense"].channel_align == 16 and f["dense"]["log_channel_align"] == 4.0   # 336 input channels
-    assert by["act"].channel_align == 0 and f["act"]["log_channel_align"] == -1.0
+    # a dense or depthwise convolution off the block runs as fast per FLOP: not a feature of theirs
+    for name in ("dense", "dw", "act"):
+        assert by[name].channel_align == 0 and f[name]["log_channel_align"] == -1.0
 
 
 # ------------------------------------------------------------------ rows weighted by model
