@@ -94,7 +94,9 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
         for n in walk_nodes(g):
             fam_of_key.setdefault(op_key(n), set()).add(family(label))
     t0 = time.perf_counter()
-    profiled, failed = profile_models(graphs, rounds=rounds)
+    # the passes calibrate --host makes over the models left in a slower phase than most
+    from tuner.cli.cmd_calibrate import SLOW_PASSES
+    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES)
     return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key
 
 
