@@ -133,7 +133,8 @@ def fresh_models() -> dict:
     import transformers as tf
     image = lambda s=224: (lambda: (torch.randn(1, 3, s, s),))  # noqa: E731
     ids = lambda v, s=128: (lambda: (torch.randint(0, v, (1, s)),))  # noqa: E731
-    with_mask = lambda v, s=128: (lambda: (torch.randint(0, v, (1, s)), torch.ones(1, s, dtype=torch.int64)))  # noqa: E731
+    with_mask = lambda v, s=128: (lambda: (torch.randint(0, v, (1, s)),  # noqa: E731
+                                           torch.ones(1, s, dtype=torch.int64)))
     kw = {"inception_v3": {"aux_logits": False, "init_weights": True}}
     sizes = {"inception_v3": 299, "efficientnet_b3": 300, "efficientnet_v2_s": 384}
     names = ("alexnet", "vgg16_bn", "resnet101", "regnet_x_800mf", "regnet_y_1_6gf", "shufflenet_v2_x0_5",
@@ -148,8 +149,8 @@ def fresh_models() -> dict:
         "fresh_t5_small_encoder": (lambda: tf.T5EncoderModel(tf.T5Config()), ids(32128)),
         "fresh_opt_125m": (lambda: tf.OPTForCausalLM(tf.OPTConfig()), ids(50272)),
         "fresh_llama_768": (lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
-            vocab_size=32000, num_key_value_heads=12, max_position_embeddings=512, **{**base, "intermediate_size": 2048})),
-            ids(32000)),
+            vocab_size=32000, num_key_value_heads=12, max_position_embeddings=512,
+            **{**base, "intermediate_size": 2048})), ids(32000)),
         "fresh_mobilevit_small": (lambda: tf.MobileViTForImageClassification(tf.MobileViTConfig()), image(256)),
         "fresh_deit_small": (lambda: tf.ViTForImageClassification(tf.ViTConfig(
             hidden_size=384, num_hidden_layers=12, num_attention_heads=6, intermediate_size=1536, num_labels=1000)),
