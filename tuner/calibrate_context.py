@@ -43,7 +43,9 @@ What a node's in-context time is (``attribute``):
 
 A row is per execution: a node in a loop body runs once per trip, its kernel events add up over
 the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
-node is counted once, as costing counts both branches. The rest includes what control flow costs
+node runs as often as the runs took its branch, which its kernel events count (byoc_demo's
+residual Add once per run, its damping Mul twice; costing counts each branch half the if's runs,
+``partition.ops.subgraph_runs``), and a branch never taken gives no row. The rest includes what control flow costs
 onnxruntime (a subgraph's executor on every trip), so a host calibration gives ``if`` and ``loop``
 no cost of their own (``Calibration.host_seconds``).
 
@@ -60,7 +62,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .calibrate_host import CONTROL, random_feed, walk_weighted
+from .calibrate_host import CONTROL, random_feed, walk_counted
 
 FLOOR_S = 1e-8  # a node's in-context time is never below this (the fit is on a log scale)
 
@@ -94,8 +96,9 @@ class Profiled:
     load: tuple[float, float] = (float("nan"), float("nan"))      # 1-min load average before / after
     unnamed_s: Mapping[str, float] = field(default_factory=dict)  # node name -> median unnamed kernels before it
     overhead_s: float = 0.0  # the profiler's cost taken off every kernel event (``profiler_overhead_s``)
-    # node name -> how many times graph costing counts it per run (``calibrate_host.walk_weighted``:
-    # a loop body's node once per trip); kernel_s is per run, the rows per execution
+    # node name -> how many times it runs per run: a loop body's node once per trip of the bound
+    # (``calibrate_host.walk_counted``), an if branch's as its kernels count; kernel_s is per run,
+    # the rows per execution
     executions: Mapping[str, float] = field(default_factory=dict)
     # onnxruntime's speed-up of a small model from its default threads over one, just before the
     # kept profiled sessions (``parallel_speedup``): which phase of the machine the rows come from
@@ -162,6 +165,8 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds);
     in a group with a node of ``macs`` the others weigh ``fused_weights`` (their arithmetic alone)
     when given.
+    ``"__count__" + name``: how many kernel events it had (its executions: onnxruntime times each
+    kernel of each execution; a fused node has its kernel's).
     ``"__unnamed__" + name``: the kernels with no IR name (``ReorderInput``, ``SkipLayerNormalization``,
     ``gemm_input_reshape``) that ran after the node's previous kernel and before its own (after the
     run's last named kernel: that node's); they stay in the run's rest in the rows. ``overhead_s``:
@@ -181,6 +186,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
         start, end = r["ts"], r["ts"] + r["dur"]
         matched = dict.fromkeys(node_names, 0.0)
         unnamed = dict.fromkeys(node_names, 0.0)
+        count = dict.fromkeys(node_names, 0)
         pending, last = 0.0, None
         while k < len(kernels) and kernels[k]["ts"] < start:
             k += 1
@@ -189,6 +195,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
             dur = max(0.0, kernels[k]["dur"] * 1e-6 - overhead_s)
             if owner is not None:
                 matched[owner] += dur
+                count[owner] += 1
                 unnamed[owner] += pending
                 pending, last = 0.0, owner
             else:
@@ -203,10 +210,12 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
                 total, tw = matched[owner], sum(gw.values())
                 for x in g:
                     matched[x] = total * (gw[x] / tw if tw > 0 else 1.0 / len(g))
+                    count[x] = count[owner]
         rest = max(0.0, r["dur"] * 1e-6 - sum(matched.values())) / max(1, len(node_names))
         row = {n: max(FLOOR_S, v + rest) for n, v in matched.items()}
         row.update({"__kernel__" + n: v for n, v in matched.items()})
         row.update({"__unnamed__" + n: v for n, v in unnamed.items()})
+        row.update({"__count__" + n: float(v) for n, v in count.items()})
         out.append(row)
     return out
 
@@ -558,11 +567,12 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     # 2. the profiled sessions, each alone: the kernels of the faster one
     events = _fastest_profile(data, feed, warmup + rounds, warmup, sessions)
     # a node whose loop never runs (a trip bound of 0) has no kernel time and no row
-    weighted = [(n, w) for n, w in walk_weighted(g) if n.op not in CONTROL and w > 0]
-    nodes = [n for n, _ in weighted]
+    counted = [(n, w, b) for n, w, b in walk_counted(g) if n.op not in CONTROL and w > 0]
+    nodes = [n for n, _, _ in counted]
     runs_of: dict[str, float] = {}
-    for n, w in weighted:
+    for n, w, _ in counted:
         runs_of[n.name] = runs_of.get(n.name, 0.0) + w
+    branch = {n.name for n, _, b in counted if b}
     hw = SimpleNamespace(host=HostConfig())  # the default host model: how a fused kernel is shared
     names = list(dict.fromkeys(n.name for n in nodes))
     aliases = {v.name: n.name for n in nodes for v in n.outputs if v.name not in names}
@@ -578,13 +588,22 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run
     ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
     unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
+    # an if branch's node runs as often as the runs took its branch: its kernels say how often (a
+    # branch never taken has no row; costing counts each branch half the if's runs)
+    for n in branch & set(names):
+        runs_of[n] = float(np.median([r["__count__" + n] for r in fast])) if fast else 0.0
+    gone = {n for n in branch if runs_of.get(n, 0.0) <= 0}
+    names = [n for n in names if n not in gone]
+    ker = {n: v for n, v in ker.items() if n not in gone}
+    unn = {n: v for n, v in unn.items() if n not in gone}
+    runs_of = {n: v for n, v in runs_of.items() if n not in gone}
     whole = min(float(np.median(w)) for w in blocks)
     wall = [t for w in blocks for t in w]
     # a name shared by several nodes keeps one row (its first node); a row is per execution: the
     # kernel events of a loop body's node add up over the trips, and costing counts it per trip.
     # Its seconds (the kernel plus a share of the rest) are set by ``with_rest``
     rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name], runs_of[n.name])
-                 for n in {n.name: n for n in nodes}.values())
+                 for n in {n.name: n for n in nodes}.values() if n.name not in gone)
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
                  len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in

@@ -85,22 +85,27 @@ def walk_nodes(g: Any) -> Iterable[Any]:
 
 def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
     """``walk_nodes`` with how many times graph costing counts each node per run
-    (``tuner.costing.graph_cost``): a loop body once per trip of its constant bound, each if
-    branch once."""
-    from partition.ops import loop_trip_bound
+    (``tuner.costing.graph_cost``, ``partition.ops.subgraph_runs``): a loop body once per trip of
+    its constant bound, an if branch half the if's runs (all or none with a constant condition)."""
+    return ((n, w) for n, w, _ in walk_counted(g, weight))
+
+
+def walk_counted(g: Any, weight: float = 1.0, in_branch: bool = False) -> Iterable[tuple[Any, float, bool]]:
+    """``walk_weighted`` with whether each node is inside an if branch (how often it runs is known
+    only at run time: ``calibrate_context`` counts its kernels in the profile instead)."""
+    from partition.ops import subgraph_runs
     for n in g.nodes:
         if n.op == "call":
             fn = g.functions.get(n.attrs.get("callee"))
             if fn is not None:
-                yield from walk_weighted(fn.graph, weight)
+                yield from walk_counted(fn.graph, weight, in_branch)
             continue
         if n.op in CONTROL:
-            w = weight * loop_trip_bound(n) if n.op == "loop" else weight
             for k in ("body", "then_branch", "else_branch"):
                 if k in n.attrs:
-                    yield from walk_weighted(n.attrs[k], w)
+                    yield from walk_counted(n.attrs[k], weight * subgraph_runs(n, k), in_branch or n.op == "if")
             continue
-        yield n, weight
+        yield n, weight, in_branch
 
 
 def op_key(node: Any) -> str:
@@ -252,6 +257,6 @@ def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repe
 
 
 __all__ = ["HostOp", "TimingOptions", "Measured", "default_sources", "load_source", "source_label", "walk_nodes",
-           "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
+           "walk_weighted", "walk_counted", "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
            "whole_model_seconds"]
 

@@ -33,7 +33,7 @@ from sim.graph.subgraph import host_op_joules, host_op_seconds
 from sim.graph.transfer import conversion_joules, conversion_seconds, device_bytes
 from sim.graph.subgraph import kernel_workload as sim_kernel_workload, scaled_report
 from partition import Function, Graph, Node, Value
-from partition.ops import loop_trip_bound
+from partition.ops import subgraph_runs
 from partition.residency import call_residency, host_crossings
 
 
@@ -295,8 +295,8 @@ def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], cost
 def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptions()) -> GraphCost:
     """Cost of one inference of a partitioned graph: host nodes on the host model, calls of
     external functions (``Compiler`` attr) as launch + transfers + kernels. A loop body counts once
-    per trip of its constant trip bound, an if both branches (conservative: the branch taken is
-    not known before run time)."""
+    per trip of its constant trip bound, an if branch half the if's runs (the branch taken is
+    known only at run time; a constant condition's branch counts whole: ``subgraph_runs``)."""
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
     # A function's report is of its first call's residency (device-resident arguments and results,
@@ -330,11 +330,9 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
                 total = total + call_cost(g, n, sym).scaled(weight)
                 continue
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
-            if n.op == "loop":
-                total = total + visit(n.attrs["body"], scope, weight * loop_trip_bound(n))
-            elif n.op == "if":
-                for k in ("then_branch", "else_branch"):
-                    total = total + visit(n.attrs[k], scope, weight)
+            for k in ("body", "then_branch", "else_branch"):
+                if n.op in ("loop", "if") and k in n.attrs:
+                    total = total + visit(n.attrs[k], scope, weight * subgraph_runs(n, k))
         return total
 
     total = visit(graph, {}, 1.0)

@@ -27,7 +27,7 @@ from partition.byoc.merge_regions import _reachability
 from partition.byoc.graphs import nested_graphs
 from partition.residency import resident_inputs, resident_outputs
 from partition.byoc.pipeline import region_passes, run_passes
-from partition.ops import loop_trip_bound
+from partition.ops import subgraph_runs
 
 from sim.graph.subgraph import (credited_cycles, credited_joules, on_chip_capacity, on_chip_caps, on_chip_credit,
                           weight_is_const)
@@ -191,7 +191,7 @@ class Problem:
                 greedy.append(i)
             for key, sg in n.attrs.items():
                 if isinstance(sg, Graph):
-                    w = weight * (loop_trip_bound(n) if n.op == "loop" else 1)
+                    w = weight * subgraph_runs(n, key)
                     self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:

@@ -11,7 +11,8 @@ from ..ir import TensorType
 from .base import InferContext, OpCost, OpDef, OpError, check
 
 from . import nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold, llm  # noqa: E402
-from .control import loop_trip_bound  # noqa: E402 - the loop rule costing, the simulator and MAC counts share
+# the control-flow rules costing, the simulator and MAC counts share
+from .control import loop_trip_bound, subgraph_runs  # noqa: E402
 
 # Read-only: the registry is a value assembled once from the op modules, never extended at run time.
 OPS: Mapping[str, OpDef] = MappingProxyType(
@@ -42,4 +43,5 @@ def op_cost(node) -> OpCost:
     return d.cost([v.type for v in node.inputs], [o.type for o in node.outputs], node.attrs)
 
 
-__all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost", "loop_trip_bound"]
+__all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost", "loop_trip_bound",
+           "subgraph_runs"]

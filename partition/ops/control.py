@@ -87,6 +87,23 @@ def loop_trip_bound(node) -> int:
     return max(0, int(np.asarray(trip).reshape(-1)[0]))
 
 
+def subgraph_runs(node, key: str) -> float:
+    """How many times costing counts the sub-graph ``node.attrs[key]`` per run of ``node``: a loop
+    body once per trip (``loop_trip_bound``); the branch a constant ``if`` condition picks once and
+    the other never; with a condition known only at run time, each branch half the time (the
+    expectation with no profile, a compiler's static branch probability: counting both, as costing
+    did, doubled what an ``if`` costs). The simulator's per-call report takes the slower branch
+    instead (``sim.graph.subgraph.simulate``: a bound, not an expectation)."""
+    if node.op == "loop":
+        return float(loop_trip_bound(node)) if key == "body" else 1.0
+    if node.op != "if" or key not in ("then_branch", "else_branch"):
+        return 1.0
+    cond = node.inputs[0] if node.inputs else None
+    if cond is not None and cond.is_const and cond.data is not None:
+        return 1.0 if bool(np.asarray(cond.data).reshape(-1)[0]) == (key == "then_branch") else 0.0
+    return 0.5
+
+
 DEFS = [
     OpDef("if", _infer_if, None, _no_cost, "control", (1, 1 << 30)),
     OpDef("loop", _infer_loop, None, _no_cost, "control", (2, 1 << 30)),

@@ -71,7 +71,25 @@ def multi_producer(width=32, rows=16):
     return b.finish([m, e])
 
 
-GRAPHS = {"chain": chain, "diamond": diamond, "would_be_cycle": would_be_cycle, "multi_producer": multi_producer}
+def branchy(width=64, rows=32):
+    """d0 -> if(c) {d1 -> tanh -> d2} else {d3} -> d4: offloadable units in both branches, each
+    counted half the if's runs."""
+    b = GraphBuilder("branchy", 4)
+    x = b.input("x", (rows, width))
+    c = b.input("c", (), "bool")
+    tb = GraphBuilder("then", 4)
+    t = tb.input("v", (rows, width))
+    then_g = tb.finish([tb.dense(tb.tanh(tb.dense(t, width, name="d1", bias=False), name="t"), width, name="d2",
+                                 bias=False)])
+    eb = GraphBuilder("else", 4)
+    else_g = eb.finish([eb.dense(eb.input("v", (rows, width)), width, name="d3", bias=False)])
+    y = b.op("if", [c, b.dense(x, width, name="d0", bias=False)], {"then_branch": then_g, "else_branch": else_g},
+             name="choose")
+    return b.finish([b.dense(y, width, name="d4", bias=False)])
+
+
+GRAPHS = {"chain": chain, "diamond": diamond, "would_be_cycle": would_be_cycle, "multi_producer": multi_producer,
+          "branchy": branchy}
 # Link speeds from "offloading never pays" to "offloading always pays", so the optimum moves.
 LINKS = [1e6, 350e6, 2e9, 1e12]
 
