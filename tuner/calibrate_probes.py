@@ -166,12 +166,31 @@ def movement_probe_graph(shape: Sequence[int]) -> Any:
                      b.pad(x, pads=(0, 0, 1, 1, 0, 0, 1, 1), name="pad")])
 
 
+def select_probe_graph(shape: Sequence[int]) -> Any:
+    """One probe of masks and selections and of the bias epilogue as TVM's Relay writes it: input
+    ``shape`` (N, C, H, W) and, each on the input, a 1x1 convolution with no bias of its own, a
+    ``bias_add`` and a relu (onnxruntime folds both into the convolution); comparisons against
+    constants (less, greater, equal), their and / or / not, a where and a division by a constant."""
+    import numpy as np
+    from partition.builder import GraphBuilder
+    n, c, h, w = (int(d) for d in shape)
+    b = GraphBuilder.for_model(f"probe_select_{c}x{h}x{w}", 0)
+    x = b.input("x", [n, c, h, w])
+    y = b.bias_add(b.conv(x, c, 1, bias=False, name="conv"), b.normal("conv.bias", (c,), 0.01), axis=1, name="bias")
+    zero, half = b.const(np.float32(0.0), "zero"), b.const(np.float32(0.5), "half")
+    neg, big = b.less(x, zero, name="less"), b.greater(x, half, name="greater")
+    return b.finish([b.relu(y, name="relu"), b.equal(x, zero, name="equal"), b.op("and", [neg, big], name="and"),
+                     b.op("or", [neg, big], name="or"), b.op("not", [neg], name="not"),
+                     b.where(neg, zero, x, name="where"), b.div(x, b.const(np.float32(3.0), "three"), name="div")])
+
+
 def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[str, Any]]:
-    """(label, graph) of one activation and one data-movement probe per shape, one fully connected
+    """(label, graph) of one activation, one data-movement and one select probe per shape, one fully connected
     probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES`` and one grouped-convolution probe per
     ``GROUPED_SHAPES``."""
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:movement:{s[1]}x{s[2]}x{s[3]}", movement_probe_graph(s)) for s in shapes]
+            + [(f"probe:select:{s[1]}x{s[2]}x{s[3]}", select_probe_graph(s)) for s in shapes]
             + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n)) for k, n in DENSE_SHAPES]
             + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m)) for m, k, n in GEMM_SHAPES]
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
@@ -182,4 +201,4 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 
 __all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
            "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph", "movement_probe_graph",
-           "probe_graph", "probe_graphs"]
+           "probe_graph", "probe_graphs", "select_probe_graph"]

@@ -85,10 +85,10 @@ def run(args) -> int:
         summary = _device(args)
     ph = summary.get("phases")
     if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
-        print(f"warning: {len(ph['slow'])} model(s) profiled while onnxruntime's threads sped a small model up "
-              f"{ph['speedup_min']:.2f}x against {ph['speedup_median']:.2f}x for most (a slower phase of the machine, "
-              f"e.g. {ph['slow'][0]}); their rows carry it: rerun calibrate when the machine is steady",
-              file=sys.stderr)
+        print(f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine (e.g. {ph['slow'][0]}: "
+              f"onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
+              f"{ph['speedup_reference']:.2f}x in its faster phase); their rows carry it: rerun calibrate when the "
+              f"machine is steady", file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
@@ -236,14 +236,15 @@ def _host(args) -> dict:
 
 def phases_of(profiled) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
-    the lowest, median and highest speed-up, the models profiled again, and the models whose
-    profile is from a phase slower than most (``calibrate_context.slower_than_most``), which the
-    calibration carries."""
-    from tuner.calibrate_context import slower_than_most
+    the lowest, median and highest speed-up, the faster phase's (``phase_reference``), the models
+    profiled again, and the models whose profile is from a slower phase
+    (``calibrate_context.slower_than_most``), which the calibration carries."""
+    from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
+            "speedup_reference": _finite(phase_reference(sp)),
             "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slower_than_most(sp)}
 
 
