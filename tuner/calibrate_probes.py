@@ -81,6 +81,14 @@ sixth session; experiments/results/calibration_unseen/runs.md):
 Refitted offline on one collection (the 17 models, every probe, both sets of unseen files
 profiled together), the 21 went from 18 to 21 within 20 % (MnasNet 0.5 +16 %, ShuffleNet x0.5
 +10 %, RegNetY-1.6GF -6 %) and the 15 stayed 15.
+
+**Masks, selections and Relay's bias epilogue** (``select_probe_graph``, seventh session): of the
+kinds the zoo and the built-ins hold, ``bias_add`` (a convolution's bias as TVM's Relay writes
+it, which onnxruntime folds into the convolution) and ``less`` were only in byoc_demo, so with
+byoc_demo held out ``less`` was predicted at 5x its time in it (4.1 us against 0.8 per run) and
+the folded bias at 2.8 us though it costs nothing (collection 21 of
+experiments/results/calibration_unseen/runs.md). The probe gives them, ``greater``, ``equal``, ``and``, ``or``, ``not``,
+``where`` and ``div`` rows at every probe size.
 """
 from __future__ import annotations
 
