@@ -187,6 +187,7 @@ def test_select_probe_holds_masks_and_the_relay_bias_epilogue_and_onnxruntime_ag
     assert ops["bias"].op == "bias_add" and ops["bias"].inputs[0].producer.op == "conv2d"
     assert len(ops["conv"].inputs) == 2           # the bias is the bias_add's, not the convolution's
     assert {n.op for n in g.nodes} >= {"less", "greater", "equal", "and", "or", "not", "where", "div"}
+    assert ops["where"].inputs[0].producer is ops["mask"]
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
     x = np.random.default_rng(0).standard_normal((1, 6, 5, 4)).astype(np.float32)
     x[0, 0, 0, :2] = 0.0                          # equal meets a true case
@@ -201,5 +202,5 @@ def test_select_probe_holds_masks_and_the_relay_bias_epilogue_and_onnxruntime_ag
     np.testing.assert_array_equal(both, neg & big)
     np.testing.assert_array_equal(either, neg | big)
     np.testing.assert_array_equal(no, ~neg)
-    np.testing.assert_array_equal(where, np.where(neg, 0.0, x))
+    np.testing.assert_array_equal(where, x)      # the mask: all true, as an attention mask with no padding
     np.testing.assert_allclose(div, x / 3.0, rtol=1e-6)
