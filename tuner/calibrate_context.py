@@ -44,7 +44,7 @@ What a node's in-context time is (``attribute``):
 A row is per execution: a node in a loop body runs once per trip, its kernel events add up over
 the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
 node runs as often as the runs took its branch, which its kernel events count (byoc_demo's
-residual Add once per run, its damping Mul twice; costing counts each branch half the if's runs,
+residual Add once per run, its damping Mul twice; costing counts the slower branch on every run,
 ``partition.ops.subgraph_runs``), and a branch never taken gives no row. The rest includes what control flow costs
 onnxruntime (a subgraph's executor on every trip), so a host calibration gives ``if`` and ``loop``
 no cost of their own (``Calibration.host_seconds``).
@@ -572,8 +572,9 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
     # 2. the profiled sessions, each alone: the kernels of the faster one
     events = _fastest_profile(data, feed, warmup + rounds, warmup, sessions)
-    # a node whose loop never runs (a trip bound of 0) has no kernel time and no row
-    counted = [(n, w, b) for n, w, b in walk_counted(g) if n.op not in CONTROL and w > 0]
+    # a node whose loop never runs (a trip bound of 0) has no kernel time and no row; an if
+    # branch's node is kept whatever costing counts it (the profile says how often it ran)
+    counted = [(n, w, b) for n, w, b in walk_counted(g) if n.op not in CONTROL and (w > 0 or b)]
     nodes = [n for n, _, _ in counted]
     runs_of: dict[str, float] = {}
     for n, w, _ in counted:
@@ -595,7 +596,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
     unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
     # an if branch's node runs as often as the runs took its branch: its kernels say how often (a
-    # branch never taken has no row; costing counts each branch half the if's runs)
+    # branch never taken has no row; costing counts the slower branch, ``subgraph_runs``)
     for n in branch & set(names):
         runs_of[n] = float(np.median([r["__count__" + n] for r in fast])) if fast else 0.0
     gone = {n for n in branch if runs_of.get(n, 0.0) <= 0}

@@ -25,7 +25,7 @@ import time
 import warnings
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -86,24 +86,28 @@ def walk_nodes(g: Any) -> Iterable[Any]:
 def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
     """``walk_nodes`` with how many times graph costing counts each node per run
     (``tuner.costing.graph_cost``, ``partition.ops.subgraph_runs``): a loop body once per trip of
-    its constant bound, an if branch half the if's runs (all or none with a constant condition)."""
+    its constant bound, of an if the branch it counts once (a constant condition's, else the
+    slower one) and the other never."""
     return ((n, w) for n, w, _ in walk_counted(g, weight))
 
 
-def walk_counted(g: Any, weight: float = 1.0, in_branch: bool = False) -> Iterable[tuple[Any, float, bool]]:
+def walk_counted(g: Any, weight: float = 1.0, in_branch: bool = False,
+                 scope: Mapping[str, Any] | None = None) -> Iterable[tuple[Any, float, bool]]:
     """``walk_weighted`` with whether each node is inside an if branch (how often it runs is known
     only at run time: ``calibrate_context`` counts its kernels in the profile instead)."""
     from partition.ops import subgraph_runs
+    scope = {**(scope or {}), **g.functions}
     for n in g.nodes:
         if n.op == "call":
-            fn = g.functions.get(n.attrs.get("callee"))
+            fn = scope.get(n.attrs.get("callee"))
             if fn is not None:
-                yield from walk_counted(fn.graph, weight, in_branch)
+                yield from walk_counted(fn.graph, weight, in_branch, scope)
             continue
         if n.op in CONTROL:
             for k in ("body", "then_branch", "else_branch"):
                 if k in n.attrs:
-                    yield from walk_counted(n.attrs[k], weight * subgraph_runs(n, k), in_branch or n.op == "if")
+                    yield from walk_counted(n.attrs[k], weight * subgraph_runs(n, k, scope),
+                                            in_branch or n.op == "if", scope)
             continue
         yield n, weight, in_branch
 

@@ -295,8 +295,8 @@ def function_cost(symbol: str, fn: Function, scope: Mapping[str, Function], cost
 def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptions()) -> GraphCost:
     """Cost of one inference of a partitioned graph: host nodes on the host model, calls of
     external functions (``Compiler`` attr) as launch + transfers + kernels. A loop body counts once
-    per trip of its constant trip bound, an if branch half the if's runs (the branch taken is
-    known only at run time; a constant condition's branch counts whole: ``subgraph_runs``)."""
+    per trip of its constant trip bound, an if the branch a constant condition takes or else the
+    slower one (the branch taken is known only at run time: ``partition.ops.subgraph_runs``)."""
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
     # A function's report is of its first call's residency (device-resident arguments and results,
@@ -332,7 +332,7 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
             for k in ("body", "then_branch", "else_branch"):
                 if n.op in ("loop", "if") and k in n.attrs:
-                    total = total + visit(n.attrs[k], scope, weight * subgraph_runs(n, k))
+                    total = total + visit(n.attrs[k], scope, weight * subgraph_runs(n, k, scope))
         return total
 
     total = visit(graph, {}, 1.0)

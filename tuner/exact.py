@@ -203,7 +203,9 @@ class _Bound:
         self.nv = nv
         # Integer capacities (scipy's max flow): floors of the scaled costs keep it a lower bound.
         total = sum(self.host) + sum(self._device(j, 0.0, 0.0) for j in range(n)) + sum(c for *_, c in arcs if c > 0)
-        self.scale = 2.0 ** 28 / max(total, 1e-300)
+        # a cluster that costs nothing (units costing counts no time, as an if's branch it does
+        # not count, partition.ops.subgraph_runs) has nothing to scale
+        self.scale = 2.0 ** 28 / total if total > 0 else 1.0
         self.inf = 2 ** 30
         self.arc_rows = np.array([a for a, _, _ in arcs], dtype=np.int64)
         self.arc_cols = np.array([b for _, b, _ in arcs], dtype=np.int64)

@@ -191,7 +191,7 @@ class Problem:
                 greedy.append(i)
             for key, sg in n.attrs.items():
                 if isinstance(sg, Graph):
-                    w = weight * subgraph_runs(n, key)
+                    w = weight * subgraph_runs(n, key, scope)
                     self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:

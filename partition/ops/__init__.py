@@ -12,7 +12,7 @@ from .base import InferContext, OpCost, OpDef, OpError, check
 
 from . import nn, elementwise, tensor, control, recurrent, dynamic, roi, sampling, spectral, sequence, fold, llm  # noqa: E402
 # the control-flow rules costing, the simulator and MAC counts share
-from .control import loop_trip_bound, subgraph_runs  # noqa: E402
+from .control import branch_work, loop_trip_bound, subgraph_runs  # noqa: E402
 
 # Read-only: the registry is a value assembled once from the op modules, never extended at run time.
 OPS: Mapping[str, OpDef] = MappingProxyType(
@@ -44,4 +44,4 @@ def op_cost(node) -> OpCost:
 
 
 __all__ = ["OPS", "OpDef", "OpCost", "OpError", "InferContext", "get_op", "infer_types", "op_cost", "loop_trip_bound",
-           "subgraph_runs"]
+           "subgraph_runs", "branch_work"]

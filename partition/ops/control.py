@@ -14,6 +14,8 @@ Conventions (closed sub-graphs, see ``partition.ir``):
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import numpy as np
 
 from ..ir import TensorType
@@ -87,21 +89,46 @@ def loop_trip_bound(node) -> int:
     return max(0, int(np.asarray(trip).reshape(-1)[0]))
 
 
-def subgraph_runs(node, key: str) -> float:
+def subgraph_runs(node, key: str, scope: Mapping[str, Any] | None = None) -> float:
     """How many times costing counts the sub-graph ``node.attrs[key]`` per run of ``node``: a loop
-    body once per trip (``loop_trip_bound``); the branch a constant ``if`` condition picks once and
-    the other never; with a condition known only at run time, each branch half the time (the
-    expectation with no profile, a compiler's static branch probability: counting both, as costing
-    did, doubled what an ``if`` costs). The simulator's per-call report takes the slower branch
-    instead (``sim.graph.subgraph.simulate``: a bound, not an expectation)."""
+    body once per trip (``loop_trip_bound``); of an ``if``, the branch a constant condition picks,
+    else the branch with more work (``branch_work``; the then branch on a tie), once, and the other
+    never. Which branch runs is known only at run time, so costing takes the slower one, as the
+    simulator's report does and as MAC counts do (an upper bound like every data-dependent size
+    in the IR). Counting both, as costing did until the seventh session of 2026-11-29, doubled
+    byoc_demo's if. ``scope``: the functions a ``call`` in a branch may name (its work is its
+    body's, so partitioning a branch does not change which branch counts)."""
     if node.op == "loop":
         return float(loop_trip_bound(node)) if key == "body" else 1.0
     if node.op != "if" or key not in ("then_branch", "else_branch"):
         return 1.0
     cond = node.inputs[0] if node.inputs else None
     if cond is not None and cond.is_const and cond.data is not None:
-        return 1.0 if bool(np.asarray(cond.data).reshape(-1)[0]) == (key == "then_branch") else 0.0
-    return 0.5
+        taken = "then_branch" if bool(np.asarray(cond.data).reshape(-1)[0]) else "else_branch"
+    else:
+        then_w, else_w = (branch_work(node.attrs[k], scope) for k in ("then_branch", "else_branch"))
+        taken = "then_branch" if then_w >= else_w else "else_branch"
+    return 1.0 if key == taken else 0.0
+
+
+def branch_work(graph, scope: Mapping[str, Any] | None = None) -> float:
+    """The arithmetic and bytes (``op_cost``: FLOPs + bytes in + bytes out) of one run of
+    ``graph``, into called functions, loop bodies (per trip) and the branch of an if that costing
+    counts: what picks the slower branch of an if."""
+    from . import op_cost
+    scope = {**(scope or {}), **graph.functions}
+    total = 0.0
+    for n in graph.nodes:
+        if n.op == "call":
+            fn = scope.get(n.attrs.get("callee"))
+            total += branch_work(fn.graph, scope) if fn is not None else 0.0
+        elif n.op in ("if", "loop"):
+            total += sum(subgraph_runs(n, k, scope) * branch_work(n.attrs[k], scope)
+                         for k in ("body", "then_branch", "else_branch") if k in n.attrs)
+        else:
+            c = op_cost(n)
+            total += float(c.flops + c.bytes_in + c.bytes_out)
+    return total
 
 
 DEFS = [

@@ -1,5 +1,5 @@
-"""Graph costing of control flow (``tuner.costing.graph_cost``): a loop body once per trip, an if
-branch half the if's runs, all of them when the condition is a constant. The expected costs are
+"""Graph costing of control flow (``tuner.costing.graph_cost``): a loop body once per trip, of an if
+the branch a constant condition takes, else the slower one, never both. The expected costs are
 sums of ``host_op_cost`` over the nodes, computed here apart from the walk."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import sim
 from partition.builder import GraphBuilder
-from partition.ops import subgraph_runs
+from partition.ops import branch_work, subgraph_runs
 from tuner.costing import CostOptions, KernelCoster, graph_cost, host_op_cost
 
 OPTS = CostOptions(fidelity="analytical")
@@ -16,23 +16,23 @@ HW = sim.load_hw("edge-npu")
 X = (16, 64)
 
 
-def _branches(seed: int):
-    """then: two denses and a tanh (costly); else: one scale (cheap)."""
-    tb = GraphBuilder("then", seed)
-    t = tb.input("v", X)
-    then_g = tb.finish([tb.tanh(tb.dense(tb.dense(t, X[1], name="d0"), X[1], name="d1"), name="t")])
-    eb = GraphBuilder("else", seed)
-    e = eb.input("v", X)
-    else_g = eb.finish([eb.mul(e, eb.const(np.float32(0.5), "half"), name="m")])
-    return then_g, else_g
+def _branches(seed: int, heavy_then: bool = True):
+    """One branch two denses and a tanh (costly), the other one scale (cheap)."""
+    hb = GraphBuilder("heavy", seed)
+    t = hb.input("v", X)
+    heavy = hb.finish([hb.tanh(hb.dense(hb.dense(t, X[1], name="d0"), X[1], name="d1"), name="t")])
+    lb = GraphBuilder("light", seed)
+    e = lb.input("v", X)
+    light = lb.finish([lb.mul(e, lb.const(np.float32(0.5), "half"), name="m")])
+    return (heavy, light) if heavy_then else (light, heavy)
 
 
-def if_graph(cond_const: bool | None):
+def if_graph(cond_const: bool | None, heavy_then: bool = True):
     """x -> relu -> if(cond) -> exp; ``cond`` a graph input, or a constant."""
     b = GraphBuilder("branchy", 0)
     x = b.input("x", X)
     cond = b.input("c", (), "bool") if cond_const is None else b.const(np.array(cond_const), "c")
-    then_g, else_g = _branches(0)
+    then_g, else_g = _branches(0, heavy_then)
     y = b.op("if", [cond, b.relu(x, name="r")], {"then_branch": then_g, "else_branch": else_g}, name="choose")
     return b.finish([b.exp(y, name="e")])
 
@@ -63,12 +63,15 @@ def cost(g):
     return graph_cost(g, KernelCoster(HW, opts=OPTS), OPTS).total
 
 
-def test_an_if_on_a_run_time_condition_counts_each_branch_half():
-    g = if_graph(None)
+@pytest.mark.parametrize("heavy_then", [True, False])
+def test_an_if_on_a_run_time_condition_counts_its_slower_branch_once(heavy_then):
+    g = if_graph(None, heavy_then)
     node = next(n for n in g.nodes if n.op == "if")
     then_s, else_s = (host_s(node.attrs[k]) for k in ("then_branch", "else_branch"))
-    assert then_s > 5 * else_s > 0       # the branches differ: a sum or a max would not match
-    assert cost(g).host_s == pytest.approx(host_s(g) + 0.5 * then_s + 0.5 * else_s, rel=1e-12)
+    assert max(then_s, else_s) > 5 * min(then_s, else_s) > 0   # a sum or a mean would not match
+    assert cost(g).host_s == pytest.approx(host_s(g) + max(then_s, else_s), rel=1e-12)
+    heavy = "then_branch" if heavy_then else "else_branch"
+    assert branch_work(node.attrs[heavy]) > branch_work(node.attrs["else_branch" if heavy_then else "then_branch"])
 
 
 @pytest.mark.parametrize("taken", [True, False])
@@ -81,10 +84,10 @@ def test_an_if_on_a_constant_condition_counts_the_branch_it_takes(taken):
 
 
 @pytest.mark.parametrize("trips", [0, 1, 3])
-def test_an_if_in_a_loop_counts_half_of_each_trip(trips):
+def test_an_if_in_a_loop_counts_its_slower_branch_on_each_trip(trips):
     g = loop_of_if(trips)
     loop = next(n for n in g.nodes if n.op == "loop")
     body = loop.attrs["body"]
     node = next(n for n in body.nodes if n.op == "if")
-    branches = 0.5 * (host_s(node.attrs["then_branch"]) + host_s(node.attrs["else_branch"]))
-    assert cost(g).host_s == pytest.approx(host_s(g) + trips * (host_s(body) + branches), rel=1e-12)
+    branch = max(host_s(node.attrs["then_branch"]), host_s(node.attrs["else_branch"]))
+    assert cost(g).host_s == pytest.approx(host_s(g) + trips * (host_s(body) + branch), rel=1e-12)

@@ -72,8 +72,10 @@ def multi_producer(width=32, rows=16):
 
 
 def branchy(width=64, rows=32):
-    """d0 -> if(c) {d1 -> tanh -> d2} else {d3} -> d4: offloadable units in both branches, each
-    counted half the if's runs."""
+    """d0 -> if(c) {d1 -> tanh -> d2} else {d3} -> d4: offloadable units in both branches. Costing
+    counts the then branch (more work, ``partition.ops.branch_work``) whatever is offloaded: its
+    denses moved into called functions keep their work, so the evaluator (weights fixed on the
+    source graph) and graph costing of each partitioned graph agree."""
     b = GraphBuilder("branchy", 4)
     x = b.input("x", (rows, width))
     c = b.input("c", (), "bool")
