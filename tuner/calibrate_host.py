@@ -261,6 +261,6 @@ def whole_model_seconds(graph: Any, opts: TimingOptions = TimingOptions(min_repe
 
 
 __all__ = ["HostOp", "TimingOptions", "Measured", "default_sources", "load_source", "source_label", "walk_nodes",
-           "walk_weighted", "walk_counted", "op_key", "collect_ops", "random_feed", "time_model", "run_times", "run_overhead", "measure_ops",
-           "whole_model_seconds"]
+           "walk_weighted", "walk_counted", "op_key", "collect_ops", "random_feed", "time_model", "run_times",
+           "run_overhead", "measure_ops", "whole_model_seconds"]
 

@@ -426,8 +426,8 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r)
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
-    assert ph == {"speedup_min": 1.5, "speedup_median": 1.8, "speedup_max": 1.85, "speedup_reference": pytest.approx(1.825),
-                  "reprofiled": ["b"], "slow": ["c"]}
+    assert ph == {"speedup_min": 1.5, "speedup_median": 1.8, "speedup_max": 1.85,
+                  "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"]}
     assert phases_of(ps[:2])["slow"] == []
     from dataclasses import replace
     real = cc.profile_models
