@@ -45,9 +45,9 @@ A row is per execution: a node in a loop body runs once per trip, its kernel eve
 the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
 node runs as often as the runs took its branch, which its kernel events count (byoc_demo's
 residual Add once per run, its damping Mul twice; costing counts the slower branch on every run,
-``partition.ops.subgraph_runs``), and a branch never taken gives no row. The rest includes what control flow costs
-onnxruntime (a subgraph's executor on every trip), so a host calibration gives ``if`` and ``loop``
-no cost of their own (``Calibration.host_seconds``).
+``partition.ops.subgraph_runs``), and a branch never taken gives no row. The rest includes what
+control flow costs onnxruntime (a subgraph's executor on every trip), so a host calibration gives
+``if`` and ``loop`` no cost of their own (``Calibration.host_seconds``).
 
 The plain latency is what ``tune --calibration``'s all-on-host latency is compared with.
 """
@@ -513,7 +513,7 @@ def phase_reference(speedups: Mapping[str, float]) -> float:
     """The speed-up of the machine's faster phase over ``speedups``: the upper quartile of the
     finite ones (nan when there are none). Not the best: one measurement right after other work
     read 2.16x against 1.8x for the rest. Not the median: a slow phase over half of the
-    measurements made it the slow phase's (2026-11-29, seventh session: 10 of 21 unseen files
+    measurements made it the slow phase's (2026-11-29, seventh session: 11 of 21 unseen files
     timed at 1.44-1.58x, the median 1.58x, so none was timed again)."""
     sp = [v for v in speedups.values() if np.isfinite(v)]
     return float(np.percentile(sp, 75)) if sp else float("nan")

@@ -13,7 +13,9 @@ norm of its own 1x1 convolution of one input, so each sees values of a normal sp
 activations drifting into denormals, which would time the CPU's slow path).
 
 One regime no model of the zoo or the built-ins reaches gets probes of its own too: **fully
-connected layers whose weights stream from DRAM** (``DENSE_SHAPES``, 16 to 256 MB of weights).
+connected layers whose weights stream from DRAM** (``DENSE_SHAPES``, 16 to 256 MB of weights; two
+layers in a row each since the seventh session, and 151 MB, AlexNet's first classifier layer, too:
+a layer alone finds part of its weights in the L3 on its next run, which a whole model's never do).
 The zoo's largest weight matrix is 9 MB, which the CPU's caches partly hold, and the calibration
 carried that speed to VGG-11's 476 MB of classifier weights: 1.4 ms predicted, 11.2 ms measured,
 the whole model 23 % under onnxruntime (experiments/calibration_unseen.py, 2026-11-29; within
@@ -114,18 +116,29 @@ def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS) -> Any
     return b.finish([b.conv_bn(x, c, 1, name=f"{kind}", act=kind) for kind in kinds])
 
 
-# (inputs, outputs) of batch-1 fully connected layers: 16, 64 and 256 MB of fp32 weights.
-DENSE_SHAPES = ((2048, 2048), (4096, 4096), (8192, 8192))
+# (inputs, outputs) of batch-1 fully connected layers: 16, 64, 151 and 256 MB of fp32 weights
+# (151 MB: AlexNet's first classifier layer, GPT-2's LM head)
+DENSE_SHAPES = ((2048, 2048), (4096, 4096), (6144, 6144), (8192, 8192))
 # (rows, inputs, outputs) of fully connected layers on as many weights, compute-bound: 2.1-8.6 GFLOP
 GEMM_SHAPES = ((64, 4096, 4096), (64, 8192, 8192), (256, 2048, 2048))
 
 
-def dense_probe_graph(k: int, n: int, m: int = 1) -> Any:
-    """One fully connected layer of ``m`` rows (batch): ``k`` inputs, ``n`` outputs (its weights
-    ``4 k n`` bytes)."""
+def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1) -> Any:
+    """``layers`` fully connected layers in a row, of ``m`` rows (batch): ``k`` inputs, ``n``
+    outputs, then ``n`` to ``n`` (each layer's weights ``4 k n`` bytes). The batch-1 probes have two:
+    a layer alone, run again and again, finds part of its weights still in the CPU's 32 MB L3,
+    which a layer of a whole model never does (the others' weights came through since): alone a
+    64 MB layer ran at 57-97 GB/s, in a chain of two at 49-50 GB/s, and a 16 MB one at 142 against
+    68-91 GB/s (experiments/results/calibration_unseen/runs.md, seventh session)."""
     from partition.builder import GraphBuilder
-    b = GraphBuilder.for_model(f"dense_{m}x{k}x{n}", 0)
-    return b.finish([b.dense(b.input("x", [m, k]), n, name="fc")])
+    b = GraphBuilder.for_model(f"dense_{m}x{k}x{n}" + (f"x{layers}" if layers > 1 else ""), 0)
+    y = b.input("x", [m, k])
+    for i in range(layers):
+        y = b.dense(y, n, name="fc" if i == 0 else f"fc{i}")
+    return b.finish([y])
+
+
+DENSE_LAYERS = 2
 
 
 # Activations of the four later stages of a ResNet-style network, each also at half and three
@@ -182,7 +195,7 @@ def select_probe_graph(shape: Sequence[int]) -> Any:
     constant. The where's condition is a mask as networks have (an attention mask with no padding:
     all true), not the sign of random values: onnxruntime's Where ran 776 us on 200 K elements
     under a random condition and 103-123 us under an all-true or causal one (branches the CPU
-    mispredicts), and probes with the random one put ALBERT's 24 masks at 4.7x their time."""
+    mispredicts), and probes with the random one put ALBERT's 24 masks at 4.5-4.8x their time."""
     import numpy as np
     from partition.builder import GraphBuilder
     n, c, h, w = (int(d) for d in shape)
@@ -204,7 +217,7 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:movement:{s[1]}x{s[2]}x{s[3]}", movement_probe_graph(s)) for s in shapes]
             + [(f"probe:select:{s[1]}x{s[2]}x{s[3]}", select_probe_graph(s)) for s in shapes]
-            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n)) for k, n in DENSE_SHAPES]
+            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n, layers=DENSE_LAYERS)) for k, n in DENSE_SHAPES]
             + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m)) for m, k, n in GEMM_SHAPES]
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
             + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
@@ -212,6 +225,6 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
                for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
+__all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
            "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph", "movement_probe_graph",
            "probe_graph", "probe_graphs", "select_probe_graph"]

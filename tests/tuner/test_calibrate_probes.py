@@ -60,6 +60,28 @@ def test_dense_probe_is_one_fully_connected_layer_that_onnxruntime_computes():
     np.testing.assert_allclose(y, x @ w.T + bias, rtol=1e-5, atol=1e-5)
 
 
+def test_batch_1_dense_probes_chain_layers_of_distinct_weights():
+    """calibrate's batch-1 probes are DENSE_LAYERS layers in a row, each with weights of its own
+    (so each leaves the caches before it is read again, as in a whole model), computed in order."""
+    ort = pytest.importorskip("onnxruntime")
+    from partition.onnx.export import graph_to_onnx
+    from tuner.calibrate_probes import DENSE_LAYERS, probe_graphs
+    assert DENSE_LAYERS >= 2
+    dense = [g for label, g in probe_graphs() if label.startswith("probe:dense:")]
+    assert len(dense) == len(DENSE_SHAPES)
+    for g, (k, n) in zip(dense, DENSE_SHAPES):
+        assert [tuple(fc.inputs[1].shape) for fc in g.nodes] == [(n, k)] + [(n, n)] * (DENSE_LAYERS - 1)
+        assert len({id(fc.inputs[1]) for fc in g.nodes}) == DENSE_LAYERS
+    g = dense_probe_graph(12, 8, layers=3)
+    x = np.random.default_rng(2).standard_normal((1, 12)).astype(np.float32)
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
+    want = x
+    for fc in g.nodes:
+        want = want @ fc.inputs[1].data.T + fc.inputs[2].data
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
     """The GEMM probes read weights as large as the batch-1 ones (16-256 MB) with enough rows to be
     compute-bound on the reference host (FLOPs per byte of weights >= 32), and compute x @ W^T + b."""
