@@ -6,8 +6,9 @@ partition and sweep.
   each model alone: a plain session for its latency, then a profiled one for each node's time inside
   the real run, the rows adding up to the plain latency) for the built-in models, the zoo's ONNX
   files and the probe models (``tuner.calibrate_probes``: every activation kind, large fully
-  connected layers, grouped convolutions), or for ``--models`` alone; one node at a time
-  (``tuner.calibrate_host``) only for the ops of a model onnxruntime cannot run whole. The fit
+  connected layers, grouped convolutions, data movement, masks and selections), or for ``--models``
+  alone; one node at a time (``tuner.calibrate_host``) only for the ops of a model onnxruntime
+  cannot run whole. The fit
   gives every model the same say (``tuner.calibration.model_weights``).
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
@@ -52,7 +53,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--models", nargs="+", metavar="NAME|FILE",
                    help="with --host: built-in models and ONNX files whose ops are timed (default: every built-in "
                         "model, the zoo's ONNX files and the probe models: activations, large fully connected layers, "
-                        "grouped convolutions)")
+                        "grouped convolutions, data movement, masks and selections)")
     p.add_argument("--ops", metavar="OP,...", help="with --host: time only these op kinds (IR names, e.g. conv2d,add)")
     p.add_argument("--max-per-op", type=int, default=100, metavar="N",
                    help="with --host: for the one-node timing of models onnxruntime cannot run whole: at most N "
@@ -119,8 +120,8 @@ def _fit_summary(cal, samples, measured) -> dict:
 def host_graphs(models: list[str] | None) -> list[tuple[str, Any]]:
     """(label, graph) of what ``calibrate --host`` times: ``models`` (built-in names, ONNX files), or
     every built-in model and the zoo's files plus the probe models (``tuner.calibrate_probes``:
-    every activation kind, large fully connected layers and grouped convolutions in context,
-    whatever the sources hold)."""
+    every activation kind, large fully connected layers, grouped convolutions, data movement, masks
+    and selections in context, whatever the sources hold)."""
     from tuner.calibrate_host import default_sources, load_source, source_label
     graphs, labels = [], set()
     for src in models or default_sources():
