@@ -593,24 +593,21 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
     # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run
-    ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
-    unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
     # an if branch's node runs as often as the runs took its branch: its kernels say how often (a
     # branch never taken has no row; costing counts the slower branch, ``subgraph_runs``)
     for n in branch & set(names):
         runs_of[n] = float(np.median([r["__count__" + n] for r in fast])) if fast else 0.0
-    gone = {n for n in branch if runs_of.get(n, 0.0) <= 0}
-    names = [n for n in names if n not in gone]
-    ker = {n: v for n, v in ker.items() if n not in gone}
-    unn = {n: v for n, v in unn.items() if n not in gone}
-    runs_of = {n: v for n, v in runs_of.items() if n not in gone}
+    names = [n for n in names if runs_of[n] > 0]
+    runs_of = {n: runs_of[n] for n in names}
+    ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
+    unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
     whole = min(float(np.median(w)) for w in blocks)
     wall = [t for w in blocks for t in w]
     # a name shared by several nodes keeps one row (its first node); a row is per execution: the
     # kernel events of a loop body's node add up over the trips, and costing counts it per trip.
     # Its seconds (the kernel plus a share of the rest) are set by ``with_rest``
     rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name], runs_of[n.name])
-                 for n in {n.name: n for n in nodes}.values() if n.name not in gone)
+                 for n in {n.name: n for n in nodes}.values() if n.name in runs_of)
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
                  len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in

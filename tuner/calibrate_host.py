@@ -104,10 +104,8 @@ def walk_counted(g: Any, weight: float = 1.0, in_branch: bool = False,
                 yield from walk_counted(fn.graph, weight, in_branch, scope)
             continue
         if n.op in CONTROL:
-            for k in ("body", "then_branch", "else_branch"):
-                if k in n.attrs:
-                    yield from walk_counted(n.attrs[k], weight * subgraph_runs(n, k, scope),
-                                            in_branch or n.op == "if", scope)
+            for k, runs in subgraph_runs(n, scope).items():
+                yield from walk_counted(n.attrs[k], weight * runs, in_branch or n.op == "if", scope)
             continue
         yield n, weight, in_branch
 

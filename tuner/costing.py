@@ -330,9 +330,9 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
                 total = total + call_cost(g, n, sym).scaled(weight)
                 continue
             total = total + host_unit_cost(n, scope, hw, opts).scaled(weight)
-            for k in ("body", "then_branch", "else_branch"):
-                if n.op in ("loop", "if") and k in n.attrs:
-                    total = total + visit(n.attrs[k], scope, weight * subgraph_runs(n, k, scope))
+            if n.op in ("loop", "if"):
+                for k, runs in subgraph_runs(n, scope).items():
+                    total = total + visit(n.attrs[k], scope, weight * runs)
         return total
 
     total = visit(graph, {}, 1.0)

@@ -189,10 +189,9 @@ class Problem:
             workloads.append(wl)
             if off and "region" in n.meta:
                 greedy.append(i)
-            for key, sg in n.attrs.items():
-                if isinstance(sg, Graph):
-                    w = weight * subgraph_runs(n, key, scope)
-                    self._walk(sg, scope, f"{path}/{n.name}.{key}", w, units, host, workloads, greedy, coster)
+            for key, runs in subgraph_runs(n, scope).items():
+                self._walk(n.attrs[key], scope, f"{path}/{n.name}.{key}", weight * runs, units, host, workloads,
+                           greedy, coster)
 
     def _edges(self) -> Iterable[ValueEdge]:
         hw = self.hw

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..ir import TensorType
+from ..ir import Graph, TensorType
 from .base import OpCost, OpDef, check
 
 
@@ -89,26 +89,26 @@ def loop_trip_bound(node) -> int:
     return max(0, int(np.asarray(trip).reshape(-1)[0]))
 
 
-def subgraph_runs(node, key: str, scope: Mapping[str, Any] | None = None) -> float:
-    """How many times costing counts the sub-graph ``node.attrs[key]`` per run of ``node``: a loop
-    body once per trip (``loop_trip_bound``); of an ``if``, the branch a constant condition picks,
-    else the branch with more work (``branch_work``; the then branch on a tie), once, and the other
-    never. Which branch runs is known only at run time, so costing takes the slower one, as the
-    simulator's report does and as MAC counts do (an upper bound like every data-dependent size
-    in the IR). Counting both, as costing did until the seventh session of 2026-11-29, doubled
-    byoc_demo's if. ``scope``: the functions a ``call`` in a branch may name (its work is its
-    body's, so partitioning a branch does not change which branch counts)."""
+def subgraph_runs(node, scope: Mapping[str, Any] | None = None) -> dict[str, float]:
+    """How many times costing counts each sub-graph of ``node`` per run of it (attr name -> runs):
+    a loop body once per trip (``loop_trip_bound``); of an ``if``, the branch a constant condition
+    picks, else the branch with more work (``branch_work``; the then branch on a tie), once, and
+    the other never. Which branch runs is known only at run time, so costing takes the slower one,
+    as the simulator's report does and as MAC counts do (an upper bound like every data-dependent
+    size in the IR). Counting both, as costing did until the seventh session of 2026-11-29,
+    doubled byoc_demo's if. ``scope``: the functions a ``call`` in a branch may name (its work is
+    its body's, so partitioning a branch does not change which branch counts)."""
     if node.op == "loop":
-        return float(loop_trip_bound(node)) if key == "body" else 1.0
-    if node.op != "if" or key not in ("then_branch", "else_branch"):
-        return 1.0
+        return {"body": float(loop_trip_bound(node))} if "body" in node.attrs else {}
+    if node.op != "if":
+        return {k: 1.0 for k, v in node.attrs.items() if isinstance(v, Graph)}
     cond = node.inputs[0] if node.inputs else None
     if cond is not None and cond.is_const and cond.data is not None:
         taken = "then_branch" if bool(np.asarray(cond.data).reshape(-1)[0]) else "else_branch"
     else:
         then_w, else_w = (branch_work(node.attrs[k], scope) for k in ("then_branch", "else_branch"))
         taken = "then_branch" if then_w >= else_w else "else_branch"
-    return 1.0 if key == taken else 0.0
+    return {k: float(k == taken) for k in ("then_branch", "else_branch")}
 
 
 def branch_work(graph, scope: Mapping[str, Any] | None = None) -> float:
@@ -123,8 +123,7 @@ def branch_work(graph, scope: Mapping[str, Any] | None = None) -> float:
             fn = scope.get(n.attrs.get("callee"))
             total += branch_work(fn.graph, scope) if fn is not None else 0.0
         elif n.op in ("if", "loop"):
-            total += sum(subgraph_runs(n, k, scope) * branch_work(n.attrs[k], scope)
-                         for k in ("body", "then_branch", "else_branch") if k in n.attrs)
+            total += sum(r * branch_work(n.attrs[k], scope) for k, r in subgraph_runs(n, scope).items() if r)
         else:
             c = op_cost(n)
             total += float(c.flops + c.bytes_in + c.bytes_out)

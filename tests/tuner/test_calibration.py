@@ -440,7 +440,6 @@ def test_a_grouped_convolution_is_described_by_one_groups_gemm_and_its_group_cou
     assert f["dw"]["log_group_width"] == 0.0
 
 
-
 def _nchwc_runs(in_per_group: int, out_channels: int, groups: int, block: int) -> bool:
     """onnxruntime's NchwcTransformer::TransformConv, written out: whether a convolution runs in
     the blocked layout of ``block`` channels (a dense one with fewer input channels than a block

@@ -8,8 +8,7 @@ partition and sweep.
   files and the probe models (``tuner.calibrate_probes``: every activation kind, large fully
   connected layers, grouped convolutions, data movement, masks and selections), or for ``--models``
   alone; one node at a time (``tuner.calibrate_host``) only for the ops of a model onnxruntime
-  cannot run whole. The fit
-  gives every model the same say (``tuner.calibration.model_weights``).
+  cannot run whole. The fit gives every model the same say (``tuner.calibration.model_weights``).
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
 """
