@@ -225,6 +225,6 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
                for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS", "PROBE_SHAPES",
-           "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph", "movement_probe_graph",
-           "probe_graph", "probe_graphs", "select_probe_graph"]
+__all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
+           "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph",
+           "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph"]
