@@ -45,9 +45,10 @@ A row is per execution: a node in a loop body runs once per trip, its kernel eve
 the trips, and graph costing counts it once per trip (``Profiled.executions``); an if branch's
 node runs as often as the runs took its branch, which its kernel events count (byoc_demo's
 residual Add once per run, its damping Mul twice; costing counts the slower branch on every run,
-``partition.ops.subgraph_runs``), and a branch never taken gives no row. The rest includes what
-control flow costs onnxruntime (a subgraph's executor on every trip), so a host calibration gives
-``if`` and ``loop`` no cost of their own (``Calibration.host_seconds``).
+``partition.ops.subgraph_runs``), and a branch never taken gives no row. What control flow costs
+onnxruntime of its own (a subgraph's executor on every trip) is measured apart
+(``calibrate_control``) and costed on the ``if`` and ``loop`` nodes (``Calibration.host_seconds``),
+so it stays out of the rest shared over the rows (``Profiled.control_s``).
 
 The plain latency is what ``tune --calibration``'s all-on-host latency is compared with.
 """
@@ -104,6 +105,9 @@ class Profiled:
     # kept profiled sessions (``parallel_speedup``): which phase of the machine the rows come from
     speedup: float = float("nan")
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
+    # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
+    # costed on the if and loop nodes, so the rows add up to the latency less this
+    control_s: float = 0.0
 
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
@@ -296,10 +300,11 @@ def per_node_rest(profiled: Sequence["Profiled"]) -> float:
 
 
 def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool = UNNAMED_TO_NEXT) -> "Profiled":
-    """``p`` with its rows' seconds shared out again (``share_rest``); with ``unnamed`` the kernels
-    with no IR name go to the node that runs next (``attribute``) instead of the rest."""
+    """``p`` with its rows' seconds shared out again (``share_rest``) over its latency less its
+    control flow (``Profiled.control_s``); with ``unnamed`` the kernels with no IR name go to the
+    node that runs next (``attribute``) instead of the rest."""
     ker = {n: v + p.unnamed_s.get(n, 0.0) for n, v in p.kernel_s.items()} if unnamed else p.kernel_s
-    sec = share_rest(ker, p.whole_s, mode, per_node_s)
+    sec = share_rest(ker, max(FLOOR_S, p.whole_s - p.control_s), mode, per_node_s)
     return replace(p, rows=tuple(replace(r, seconds=sec[r.node.name] / p.executions.get(r.node.name, 1.0))
                                  for r in p.rows))
 
@@ -308,7 +313,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                    budget_s: float | None = None, min_time_s: float = 0.2, min_runs: int = 7,
                    max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
                    overhead_s: float | None = None, on_step: Callable[[str], None] | None = None,
-                   slow_passes: int = 0, slow_budget_s: float | None = None
+                   slow_passes: int = 0, slow_budget_s: float | None = None, control: Any = None
                    ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
@@ -332,7 +337,9 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     of a later pass (``PHASE_GAP``) is profiled again then, and the new profile kept (comparing the
     two profiles' run times instead kept a 17 ms memory-bound probe's slow-phase profile by noise).
     Then up to ``slow_passes`` more passes over the models still profiled in a slower phase than
-    most (``slower_than_most``), each pass started before ``slow_budget_s`` (from the start)."""
+    most (``slower_than_most``), each pass started before ``slow_budget_s`` (from the start).
+    ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
+    share of it (``Profiled.control_s``) stays out of its rows."""
     import gc
     from partition.onnx.export import graph_to_onnx
     t0 = time.perf_counter()
@@ -358,7 +365,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             p = replace(_profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
                                      min_time_s=0.0 if spent else min_time_s,
                                      min_runs=min(3, min_runs) if spent else min_runs, max_runs=max_runs, blocks_n=1,
-                                     overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS), speedup=sp)
+                                     overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS), speedup=sp,
+                        control_s=control.of_graph(g) if control is not None else 0.0)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -380,7 +388,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             sp = parallel_speedup(model=probe)
             if p.speedup < PHASE_GAP * sp:  # profiled in a slower phase than now: profile again
                 q = replace(_profile_one(p.model, graph_of[p.model], data, m.graph.input, rounds, warmup, seed,
-                                         min_time_s, min_runs, max_runs, 1, overhead_s), speedup=sp)
+                                         min_time_s, min_runs, max_runs, 1, overhead_s), speedup=sp,
+                            control_s=p.control_s)
                 out[i] = replace(q, whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s),
                                  runs=p.runs + q.runs, reprofiled=p.reprofiled + 1)
                 return

@@ -92,20 +92,23 @@ def walk_weighted(g: Any, weight: float = 1.0) -> Iterable[tuple[Any, float]]:
 
 
 def walk_counted(g: Any, weight: float = 1.0, in_branch: bool = False,
-                 scope: Mapping[str, Any] | None = None) -> Iterable[tuple[Any, float, bool]]:
+                 scope: Mapping[str, Any] | None = None, controls: bool = False) -> Iterable[tuple[Any, float, bool]]:
     """``walk_weighted`` with whether each node is inside an if branch (how often it runs is known
-    only at run time: ``calibrate_context`` counts its kernels in the profile instead)."""
+    only at run time: ``calibrate_context`` counts its kernels in the profile instead). With
+    ``controls`` every if and loop node comes too, before its sub-graphs' nodes."""
     from partition.ops import subgraph_runs
     scope = {**(scope or {}), **g.functions}
     for n in g.nodes:
         if n.op == "call":
             fn = scope.get(n.attrs.get("callee"))
             if fn is not None:
-                yield from walk_counted(fn.graph, weight, in_branch, scope)
+                yield from walk_counted(fn.graph, weight, in_branch, scope, controls)
             continue
         if n.op in CONTROL:
+            if controls:
+                yield n, weight, in_branch
             for k, runs in subgraph_runs(n, scope).items():
-                yield from walk_counted(n.attrs[k], weight * runs, in_branch or n.op == "if", scope)
+                yield from walk_counted(n.attrs[k], weight * runs, in_branch or n.op == "if", scope, controls)
             continue
         yield n, weight, in_branch
 

@@ -370,16 +370,25 @@ class Calibration:
     # -- what costing calls
     def host_seconds(self, node: Any, hw: Any, source: Any = None) -> float:
         """Seconds of one host op: the measured host's prediction for a host file, the analytical
-        host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs nothing
-        of its own: the rows were timed in whole runs whose rest (the executor between kernels,
-        a subgraph's machinery on every trip) is shared out over the nodes (``calibrate_context``),
-        so a dispatch cost on top would count it twice."""
+        host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs what
+        onnxruntime's subgraph executor was measured to cost (``meta["control_flow"]``,
+        ``tuner.calibrate_control``; its body's nodes are costed apart), and nothing in a file
+        without that measurement (older files: there it went into the rows' shares of the rest)."""
         from sim.graph.subgraph import host_op_seconds
         if self.kind != "host" or node.op == "call":
             return host_op_seconds(node, hw)
         if node.op in ("if", "loop"):
-            return 0.0
+            control = self.control
+            return control.seconds(node) if control is not None else 0.0
         return self._memo(host_sample(node, _Host(**self.reference_host), source))
+
+    @property
+    def control(self):
+        """The measured cost of control flow (``tuner.calibrate_control.ControlCost``), or None."""
+        if "control" not in self._state:
+            from .calibrate_control import control_of
+            self._state["control"] = control_of(self.meta)
+        return self._state["control"]
 
     def kernel_scale(self, workload: Any, report: Any, hw: Any) -> float:
         """Factor on one device kernel's cycles (1.0 for a host file)."""
@@ -449,11 +458,12 @@ def model_weights(models: Sequence[str], seconds: Sequence[float]) -> np.ndarray
 def fit_calibration(samples: Sequence[OpSample], measured_s: Sequence[float], *, kind: str, fingerprint: str,
                     hardware: str, rows: Sequence[Mapping[str, Any]], reference_host: Mapping[str, float] | None = None,
                     meta: Mapping[str, Any] | None = None, rounds: int = FIT_ROUNDS,
-                    weights: Sequence[float] | None = None) -> Calibration:
+                    weights: Sequence[float] | None = None, control: Any = None) -> Calibration:
     """Fit the regressor of log(measured / analytical) on ``samples``. ``rows`` are the training
     data as stored (their sha256 goes in the file). ``weights``: one per sample (``model_weights``
     for rows of whole models), scaled here to a mean of 1 so the fit's regularisation keeps its
-    strength; None weighs every row alike."""
+    strength; None weighs every row alike. ``control``: the host's measured cost of control flow
+    (``tuner.calibrate_control.ControlCost``), kept in ``meta["control_flow"]``."""
     import xgboost as xgb
     if len(samples) != len(measured_s):
         raise CalibrationError(f"{len(samples)} samples but {len(measured_s)} measurements")
@@ -479,7 +489,8 @@ def fit_calibration(samples: Sequence[OpSample], measured_s: Sequence[float], *,
     return Calibration(kind, fingerprint, hardware, data_sha256(rows), ops, raw,
                        dict(reference_host) if reference_host else None,
                        {**(meta or {}), "rows": len(samples), "fit": {**FIT_PARAMS, "rounds": rounds},
-                        "peak_flops_per_s": peak_flops_per_s(samples, y_meas), "weighted": w is not None})
+                        "peak_flops_per_s": peak_flops_per_s(samples, y_meas), "weighted": w is not None,
+                        **({"control_flow": control.to_json()} if control is not None else {})})
 
 
 def peak_flops_per_s(samples: Sequence[OpSample], measured_s: Sequence[float]) -> float | None:
@@ -534,6 +545,12 @@ def read_calibration(path: str | os.PathLike) -> Calibration:
     if peak is not None and (not isinstance(peak, (int, float)) or isinstance(peak, bool) or not peak > 0
                              or not math.isfinite(peak)):
         raise CalibrationError(f"calibration file {p}: meta.peak_flops_per_s must be a number > 0, got {peak!r}")
+    if doc["meta"].get("control_flow") is not None:
+        from .calibrate_control import control_of
+        try:
+            control_of(doc["meta"])
+        except ValueError as e:
+            raise CalibrationError(f"calibration file {p}: meta.control_flow: {e}") from None
     booster = json.dumps(doc["booster"], separators=(",", ":"))
     if hashlib.sha256(booster.encode()).hexdigest() != doc["booster_sha256"]:
         raise CalibrationError(f"calibration file {p}: the booster does not match its sha256 (corrupt file)")

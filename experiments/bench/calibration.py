@@ -96,16 +96,19 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
     t0 = time.perf_counter()
     # the passes calibrate --host makes over the models left in a slower phase than most
     from tuner.cli.cmd_calibrate import SLOW_PASSES
-    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES)
-    return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key
+    from tuner.calibrate_control import measure_control
+    control = measure_control()  # as calibrate --host: control flow's own cost, out of the rows
+    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control)
+    return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key, control
 
 
-def fit(samples, meas, ref, weights=None):
+def fit(samples, meas, ref, weights=None, control=None):
     """A host calibration of ``samples``; ``weights`` as ``calibrate --host`` gives them
-    (``calibrate_context.row_weights``: every model the same)."""
+    (``calibrate_context.row_weights``: every model the same); ``control``: the measured cost of
+    control flow (``tuner.calibrate_control``), which ``calibrate --host`` keeps in the file."""
     from tuner.calibration import fit_calibration
     return fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[],
-                           reference_host=ref, weights=weights)
+                           reference_host=ref, weights=weights, control=control)
 
 
 def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
@@ -127,7 +130,7 @@ def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
     return pred
 
 
-def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, unnamed=None):
+def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, unnamed=None, control=None):
     """The held-out figures with the run's rest shared out by ``mode`` (``calibrate_context.share_rest``).
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on."""
     import sim
@@ -155,7 +158,8 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
-        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref, row_weights(tr))
+        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref, row_weights(tr),
+                        control)
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
         for i, v in zip(test, pred):
@@ -186,7 +190,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     hw0 = sim.load_hw(preset)
     whole = []
     graph_of = dict(graphs)
-    full = fit(samples, meas, ref, row_weights(rows))
+    full = fit(samples, meas, ref, row_weights(rows), control)
     keys_of = {label: {op_key(n) for n in walk_nodes(g)} for label, g in graphs}
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
@@ -209,7 +213,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
         row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                                                  row_weights(tr)))
+                                                  row_weights(tr), control))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -245,16 +249,18 @@ def main(argv=None) -> int:
     ref_host = sim.hw.config.HostConfig()
     ref = reference_host_of(ref_host)
     sources = args.models or default_sources()
-    graphs, profiled, failed, wall, fam_of_key = host_data(sources, args.rounds, probes=not args.models)
+    graphs, profiled, failed, wall, fam_of_key, control = host_data(sources, args.rounds, probes=not args.models)
     modes = {}
     for mode in REST_MODES:
-        modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0])
+        modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
+                               control=control)
     # the kernels with no IR name (reorders, SkipLayerNormalization) to the node that runs next, or in the rest
     alt = f"{DEFAULT_REST}, unnamed kernels {'in the rest' if UNNAMED_TO_NEXT else 'to the next node'}"
     modes[alt] = evaluate(DEFAULT_REST, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
-                          unnamed=not UNNAMED_TO_NEXT)
+                          unnamed=not UNNAMED_TO_NEXT, control=control)
     host, whole = modes[DEFAULT_REST]
     host["timing"] = {"wall_s": wall, "rounds": args.rounds, "failed": failed, "alone": True}
+    host["control_flow"] = control.to_json()
     host["rest_modes"] = {m: {"by_op_kind": h["held_out_by_op_kind"], "by_family": h["held_out_by_family"],
                               "whole_within_20": sum(abs(w["calibrated_error"]) <= 0.2 for w in wl if "calibrated_error" in w),
                               "whole_within_20_in_sample": sum(abs(w["in_sample_error"]) <= 0.2 for w in wl
@@ -274,7 +280,7 @@ def main(argv=None) -> int:
     from tuner.calibration import fit_calibration
     from tuner.tune import tune
     full = fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[], reference_host=ref,
-                           weights=row_weights(rows))
+                           weights=row_weights(rows), control=control)
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:

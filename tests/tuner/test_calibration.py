@@ -306,23 +306,27 @@ def test_calibrate_host_on_a_tiny_op_set(tmp_path, capsys):
     assert cal.meta["weighted"] is True                    # every model the same say (model_weights)
 
 
-def test_control_flow_costs_nothing_of_its_own_on_a_host_file(tmp_path):
-    """byoc_demo's Loop and If: on a host calibration their overhead is in the in-context rows'
-    share of the run's rest, so graph costing adds the body's nodes (each once per trip) and no
-    dispatch; a device file keeps the analytical host model for them."""
+def test_control_flow_costs_its_measured_cost_on_a_host_file(tmp_path):
+    """byoc_demo's Loop and If: graph costing adds the body's nodes (each once per trip) and, on a
+    host calibration, each control node's measured cost (``meta["control_flow"]``), nothing in a
+    file without it; a device file keeps the analytical host model for them."""
     from partition import models
+    from tuner.calibrate_control import ControlCost
     from tuner.calibrate_host import walk_weighted
     from tuner.costing import CostOptions, KernelCoster, graph_cost
     cal, _ = host_cal(tmp_path)
     g = models.get("byoc_demo")
     hw = sim.load_hw("edge-npu")
-    opts = CostOptions(fidelity="analytical", calibration=cal)
-    got = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s
     host = sim.hw.config.HostConfig(**REF)
-    want = sum(w * float(cal.predict_seconds([host_sample(n, host)])[0]) for n, w in walk_weighted(g))
-    assert got == pytest.approx(want, rel=1e-6)
+    body = sum(w * float(cal.predict_seconds([host_sample(n, host)])[0]) for n, w in walk_weighted(g))
     loop = next(n for n in g.nodes if n.op == "loop")
+    cost = ControlCost(loop_s=1e-6, trip_s=5e-7, loop_byte_s=1e-11, if_s=8e-7, if_byte_s=2e-12)
+    with_cf = replace(cal, meta={**cal.meta, "control_flow": cost.to_json()}, _state={})
+    for c, control_s in ((cal, 0.0), (with_cf, 1e-6 + 3 * 5e-7 + 2048e-11 + 3 * (8e-7 + 2048 * 2e-12))):
+        opts = CostOptions(fidelity="analytical", calibration=c)
+        assert graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s == pytest.approx(body + control_s, rel=1e-6)
     assert cal.host_seconds(loop, hw) == 0.0
+    assert with_cf.host_seconds(loop, hw) == pytest.approx(1e-6 + 3 * 5e-7 + 2048e-11)
     dev = replace(cal, kind="device", _state={})
     from sim.graph.subgraph import host_op_seconds
     assert dev.host_seconds(loop, hw) == host_op_seconds(loop, hw) > 0

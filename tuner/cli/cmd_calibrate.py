@@ -9,6 +9,8 @@ partition and sweep.
   connected layers, grouped convolutions, data movement, masks and selections), or for ``--models``
   alone; one node at a time (``tuner.calibrate_host``) only for the ops of a model onnxruntime
   cannot run whole. The fit gives every model the same say (``tuner.calibration.model_weights``).
+  What onnxruntime's Loop and If cost of their own is timed first (``tuner.calibrate_control``:
+  loops against the same work unrolled) and kept in the file for every ``if`` and ``loop``.
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
 """
@@ -155,10 +157,15 @@ def _host(args) -> dict:
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
     from tuner.calibrate_context import DEFAULT_REST, profile_models
-    budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
+    from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
     passes = 3  # profile_models' default blocks: one pass over the models per block of plain runs
+    # control flow's own cost first: the models' rows leave it out (Profiled.control_s)
+    with tqdm(total=len(probe_cases()), desc="calibrate --host (control flow)", unit="pair", file=sys.stderr,
+              leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as cf_bar:
+        control = measure_control(on_step=lambda _: cf_bar.update(1))
+    budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
@@ -169,7 +176,8 @@ def _host(args) -> dict:
         # the passes start within half the budget; passes over the models still in a slower phase
         # than most within 0.8 of it, the rest for one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=budget / 2, blocks=passes,
-                                          on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=0.8 * budget)
+                                          on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=0.8 * budget,
+                                          control=control)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     samples = [host_sample(r.node, host) for r in ctx]
@@ -211,7 +219,7 @@ def _host(args) -> dict:
                             [r.per_run_s for r in ctx] + [m.seconds for m in measured])
     cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
                           hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows, weights=weights,
-                          reference_host=reference_host_of(host),
+                          reference_host=reference_host_of(host), control=control,
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
                                 "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
@@ -231,6 +239,7 @@ def _host(args) -> dict:
             "run_overhead_s": facts["run_overhead_s"], "dispatch_s": facts["dispatch_s"],
             "onnxruntime": ort.__version__,
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
+            "control_flow": control.to_json(),
             "phases": phases_of(profiled)}
 
 
