@@ -341,7 +341,6 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
     share of it (``Profiled.control_s``) stays out of its rows."""
     import gc
-    from partition.onnx.export import graph_to_onnx
     t0 = time.perf_counter()
     if overhead_s is None:
         overhead_s = profiler_overhead_s()
@@ -351,10 +350,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     tick = on_step or (lambda label: None)
     for label, g in graphs:
         try:
-            m = graph_to_onnx(g)
-            data = m.SerializeToString()
-            inputs = m.graph.input
-            del m
+            data, inputs = exported(g)
         except Exception as e:  # noqa: BLE001 - a model the exporter refuses is reported, not fatal
             failed.append((label, _why(e)))
             tick(label)
@@ -383,17 +379,16 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     def again(i: int) -> None:
         p = out[i]
         try:
-            m = graph_to_onnx(graph_of[p.model])
-            data = m.SerializeToString()
+            data, inputs = exported(graph_of[p.model])
             sp = parallel_speedup(model=probe)
             if p.speedup < PHASE_GAP * sp:  # profiled in a slower phase than now: profile again
-                q = replace(_profile_one(p.model, graph_of[p.model], data, m.graph.input, rounds, warmup, seed,
+                q = replace(_profile_one(p.model, graph_of[p.model], data, inputs, rounds, warmup, seed,
                                          min_time_s, min_runs, max_runs, 1, overhead_s), speedup=sp,
                             control_s=p.control_s)
                 out[i] = replace(q, whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s),
                                  runs=p.runs + q.runs, reprofiled=p.reprofiled + 1)
                 return
-            wall = _plain_blocks(data, m.graph.input, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
+            wall = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
         except Exception:  # noqa: BLE001 - it ran in the first pass; a later failure keeps that pass
             return
         finally:
@@ -419,6 +414,21 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
     return out, failed
+
+
+def exported(g: Any) -> tuple[bytes, list]:
+    """``g`` as ONNX bytes (``graph_to_onnx``) and its graph inputs, copied out of the model so
+    that the model itself is freed: a reference to ``model.graph.input`` keeps the whole model,
+    weights and all, alive beside its bytes (0.5 GB more for the largest probe)."""
+    from onnx import ValueInfoProto
+    from partition.onnx.export import graph_to_onnx
+    m = graph_to_onnx(g)
+    data = m.SerializeToString()
+    inputs = []
+    for vi in m.graph.input:
+        inputs.append(ValueInfoProto())
+        inputs[-1].CopyFrom(vi)
+    return data, inputs
 
 
 def _why(e: Exception) -> str:

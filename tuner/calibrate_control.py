@@ -160,14 +160,12 @@ def measure_control(min_time_s: float = 0.05, min_runs: int = 50, max_runs: int 
     """Time every probe pair (``control_probes``), each model alone in a plain session with the
     default options (the lowest of ``blocks`` block medians, ``calibrate_context._plain_blocks``),
     and fit ``ControlCost`` (``fit_control``). ~3 s on this VM."""
-    from partition.onnx.export import graph_to_onnx
-    from .calibrate_context import _plain_blocks
+    from .calibrate_context import _plain_blocks, exported
     cases, extra = [], []
     for case, loop, flat in control_probes():
         t = []
         for g in (loop, flat):
-            m = graph_to_onnx(g)
-            blk = _plain_blocks(m.SerializeToString(), m.graph.input, 20, 0, min_time_s, min_runs, max_runs, blocks)
+            blk = _plain_blocks(*exported(g), 20, 0, min_time_s, min_runs, max_runs, blocks)
             t.append(min(float(np.median(w)) for w in blk))
         cases.append(case)
         extra.append(t[0] - t[1])

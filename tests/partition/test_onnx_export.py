@@ -223,3 +223,32 @@ def test_control_nodes_are_named_after_their_own_ir_nodes():
     assert names["loop/Loop"] == "Loop" and names["choose/If"] == "If"
     ident = sorted(k for k, v in names.items() if v == "Identity")
     assert ident and all(k.split("/")[0] in ("loop_body", "choose_then", "choose_else") for k in ident), ident
+
+
+@pytest.mark.parametrize("name", ["resnet18", "bert_tiny", "byoc_demo", "mobilenet_v3_small", "ssd_detector"])
+def test_shape_inference_without_the_weights_declares_what_it_does_with_them(name):
+    """``_declare_outputs`` infers the outputs' shapes on the model with its large initializers
+    turned into typed graph inputs (``_weightless``): the same outputs, inferred alike, from a
+    model a fraction of the size (onnx's inference copies the model on both sides of C++)."""
+    from onnx import shape_inference
+    m = export.graph_to_onnx(models.get(name))
+    light = export._weightless(m)
+    assert all(t.ByteSize() <= export.WEIGHTLESS_BYTES for t in light.graph.initializer)
+    heavy_out, light_out = (shape_inference.infer_shapes(x).graph.output for x in (m, light))
+    assert [o.SerializeToString() for o in heavy_out] == [o.SerializeToString() for o in light_out]
+    big = [t for t in m.graph.initializer if t.ByteSize() > export.WEIGHTLESS_BYTES]
+    assert {t.name for t in big} <= {i.name for i in light.graph.input}
+    if big:
+        assert light.ByteSize() < m.ByteSize() / 2
+
+
+def test_the_exported_model_holds_each_weight_once():
+    """The initializers are in the model's graph, once each, with their values."""
+    g = models.get("resnet18")
+    m = export.graph_to_onnx(g)
+    names = [t.name for t in m.graph.initializer]
+    assert len(names) == len(set(names)) > 0
+    consts = {v.name: v.data for n in g.nodes for v in n.inputs if v.is_const and v.data is not None}
+    from onnx import numpy_helper
+    hit = [t for t in m.graph.initializer if t.name in consts]
+    assert hit and all(np.array_equal(numpy_helper.to_array(t), np.asarray(consts[t.name])) for t in hit)
