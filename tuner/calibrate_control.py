@@ -15,8 +15,11 @@ elementwise op, each as a Loop of ``n`` trips and unrolled into ``n`` nodes in a
 (``control_probes``), both timed in plain sessions (lowest block median). The differences fit
 (non-negative least squares) ``ControlCost``: a loop's fixed cost, its cost per trip and per byte
 of its outputs (the carried values and scan outputs it copies out once), and an if's cost per run
-and per byte of its outputs. On this VM (2 cores, onnxruntime 1.32) a trip costs about 0.6 us, an
-if about 0.5-1 us, a loop's start 1 us.
+and per byte of its outputs. Over seven measurements on this VM (2 cores, onnxruntime 1.32): a
+trip 0.49-0.57 us, an if 0.76-0.98 us, a loop's start 0.58-1.53 us, its outputs' copy 10-14 ps a
+byte; byoc_demo's Loop of 3 trips and its If 4.6-5.4 us of its 17-19 us. Held out of the fit,
+byoc_demo went from -31, -31 and +3 % to -3, -4 and +30 % on three collections refitted offline
+(docs/TUNING.md).
 
 The calibration stores it (``meta["control_flow"]``) and ``Calibration.host_seconds`` gives each
 ``if`` and ``loop`` node its cost; each timed model's rows then add up to its latency less its
@@ -25,7 +28,7 @@ control flow (``Profiled.control_s``), so the calibrated cost of a model counts 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -180,10 +183,5 @@ def control_of(meta: Mapping[str, Any]) -> ControlCost | None:
     return None if doc is None else ControlCost.from_json(doc)
 
 
-def graphs_control_s(graphs: Iterable[tuple[str, Any]], cost: ControlCost | None) -> dict[str, float]:
-    """label -> the control-flow seconds of one run of each graph (0 without a cost)."""
-    return {label: cost.of_graph(g) if cost else 0.0 for label, g in graphs}
-
-
-__all__ = ["ControlCost", "probe_cases", "control_probes", "loop_probe", "unrolled_probe", "fit_control", "measure_control",
-           "control_of", "graphs_control_s", "PROBE_TRIPS", "PROBE_ELEMS"]
+__all__ = ["ControlCost", "probe_cases", "control_probes", "loop_probe", "unrolled_probe", "fit_control",
+           "measure_control", "control_of", "PROBE_TRIPS", "PROBE_ELEMS"]

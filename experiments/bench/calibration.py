@@ -35,7 +35,8 @@
 It ends with the two targets, MET or NOT MET, on one line each.
 
 The timings share the machine with whatever else runs: the load average before and after is
-written with the results (DIR, default experiments/results/calibration/).
+written with the results (DIR, default experiments/results/calibration/: results.json, and
+rows.jsonl.gz, every timed row with the fit's features, to look into a run offline).
 """
 from __future__ import annotations
 
@@ -240,7 +241,7 @@ def main(argv=None) -> int:
     import onnxruntime as ort
     ort.set_default_logger_severity(3)
     import sim
-    from tuner.calibrate_host import default_sources, op_key
+    from tuner.calibrate_host import default_sources
     from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibration import host_sample, reference_host_of
 
@@ -275,6 +276,9 @@ def main(argv=None) -> int:
     rows = [r for p in prof for r in p.rows]
     samples = [host_sample(r.node, ref_host) for r in rows]
     meas = [r.seconds for r in rows]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    save_rows(out / "rows.jsonl.gz", prof, samples)
 
     # -- partition decisions, calibration on all the host data
     from tuner.calibration import fit_calibration
@@ -309,14 +313,31 @@ def main(argv=None) -> int:
                          "onnxruntime": ort.__version__, "cpu_count": os.cpu_count(),
                          "load_before": load_before, "load_after": load_after,
                          "wall_s": time.perf_counter() - t0}}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(result, indent=1, default=float))
     if args.json:
         print(json.dumps(result, indent=1, default=float))
         return 0
     report(result)
     return 0
+
+
+def save_rows(path: Path, prof, samples) -> None:
+    """The timed data, so a run's figures can be looked into and refitted offline: a line per
+    model (its plain latency, control flow, phase) and a line per row (its node, op and shape key,
+    in-context seconds per execution, executions, matched kernel time and the fit's features,
+    ``tuner.calibration.OpSample``), in the order of ``samples``."""
+    import gzip
+    from dataclasses import asdict
+    from tuner.calibrate_host import op_key
+    it = iter(samples)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for p in prof:
+            f.write(json.dumps({"model": p.model, "whole_s": p.whole_s, "best_s": p.best_s, "control_s": p.control_s,
+                                "parallel_speedup": p.speedup, "load": list(p.load), "runs": p.runs}) + "\n")
+            for r in p.rows:
+                f.write(json.dumps({"model": p.model, "node": r.node.name, "op": r.node.op, "key": op_key(r.node),
+                                    "seconds": r.seconds, "executions": r.executions, "kernel_s": r.kernel_s,
+                                    "sample": asdict(next(it))}) + "\n")
 
 
 def device_rows(hw_name: str | None) -> dict:

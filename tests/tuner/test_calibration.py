@@ -324,7 +324,8 @@ def test_control_flow_costs_its_measured_cost_on_a_host_file(tmp_path):
     with_cf = replace(cal, meta={**cal.meta, "control_flow": cost.to_json()}, _state={})
     for c, control_s in ((cal, 0.0), (with_cf, 1e-6 + 3 * 5e-7 + 2048e-11 + 3 * (8e-7 + 2048 * 2e-12))):
         opts = CostOptions(fidelity="analytical", calibration=c)
-        assert graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s == pytest.approx(body + control_s, rel=1e-6)
+        got = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.host_s
+        assert got == pytest.approx(body + control_s, rel=1e-6)
     assert cal.host_seconds(loop, hw) == 0.0
     assert with_cf.host_seconds(loop, hw) == pytest.approx(1e-6 + 3 * 5e-7 + 2048e-11)
     dev = replace(cal, kind="device", _state={})
