@@ -16,6 +16,8 @@ One regime no model of the zoo or the built-ins reaches gets probes of its own t
 connected layers whose weights stream from DRAM** (``DENSE_SHAPES``, 16 to 256 MB of weights; two
 layers in a row each since the seventh session, and 151 MB, AlexNet's first classifier layer, too:
 a layer alone finds part of its weights in the L3 on its next run, which a whole model's never do).
+Their 1.3 GB of weights are views of one 256 MB pool of random numbers (``weight_pool``, eighth
+session), so the calibration holds them in a fifth of the memory.
 The zoo's largest weight matrix is 9 MB, which the CPU's caches partly hold, and the calibration
 carried that speed to VGG-11's 476 MB of classifier weights: 1.4 ms predicted, 11.2 ms measured,
 the whole model 23 % under onnxruntime (experiments/calibration_unseen.py, 2026-11-29; within
@@ -123,18 +125,42 @@ DENSE_SHAPES = ((2048, 2048), (4096, 4096), (6144, 6144), (8192, 8192))
 GEMM_SHAPES = ((64, 4096, 4096), (64, 8192, 8192), (256, 2048, 2048))
 
 
-def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1) -> Any:
+def weight_pool(elems: int, seed: int = 0) -> Any:
+    """``elems`` random normal float32 numbers (standard deviation 0.01) that the fully connected
+    probes take their weight matrices from, as views at different offsets: 1.3 GB of probe weights
+    then hold 256 MB of memory for the whole calibration. Values only have to be ordinary numbers
+    (no denormals, no overflow) for the timing; a layer's weights still differ from every other's,
+    so onnxruntime keeps a buffer of its own for each, as for a real model's."""
+    import numpy as np
+    pool = np.random.default_rng(seed).standard_normal(int(elems), dtype=np.float32)
+    pool *= np.float32(0.01)
+    return pool
+
+
+def pool_size(k: int, n: int, layers: int = 1) -> int:
+    """How many numbers of a weight pool ``dense_probe_graph(k, n, layers=layers)`` reads."""
+    return max(n * k, n * n if layers > 1 else 0) + layers
+
+
+def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1, pool: Any = None) -> Any:
     """``layers`` fully connected layers in a row, of ``m`` rows (batch): ``k`` inputs, ``n``
     outputs, then ``n`` to ``n`` (each layer's weights ``4 k n`` bytes). The batch-1 probes have two:
     a layer alone, run again and again, finds part of its weights still in the CPU's 32 MB L3,
     which a layer of a whole model never does (the others' weights came through since): alone a
     64 MB layer ran at 57-97 GB/s, in a chain of two at 49-50 GB/s, and a 16 MB one at 142 against
-    68-91 GB/s (experiments/results/calibration_unseen/runs.md, seventh session)."""
+    68-91 GB/s (experiments/results/calibration_unseen/runs.md, seventh session). Layer ``i``'s
+    weights are a view of ``pool`` (``weight_pool``, one of its own when None) from offset ``i``."""
     from partition.builder import GraphBuilder
+    need = pool_size(k, n, layers)
+    pool = weight_pool(need) if pool is None else pool
+    if pool.size < need:
+        raise ValueError(f"a weight pool of {pool.size} numbers is too small for {layers} layers of {k}x{n}")
     b = GraphBuilder.for_model(f"dense_{m}x{k}x{n}" + (f"x{layers}" if layers > 1 else ""), 0)
     y = b.input("x", [m, k])
     for i in range(layers):
-        y = b.dense(y, n, name="fc" if i == 0 else f"fc{i}")
+        name, rows = ("fc" if i == 0 else f"fc{i}"), y.shape[-1]
+        w = b.const(pool[i:i + n * rows].reshape(n, rows), f"{name}.weight")
+        y = b.op("dense", [y, w, b.normal(f"{name}.bias", (n,), 0.01)], name=name)
     return b.finish([y])
 
 
@@ -214,11 +240,14 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
     """(label, graph) of one activation, one data-movement and one select probe per shape, one fully connected
     probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES`` and one grouped-convolution probe per
     ``GROUPED_SHAPES``."""
+    pool = weight_pool(max([pool_size(k, n, DENSE_LAYERS) for k, n in DENSE_SHAPES]
+                           + [pool_size(k, n) for _, k, n in GEMM_SHAPES]))
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:movement:{s[1]}x{s[2]}x{s[3]}", movement_probe_graph(s)) for s in shapes]
             + [(f"probe:select:{s[1]}x{s[2]}x{s[3]}", select_probe_graph(s)) for s in shapes]
-            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n, layers=DENSE_LAYERS)) for k, n in DENSE_SHAPES]
-            + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m)) for m, k, n in GEMM_SHAPES]
+            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n, layers=DENSE_LAYERS, pool=pool))
+               for k, n in DENSE_SHAPES]
+            + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m, pool=pool)) for m, k, n in GEMM_SHAPES]
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
             + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
                 grouped_probe_graph((s[0], s[1], 2 * s[2], 2 * s[3]), STRIDED_WIDTHS, stride=2))
@@ -227,4 +256,5 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 
 __all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
            "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph",
-           "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph"]
+           "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool",
+           "pool_size"]

@@ -72,6 +72,10 @@ def test_batch_1_dense_probes_chain_layers_of_distinct_weights():
     for g, (k, n) in zip(dense, DENSE_SHAPES):
         assert [tuple(fc.inputs[1].shape) for fc in g.nodes] == [(n, k)] + [(n, n)] * (DENSE_LAYERS - 1)
         assert len({id(fc.inputs[1]) for fc in g.nodes}) == DENSE_LAYERS
+        # views of one pool (its memory held once), every layer's weights different numbers
+        ws = [fc.inputs[1].data for fc in g.nodes]
+        assert np.shares_memory(ws[0], dense[0].nodes[0].inputs[1].data)
+        assert not any(np.array_equal(a[:, :64], b[:, :64]) for i, a in enumerate(ws) for b in ws[i + 1:])
     g = dense_probe_graph(12, 8, layers=3)
     x = np.random.default_rng(2).standard_normal((1, 12)).astype(np.float32)
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
@@ -226,3 +230,11 @@ def test_select_probe_holds_masks_and_the_relay_bias_epilogue_and_onnxruntime_ag
     np.testing.assert_array_equal(no, ~neg)
     np.testing.assert_array_equal(where, x)      # the mask: all true, as an attention mask with no padding
     np.testing.assert_allclose(div, x / 3.0, rtol=1e-6)
+
+
+def test_a_weight_pool_too_small_for_a_probe_is_refused():
+    from tuner.calibrate_probes import pool_size, weight_pool
+    assert pool_size(12, 8, layers=3) == 12 * 8 + 3
+    dense_probe_graph(12, 8, layers=3, pool=weight_pool(pool_size(12, 8, layers=3)))
+    with pytest.raises(ValueError, match="too small"):
+        dense_probe_graph(12, 8, layers=3, pool=weight_pool(12 * 8))
