@@ -102,8 +102,8 @@ def _branch(kind: str, shape: tuple[int, ...]) -> Any:
 
 def loop_probe(trips: int, elems: int, with_if: bool) -> Any:
     """A loop of ``trips`` trips carrying ``(1, elems)`` floats; its body adds a constant and, with
-    ``with_if``, an if on the loop's condition (true, but known only at run time) multiplies
-    or subtracts one."""
+    ``with_if``, an if on the loop's condition (true, but known only at run time) multiplies it
+    by 0.5 (then) or subtracts 0.5 (else)."""
     from partition.builder import GraphBuilder
     shape = (1, elems)
     body = GraphBuilder.for_model("control_probe.body", 0)
@@ -154,6 +154,7 @@ def fit_control(cases: Sequence[tuple[int, int, bool]], extra_s: Sequence[float]
     y = np.asarray(extra_s, dtype=np.float64)
     # columns scaled to 1 so nnls weighs the byte terms like the others
     scale = np.abs(a).max(axis=0)
+    scale[scale == 0] = 1.0  # no case with an if: its costs stay 0
     coef, _ = nnls(a / scale, y)
     return ControlCost(*(float(c) for c in coef / scale))
 

@@ -158,8 +158,8 @@ def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1, pool: Any = N
     b = GraphBuilder.for_model(f"dense_{m}x{k}x{n}" + (f"x{layers}" if layers > 1 else ""), 0)
     y = b.input("x", [m, k])
     for i in range(layers):
-        name, rows = ("fc" if i == 0 else f"fc{i}"), y.shape[-1]
-        w = b.const(pool[i:i + n * rows].reshape(n, rows), f"{name}.weight")
+        name, width = ("fc" if i == 0 else f"fc{i}"), y.shape[-1]  # this layer's inputs
+        w = b.const(pool[i:i + n * width].reshape(n, width), f"{name}.weight")
         y = b.op("dense", [y, w, b.normal(f"{name}.bias", (n,), 0.01)], name=name)
     return b.finish([y])
 

@@ -76,6 +76,12 @@ def test_a_cost_refuses_a_negative_or_non_number(bad):
         ControlCost(**bad)
 
 
+def test_fit_without_an_if_case_leaves_the_ifs_cost_at_zero():
+    cases = [c for c in probe_cases() if not c[2]]
+    got = fit_control(cases, [1e-6 + n * 5e-7 + 4 * e * 1e-11 for n, e, _ in cases])
+    assert got.if_s == got.if_byte_s == 0.0 and got.trip_s == pytest.approx(5e-7, rel=1e-6)
+
+
 def test_fit_refuses_too_few_cases():
     with pytest.raises(ValueError, match="one time per case"):
         fit_control([(1, 512, False)], [1e-6])
