@@ -538,10 +538,14 @@ def phase_reference(speedups: Mapping[str, float]) -> float:
     return float(np.percentile(sp, 75)) if sp else float("nan")
 
 
-def slower_than_most(speedups: Mapping[str, float]) -> list[str]:
+def slower_than_most(speedups: Mapping[str, float], reference: float | None = None) -> list[str]:
     """The keys whose speed-up (``parallel_speedup``) is under ``PHASE_GAP`` times the faster
-    phase's (``phase_reference``): measured in a slower phase of the machine."""
+    phase's (``phase_reference``, or ``reference`` when that is higher: the faster phase measured
+    on this machine before, e.g. during its calibration, which a timing spent all in a slow phase
+    cannot see among its own speed-ups): measured in a slower phase of the machine."""
     ref = phase_reference(speedups)
+    if reference is not None and np.isfinite(reference) and not ref >= reference:
+        ref = float(reference)
     return sorted(k for k, v in speedups.items() if np.isfinite(v) and v < PHASE_GAP * ref)
 
 

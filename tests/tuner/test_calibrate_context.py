@@ -469,3 +469,15 @@ def test_slower_than_most_is_relative_to_the_faster_phase_not_the_best_nor_the_m
     assert phase_reference(half) == pytest.approx(np.percentile(seen, 75))
     assert slower_than_most(half) == sorted(k for k, v in half.items() if v < 1.6)
     assert np.isnan(phase_reference({"x": float("nan")}))
+
+
+def test_a_timing_slow_throughout_is_seen_against_the_calibrations_faster_phase():
+    """Every speed-up of a timing in the slow phase (GH9's first timing of the 15 unseen files,
+    1.49-1.58x): none is slower than most, but all are slower than the calibration's 1.83x."""
+    from tuner.calibrate_context import slower_than_most
+    sp = {"a": 1.49, "b": 1.55, "c": 1.58, "d": 1.56}
+    assert slower_than_most(sp) == []
+    assert slower_than_most(sp, reference=1.83) == ["a", "b", "c", "d"]
+    # a lower or unknown reference leaves the timing's own faster phase in charge
+    fast = {"a": 1.8, "b": 1.85, "c": 1.5}
+    assert slower_than_most(fast, reference=1.2) == slower_than_most(fast, reference=float("nan")) == ["c"]

@@ -388,6 +388,12 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     times, errors = mod.measured_s([str(onnx_file), str(tmp_path / "gone.onnx")], passes=2)
     assert set(times) == {str(onnx_file)} and 0 < times[str(onnx_file)][1] <= times[str(onnx_file)][0]
     assert list(errors) == [str(tmp_path / "gone.onnx")] and "\n" not in errors[str(tmp_path / "gone.onnx")]
+    # the calibration's own faster phase: the upper quartile of the speed-ups its file records
+    assert np.isnan(mod.calibration_phase(cal)) and out["calibration_speedup"] is None
+    whole = {"a": {"parallel_speedup": 1.8}, "b": {"parallel_speedup": 1.5}, "c": {"parallel_speedup": 1.85},
+             "d": {"parallel_speedup": None}}
+    timed = replace(cal, meta={**cal.meta, "whole_models": whole}, _state={})
+    assert mod.calibration_phase(timed) == pytest.approx(np.percentile([1.8, 1.5, 1.85], 75))
 
 
 
