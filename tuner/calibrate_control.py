@@ -83,8 +83,7 @@ class ControlCost:
 
 
 def _out_bytes(node: Any) -> int:
-    from .calibration import _itemsize
-    return sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.outputs)
+    return sum(v.type.nbytes for v in node.outputs)
 
 
 # ------------------------------------------------------------------------------------- probes

@@ -545,17 +545,17 @@ def read_calibration(path: str | os.PathLike) -> Calibration:
     if peak is not None and (not isinstance(peak, (int, float)) or isinstance(peak, bool) or not peak > 0
                              or not math.isfinite(peak)):
         raise CalibrationError(f"calibration file {p}: meta.peak_flops_per_s must be a number > 0, got {peak!r}")
-    if doc["meta"].get("control_flow") is not None:
-        from .calibrate_control import control_of
-        try:
-            control_of(doc["meta"])
-        except ValueError as e:
-            raise CalibrationError(f"calibration file {p}: meta.control_flow: {e}") from None
+    from .calibrate_control import control_of
+    try:
+        control = control_of(doc["meta"])
+    except ValueError as e:
+        raise CalibrationError(f"calibration file {p}: meta.control_flow: {e}") from None
     booster = json.dumps(doc["booster"], separators=(",", ":"))
     if hashlib.sha256(booster.encode()).hexdigest() != doc["booster_sha256"]:
         raise CalibrationError(f"calibration file {p}: the booster does not match its sha256 (corrupt file)")
     cal = Calibration(doc["kind"], doc["fingerprint"], doc["hardware"], doc["data_sha256"], tuple(ops), booster,
                       {k: float(v) for k, v in ref.items()} if doc["kind"] == "host" else None, doc["meta"])
+    cal._state["control"] = control  # parsed once, here (``Calibration.control``)
     cal._booster()  # a booster XGBoost cannot read is refused now, not in the middle of a search
     return cal
 
