@@ -396,6 +396,38 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert mod.calibration_phase(timed) == pytest.approx(np.percentile([1.8, 1.5, 1.85], 75))
 
 
+def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_path, capsys, monkeypatch):
+    """experiments/calibration_unseen.py on the models a calibration saw: a built-in model's name
+    (and, with --seen, every default source of calibrate --host) is exported as calibrate --host
+    exports it and timed apart; its calibrated figure is tune's all-host latency of the built-in
+    graph; an unknown name is a row with its error."""
+    pytest.importorskip("onnxruntime")
+    import importlib.util
+    from partition import models
+    from tuner.calibrate_context import exported
+    from tuner.tune import tune
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("calibration_unseen", root / "experiments" / "calibration_unseen.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cal, path = host_cal(tmp_path)
+    assert mod.main([str(path), "byoc_demo", "no_such_model", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    good, broken = out["rows"]
+    want = tune(models.get("byoc_demo"), "edge-npu", trials=0, progress=False, calibration=cal).baselines["all_host"]
+    assert good["model"] == "byoc_demo" and good["calibrated_s"] == pytest.approx(want.latency_s, rel=1e-12)
+    assert 0 < good["measured_s"] < 1e-3 and out["of"] == 1
+    assert broken["model"] == "no_such_model" and "no_such_model" in broken["error"]
+    # --seen: calibrate --host's default sources, each exported to the bytes calibrate --host times
+    monkeypatch.setattr("tuner.calibrate_host.default_sources", lambda: ["byoc_demo", "bert_tiny"])
+    got, errors = mod.sources([], True, str(tmp_path))
+    assert [label for label, _, _ in got] == ["byoc_demo", "bert_tiny"] and not errors
+    for (label, file, g), name in zip(got, ["byoc_demo", "bert_tiny"]):
+        assert Path(file).read_bytes() == exported(models.get(name))[0]
+    with pytest.raises(SystemExit):
+        mod.main([str(path)])  # neither models nor --seen
+
+
 
 def test_every_convolution_of_the_ir_is_a_mac_op_with_its_window():
     """Transposed and 3-D convolutions count as MAC ops (their class feature, no rank) with the
