@@ -426,6 +426,16 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
         assert Path(file).read_bytes() == exported(models.get(name))[0]
     with pytest.raises(SystemExit):
         mod.main([str(path)])  # neither models nor --seen
+    # a model still timed in a slower phase than the others after every pass is counted apart
+    def timed(paths, reference=None):
+        return {p: (1e-5, 1e-5, 1.8 if i == 0 else 1.0) for i, p in enumerate(paths)}, {}
+    monkeypatch.setattr(mod, "measured_s", timed)
+    assert mod.main([str(path), "byoc_demo", "bert_tiny", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["slower_phase"] for r in out["rows"]] == [False, True]
+    assert out["of_in_phase"] == 1 and out["within_20_in_phase"] == int(abs(out["rows"][0]["calibrated_error"]) <= 0.2)
+    assert mod.main([str(path), "byoc_demo", "bert_tiny"]) == 0
+    assert "slower phase of the machine than the calibration's after every pass: bert_tiny;" in capsys.readouterr().out
 
 
 
