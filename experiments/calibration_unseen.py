@@ -1,7 +1,8 @@
-"""A host calibration on real models it never saw (issue 19: "the same must hold on real models the
-calibration never saw"): each ONNX file's predicted all-on-host latency, as ``accel-tune tune
---calibration CAL.json --json`` reports it (``baselines.all_host.latency_s``), against onnxruntime's
-latency of the *file itself* on this machine (default session options, one session open at a
+"""A host calibration against onnxruntime on this machine, on real models it never saw (issue 19:
+"the same must hold on real models the calibration never saw") or on those it timed: each model's
+predicted all-on-host latency, as ``accel-tune tune --calibration CAL.json --json`` reports it
+(``baselines.all_host.latency_s``), against onnxruntime's latency of the *file itself* on this
+machine (default session options, one session open at a
 time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
 7 runs, the lowest block median: the way ``calibrate --host`` times a model,
 ``tuner.calibrate_context``; up to 8 passes for a file whose block was timed in a slower phase of
@@ -102,17 +103,17 @@ def sources(names: list[str], seen: bool, tmp: str) -> tuple[list[tuple[str, str
         with open(path, "wb") as f:
             f.write(exported(g)[0])
         out.append((label, path, g))
-    for name in names:
+    # a zoo file by its file name with --seen: the zoo holds one network as two files
+    todo = [(os.path.basename(n), n, os.path.exists(n)) for n in names]
+    todo += [(os.path.basename(s) if os.path.exists(s) else s, s, False) for s in (default_sources() if seen else [])]
+    for label, name, as_is in todo:
         try:
-            if os.path.exists(name):
-                out.append((os.path.basename(name), name, load_onnx(name)))
+            if as_is:
+                out.append((label, name, load_onnx(name)))
             else:
-                export(name, host_graphs([name])[0][1])
+                export(label, host_graphs([name])[0][1])
         except Exception as e:  # noqa: BLE001 - one model that cannot be read is reported
-            errors[os.path.basename(name)] = str(e).splitlines()[0][:160]
-    if seen:  # a zoo file by its file name: the zoo holds one network as two files
-        for src in default_sources():
-            export(os.path.basename(src) if os.path.exists(src) else src, host_graphs([src])[0][1])
+            errors[label] = str(e).splitlines()[0][:160]
     return out, errors
 
 
@@ -151,7 +152,8 @@ def main(argv=None) -> int:
             except Exception as e:  # noqa: BLE001 - one model that cannot be costed is reported
                 errors[label] = str(e).splitlines()[0][:160]
         # the graphs are not needed for the timing: free them (bert_base's weights are 0.4 GB)
-        models = [(label, path) for label, path, _ in models if label not in errors]
+        models = [(label, path) for label, path, _ in models if path in costed]
+        g = None
         reference = calibration_phase(cal)
         times, failed = measured_s([p for _, p in models], reference=reference)
     rows = []

@@ -460,6 +460,7 @@ def report(r: dict) -> None:
           f"{f' ({toys}: a toy, not a real network)' if toys else ''}; family never seen, {n20} of {len(within)}) -> "
           f"{'MET' if met else 'NOT MET'} (in-sample, and the real networks held out)")
 
+
 def device_report(dv: dict) -> None:
     print(f"device: {dv['rows']} measured A100 rows costed on {dv['hw']}; analytical median "
           f"{dv['analytical']['median']:.1%}, worst {dv['analytical']['worst']:.1f}")

@@ -359,18 +359,25 @@ def test_a_node_costs_the_same_inside_a_composite_as_in_its_graph():
         assert plan.baselines["all_host"].latency_s == pytest.approx(whole, rel=1e-9)
 
 
+def _calibration_unseen():
+    """experiments/calibration_unseen.py as a module (it is a script, not a package)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "experiments" / "calibration_unseen.py"
+    spec = importlib.util.spec_from_file_location("calibration_unseen", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path, capsys):
     """experiments/calibration_unseen.py: a file's calibrated figure is tune's all-host latency with
     the calibration, its measured one onnxruntime's on the file; a file it cannot read is a row
     with its error, not a crash."""
     pytest.importorskip("onnxruntime")
-    import importlib.util
     from partition import load_onnx
     from tuner.tune import tune
     root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("calibration_unseen", root / "experiments" / "calibration_unseen.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _calibration_unseen()
     cal, path = host_cal(tmp_path)
     onnx_file = root / "tests" / "data" / "zoo" / "activations_mlp.ts.onnx"
     bad = tmp_path / "bad.onnx"
@@ -402,14 +409,10 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
     exports it and timed apart; its calibrated figure is tune's all-host latency of the built-in
     graph; an unknown name is a row with its error."""
     pytest.importorskip("onnxruntime")
-    import importlib.util
     from partition import models
     from tuner.calibrate_context import exported
     from tuner.tune import tune
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("calibration_unseen", root / "experiments" / "calibration_unseen.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _calibration_unseen()
     cal, path = host_cal(tmp_path)
     assert mod.main([str(path), "byoc_demo", "no_such_model", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
