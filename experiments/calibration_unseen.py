@@ -127,7 +127,7 @@ def main(argv=None) -> int:
                                                         "built-in models'")
     ap.add_argument("--hw", default="edge-npu", help="the preset tune runs with (the host file's costs do not depend on it)")
     ap.add_argument("--json", action="store_true")
-    a = ap.parse_args(argv)
+    a = ap.parse_intermixed_args(argv)  # files and names before or after --seen
     if not a.onnx and not a.seen:
         ap.error("give ONNX files or model names, or --seen")
     warnings.simplefilter("ignore")
