@@ -94,8 +94,7 @@ def sources(names: list[str], seen: bool, tmp: str) -> tuple[list[tuple[str, str
     (``calibrate_context.exported``) into ``tmp``."""
     from partition import load_onnx
     from tuner.calibrate_context import exported
-    from tuner.calibrate_host import default_sources
-    from tuner.cli.cmd_calibrate import host_graphs
+    from tuner.calibrate_host import default_sources, load_source
     out, errors = [], {}
 
     def export(label: str, g) -> None:
@@ -111,7 +110,7 @@ def sources(names: list[str], seen: bool, tmp: str) -> tuple[list[tuple[str, str
             if as_is:
                 out.append((label, name, load_onnx(name)))
             else:
-                export(label, host_graphs([name])[0][1])
+                export(label, load_source(name))
         except Exception as e:  # noqa: BLE001 - one model that cannot be read is reported
             errors[label] = str(e).splitlines()[0][:160]
     return out, errors

@@ -90,10 +90,14 @@ class GraphBuilder:
         y = self.batch_norm(y, name=f"{name}.bn", gamma=gamma)
         return self.op(act, [y], name=f"{name}.{act}") if act else y
 
-    def dense(self, x: Value, units: int, *, name: str, bias: bool = True, gain: float = 1.0) -> Value:
-        """dense with weight ``(units, K)``; gain 1 is LeCun-normal, 2 is He-normal."""
+    def dense(self, x: Value, units: int, *, name: str, bias: bool = True, gain: float = 1.0,
+              weight: Value | None = None) -> Value:
+        """dense with weight ``(units, K)``; gain 1 is LeCun-normal, 2 is He-normal; ``weight``: a
+        ``(units, K)`` value of the caller's instead (``gain`` unused)."""
         k = x.shape[-1]
-        ins = [x, self.normal(f"{name}.weight", (units, k), np.sqrt(gain / k))]
+        if weight is not None and tuple(weight.shape) != (units, k):
+            raise ValueError(f"dense {name}: weight must be {(units, k)}, got {tuple(weight.shape)}")
+        ins = [x, weight if weight is not None else self.normal(f"{name}.weight", (units, k), np.sqrt(gain / k))]
         if bias:
             ins.append(self.normal(f"{name}.bias", (units,), 0.01))
         return self.op("dense", ins, name=name)

@@ -159,8 +159,7 @@ def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1, pool: Any = N
     y = b.input("x", [m, k])
     for i in range(layers):
         name, width = ("fc" if i == 0 else f"fc{i}"), y.shape[-1]  # this layer's inputs
-        w = b.const(pool[i:i + n * width].reshape(n, width), f"{name}.weight")
-        y = b.op("dense", [y, w, b.normal(f"{name}.bias", (n,), 0.01)], name=name)
+        y = b.dense(y, n, name=name, weight=b.const(pool[i:i + n * width].reshape(n, width), f"{name}.weight"))
     return b.finish([y])
 
 

@@ -291,10 +291,8 @@ def main(argv=None) -> int:
     save_rows(out / "rows.jsonl.gz", prof, samples)
 
     # -- partition decisions, calibration on all the host data
-    from tuner.calibration import fit_calibration
     from tuner.tune import tune
-    full = fit_calibration(samples, meas, kind="host", fingerprint="bench", hardware="bench", rows=[], reference_host=ref,
-                           weights=row_weights(rows), control=control)
+    full = fit(samples, meas, ref, row_weights(rows), control)
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:

@@ -386,3 +386,18 @@ def test_cli_models_table_and_errors():
     assert rc == 2 and out == "" and err.startswith("accel-tune: error: unknown model 'nope'; known models: ")
     rc, _, err = _cli("models", "--onnx", "/does/not/exist.onnx")
     assert rc == 2 and err.strip() == "accel-tune: error: /does/not/exist.onnx: no such ONNX file"
+
+
+def test_builder_dense_takes_the_callers_weight():
+    """GraphBuilder.dense with ``weight=``: the layer computes x @ weight.T + its bias; a weight of
+    another shape is refused in one line."""
+    b = GraphBuilder.for_model("dense_weight", 0)
+    x = b.input("x", (2, 3))
+    w = np.arange(12, dtype=np.float32).reshape(4, 3)
+    y = b.dense(x, 4, name="fc", weight=b.const(w, "fc.weight"))
+    g = b.finish([y])
+    bias = next(v.data for n in g.nodes if n.name == "fc" for v in n.inputs[2:])
+    xv = np.ones((2, 3), dtype=np.float32)
+    np.testing.assert_allclose(interpret(g, {"x": xv})[0], xv @ w.T + bias, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"dense bad: weight must be \(4, 3\), got \(3, 4\)"):
+        b.dense(x, 4, name="bad", weight=b.const(w.T.copy(), "bad.weight"))
