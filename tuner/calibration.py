@@ -4,8 +4,8 @@ and how costing applies it (``accel-tune calibrate`` makes the files: ``tuner.ca
 
 What is learned: an XGBoost regressor of ``log(measured_s / analytical_s)`` for one op, from the
 op's features (kind, FLOPs, bytes, element counts, rank (not a MAC op's), groups, window, weight
-bytes, whether it follows a MAC op, its class: GEMM-like, element-wise, reduction, data movement,
-normalisation) and the analytical model's own breakdown of it (compute, memory and launch seconds:
+bytes, whether it follows a MAC op, a MAC op's fused activation, its class: GEMM-like, element-wise,
+reduction, data movement, normalisation) and the analytical model's own breakdown of it (compute, memory and launch seconds:
 ``OpSample``).
 The class and context features carry over to an op kind the data never saw. A prediction is
 ``analytical_s * exp(model(features))``. Two kinds of file:
@@ -47,17 +47,18 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 8  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+VERSION = 9  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
-# group's (``OpSample.one_group``); older files are refused
+# group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel
+# (``OpSample.epilogue``); older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
            "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
-           "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align")
+           "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align", "epilogue_flops")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -80,6 +81,16 @@ MAC_OPS = CONV_OPS | frozenset({"dense", "matmul", "batch_matmul", "gemm"})
 # bias Add): an activation after conv -> batch_norm is fused into the convolution's kernel as one
 # right after the conv is (``after_mac``).
 FOLDED = frozenset({"batch_norm", "bias_add"})
+# Activations onnxruntime fuses into the kernel of the Conv or Gemm before them (CPU), and which
+# it runs as a pass over the kernel's output: on a 3x3 depthwise convolution of 32 channels at
+# 112x112 (33 us alone, onnxruntime 1.32) relu added nothing (MLAS applies it as the kernel
+# stores), relu6 18 us, hard_sigmoid 27, leaky_relu 39, hard_swish 40, tanh 47, sigmoid 53; a
+# 3x3 depthwise one of 144 channels at 56x56 76 us, 99 with relu6. gelu, elu and softplus stay
+# kernels of their own, as does silu, exported as Sigmoid and Mul both reading the convolution
+# (``epilogue_flops``). MnasNet is MobileNetV2 with relu for relu6: its depthwise convolutions ran
+# 30-40 % faster than MobileNetV2's in context, and a fit blind to the activation put it +16-20 %.
+FUSED_ACTIVATIONS = frozenset({"relu", "relu6", "clip", "hard_sigmoid", "hard_swish", "leaky_relu", "tanh", "sigmoid"})
+FREE_ACTIVATIONS = frozenset({"relu"})
 # Op classes: features that carry over to an op kind the data never saw (a held-out kind still has
 # its class, its FLOPs, its bytes); an op in none of them is "other" (all class columns 0).
 OP_CLASSES = {
@@ -138,6 +149,9 @@ class OpSample:
     # here, those of 32 took 9.7 (2.2x the time per FLOP), RegNetY-1.6GF's 24-wide groups, never
     # seen, were predicted at 0.47x their time (2026-11-29, sixth session)
     channel_align: int = 0
+    # a MAC op's fused activation's arithmetic per output element (host model FLOPs; 0 without one,
+    # or for relu, which costs the kernel nothing): ``FUSED_ACTIVATIONS``, ``epilogue_flops``
+    epilogue: float = 0.0
 
     def numeric(self) -> list[float]:
         return (self.one_group() if self.groups > 1 and self.group_width > 0 else self)._numeric()
@@ -170,12 +184,12 @@ class OpSample:
                 # each group's GEMM sums over this many products (channels per group x window): its
                 # rate grows with it up to ~150 and then levels off (the grouped probes)
                 math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0,
-                math.log2(self.channel_align) if self.channel_align > 0 else -1.0]
+                math.log2(self.channel_align) if self.channel_align > 0 else -1.0, float(self.epilogue)]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
                 self.groups, self.window, self.compute_s, self.memory_s, self.launch_s, self.weight_bytes,
-                self.after_mac, self.group_width, self.channel_align)
+                self.after_mac, self.group_width, self.channel_align, self.epilogue)
 
 
 def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
@@ -187,11 +201,12 @@ def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_e
                     int(groups), int(window), c, m, float(launch_s), max(c, m) + launch_s)
 
 
-def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
+def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> OpSample:
     """One IR node on a host model (``peak_flops``, ``mem_bytes_per_s``, ``op_overhead_s``): the
     same FLOPs and bytes as ``sim.graph.subgraph.host_op_work``. ``source`` (value -> value): the
     value an input stands for when the node sits in a composite (``tuner.costing.host_unit_cost``),
-    whose constness and producer are the context features."""
+    whose constness and producer are the context features; ``users`` (value -> nodes): the nodes
+    that really read a value (``epilogue_flops``)."""
     src = source or (lambda v: v)
     from sim.graph.subgraph import host_op_work
     flops, nbytes = host_op_work(node)
@@ -218,7 +233,7 @@ def host_sample(node: Any, host: Any, source: Any = None) -> OpSample:
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
     weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
     return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src), group_width=width,
-                   channel_align=align)
+                   channel_align=align, epilogue=epilogue_flops(node, users))
 
 
 ALIGN_CAP = 64
@@ -252,6 +267,31 @@ def after_mac(node: Any, source: Any = None) -> bool:
             break
         prod = src(prod.inputs[0]).producer
     return prod is not None and prod.op in MAC_OPS
+
+
+def epilogue_flops(node: Any, users: Any = None) -> float:
+    """The arithmetic per output element of the activation onnxruntime fuses into MAC op ``node``'s
+    kernel: the one reader of its output, through ops folded into it (``FOLDED``), when that reader
+    is in ``FUSED_ACTIVATIONS``; 0 for none, or for relu (``FREE_ACTIVATIONS``). A value with
+    several readers is not fused. ``users`` (value -> nodes) as in ``host_sample``."""
+    if node.op not in MAC_OPS or not node.outputs:
+        return 0.0
+    readers = users or (lambda v: v.users)
+    v = node.outputs[0]
+    for _ in range(4):
+        nxt = readers(v)
+        if len(nxt) != 1:
+            return 0.0
+        act = nxt[0]
+        if act.op in FOLDED and act.outputs:
+            v = act.outputs[0]
+            continue
+        if act.op not in FUSED_ACTIVATIONS or act.op in FREE_ACTIVATIONS:
+            return 0.0
+        from sim.graph.subgraph import host_op_work
+        elems = sum(int(np.prod(o.shape, dtype=np.int64)) for o in act.outputs)
+        return host_op_work(act)[0] / elems if elems else 0.0
+    return 0.0
 
 
 def _itemsize(dtype: str) -> int:
@@ -368,7 +408,7 @@ class Calibration:
                 "rows": self.meta.get("rows")}
 
     # -- what costing calls
-    def host_seconds(self, node: Any, hw: Any, source: Any = None) -> float:
+    def host_seconds(self, node: Any, hw: Any, source: Any = None, users: Any = None) -> float:
         """Seconds of one host op: the measured host's prediction for a host file, the analytical
         host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs what
         onnxruntime's subgraph executor was measured to cost (``meta["control_flow"]``,
@@ -380,7 +420,7 @@ class Calibration:
         if node.op in ("if", "loop"):
             control = self.control
             return control.seconds(node) if control is not None else 0.0
-        return self._memo(host_sample(node, _Host(**self.reference_host), source))
+        return self._memo(host_sample(node, _Host(**self.reference_host), source, users))
 
     @property
     def control(self):

@@ -106,32 +106,37 @@ def objective_value(objective: str, latency_s: float, energy_j: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ host
-def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions, source=None) -> Cost:
+def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions, source=None, users=None) -> Cost:
     """One primitive op on the host. Control-flow nodes cost their dispatch only (their bodies are
-    costed node by node). ``source`` (value -> value): where an input really comes from, for a
-    calibration's context features (``host_unit_cost``)."""
+    costed node by node). ``source`` (value -> value): where an input really comes from, and
+    ``users`` (value -> nodes): which nodes really read a value, for a calibration's context
+    features (``host_unit_cost``)."""
     cal = opts.calibration
-    seconds = cal.host_seconds(node, hw, source) if cal is not None else host_op_seconds(node, hw)
+    seconds = cal.host_seconds(node, hw, source, users) if cal is not None else host_op_seconds(node, hw)
     return Cost(host_s=seconds, host_j=host_op_joules(node, hw))
 
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
-                   opts: CostOptions, bind: Mapping[int, Value] | None = None) -> Cost:
+                   opts: CostOptions, bind: Mapping[int, Value] | None = None,
+                   sinks: Mapping[int, tuple] | None = None) -> Cost:
     """A top-level node on the host: a composite call is inlined, so it costs its body's ops.
     A node costs the same inside a composite as in the graph it came from: a calibration's
-    context features (a constant input's bytes, a MAC producer) see through the composite's
-    parameters to the call's arguments and through a composite's outputs to the node inside that
-    made them (``bind``: id(parameter) -> argument)."""
-    bind = bind or {}
+    context features (a constant input's bytes, a MAC producer, the activation reading a MAC
+    op's output) see through the composite's parameters to the call's arguments and through a
+    composite's outputs to the node inside that made them (``bind``: id(parameter) -> argument),
+    and from a composite's output to its call's readers (``sinks``: id(body output) -> (the
+    call's output, its scope, its sinks))."""
+    bind, sinks = bind or {}, sinks or {}
     fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
     if fn is not None and "Composite" in fn.attrs:
         inner = {**scope, **fn.graph.functions}
         args = {id(p): _source(a, scope, bind) for p, a in zip(fn.graph.inputs, node.inputs)}
+        outs = {id(o): (co, scope, sinks) for o, co in zip(fn.graph.outputs, node.outputs)}
         total = Cost()
         for n in fn.graph.nodes:
-            total = total + host_unit_cost(n, inner, hw, opts, args)
+            total = total + host_unit_cost(n, inner, hw, opts, args, outs)
         return total
-    return host_op_cost(node, hw, opts, lambda v: _source(v, scope, bind))
+    return host_op_cost(node, hw, opts, lambda v: _source(v, scope, bind), lambda v: _readers(v, scope, sinks))
 
 
 def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value]) -> Value:
@@ -147,6 +152,25 @@ def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value]) 
             break
         v, scope = fn.graph.outputs[i], {**scope, **fn.graph.functions}
     return v
+
+
+def _readers(v: Value, scope: Mapping[str, Function], sinks: Mapping[int, tuple]) -> list[Node]:
+    """The nodes that read ``v`` once composites are inlined: a composite call reading it stands for
+    the body nodes reading that parameter, and a composite's output is read also where its call's
+    output is."""
+    out: list[Node] = []
+    for u in v.users:
+        fn = scope.get(u.attrs.get("callee")) if u.op == "call" else None
+        if fn is None or "Composite" not in fn.attrs:
+            out.append(u)
+            continue
+        inner = {**scope, **fn.graph.functions}
+        for a, p in zip(u.inputs, fn.graph.inputs):
+            if a is v:
+                out += _readers(p, inner, {})
+    if id(v) in sinks:
+        out += _readers(*sinks[id(v)])
+    return out
 
 
 # ---------------------------------------------------------------------------------------- device

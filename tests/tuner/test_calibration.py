@@ -359,6 +359,71 @@ def test_a_node_costs_the_same_inside_a_composite_as_in_its_graph():
         assert plan.baselines["all_host"].latency_s == pytest.approx(whole, rel=1e-9)
 
 
+def _epilogue_graph():
+    """Convolutions whose outputs go to each kind of reader: a fused activation (through a folded
+    batch norm), relu, an activation two nodes read, and silu (run as a kernel of its own)."""
+    from partition.builder import GraphBuilder
+    b = GraphBuilder("epilogues", 0)
+    x = b.input("x", (1, 8, 16, 16))
+    a = b.relu6(b.batch_norm(b.conv(x, 8, 3, name="c_relu6", bias=False), name="bn"), name="a_relu6")
+    r = b.relu(b.conv(a, 8, 3, groups=8, name="c_relu"), name="a_relu")
+    c = b.conv(r, 8, 1, name="c_two")
+    two = b.add(b.sigmoid(c, name="s"), c, name="two")
+    h = b.hard_swish(b.conv(two, 8, 1, name="c_hswish"), name="a_hswish")
+    silu = b.silu(b.conv(h, 8, 1, name="c_silu"), name="a_silu")
+    return b.finish([b.add(silu, b.conv(silu, 8, 1, name="c_none"), name="out")])
+
+
+def test_epilogue_is_the_fused_activations_arithmetic_per_element():
+    """The activation onnxruntime runs in a MAC op's kernel, per output element (host model
+    FLOPs); 0 for relu (free in the kernel's store), an output two nodes read, silu, or none."""
+    from sim.graph.subgraph import host_op_work
+    from tuner.calibration import epilogue_flops
+    g = _epilogue_graph()
+    node = {n.name: n for n in g.nodes}
+    got = {n.name: epilogue_flops(n) for n in g.nodes if n.op == "conv2d"}
+    per_elem = lambda a: host_op_work(node[a])[0] / node[a].output.type.size  # noqa: E731
+    assert got == {"c_relu6": per_elem("a_relu6"), "c_relu": 0.0, "c_two": 0.0, "c_hswish": per_elem("a_hswish"),
+                   "c_silu": 0.0, "c_none": 0.0}
+    assert 0 < got["c_relu6"] < got["c_hswish"]
+    host = sim.hw.config.HostConfig(**REF)
+    assert host_sample(node["c_relu6"], host).epilogue == got["c_relu6"]
+    assert host_sample(node["c_relu6"], host, users=lambda v: ()).epilogue == 0.0   # timed alone
+    assert host_sample(node["a_relu6"], host).epilogue == 0.0                        # not a MAC op
+
+
+def test_a_fused_activation_is_seen_from_inside_and_outside_a_composite():
+    """A convolution outlined into a composite without its activation (a target whose patterns
+    stop at the batch norm), or with it, costs what it costs in the plain graph."""
+    from partition import models
+    from partition.byoc.merge_composite import merge_composite, outline_match
+    from partition.ir import clone_graph
+    from partition.patterns import Match, PatternEntry
+    from partition.targets import build_target
+    from tuner.calibrate_host import walk_nodes
+    from tuner.costing import CostOptions, host_unit_cost
+    g = models.get("mobilenet_v2")
+    host = sim.hw.config.HostConfig(**REF)
+    samples = [host_sample(n, host) for n in walk_nodes(g)] * 4
+    truth = np.array([s.analytical_s * (1.0 + s.epilogue) for s in samples])  # the epilogue alone decides
+    assert any(s.epilogue > 0 for s in samples)
+    cal = fit_calibration(samples, truth, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
+                          hardware="test host", rows=[], reference_host=REF, rounds=150)
+    opts, hw = CostOptions(fidelity="analytical", calibration=cal), sim.load_hw("edge-npu")
+    plain = sum(host_unit_cost(n, g.functions, hw, opts).host_s for n in g.nodes)
+    acts = clone_graph(g)   # each relu6 alone in a composite, its convolution outside
+    for i, n in enumerate([n for n in acts.nodes if n.op == "relu6"]):
+        outline_match(acts, Match(n.output, (n,), tuple(n.inputs)), PatternEntry("relu6", None), f"act_{i}")
+    merged = [merge_composite(clone_graph(g), build_target("t", ["conv2d", "batch_norm", "relu6"], [p]))
+              for p in ("conv2d_bn", "conv2d_bn_relu6")] + [acts]
+    for m in merged:
+        assert sum(n.op == "call" for n in m.nodes) >= 35
+        got = sum(host_unit_cost(n, m.functions, hw, opts).host_s for n in m.nodes)
+        assert got == pytest.approx(plain, rel=1e-9)
+    no_context = sum(cal.host_seconds(n, hw, users=lambda v: ()) for n in g.nodes)
+    assert no_context < 0.9 * plain   # the test can fail: without the readers the epilogue is lost
+
+
 def _calibration_unseen():
     """experiments/calibration_unseen.py as a module (it is a script, not a package)."""
     import importlib.util

@@ -199,7 +199,8 @@ def _host(args) -> dict:
     measured, skipped, facts = measure_ops(items, TimingOptions(min_time_s=args.min_time), budget_s=budget,
                                            on_step=step) if items else ([], [], {})
     bar.close()
-    samples += [host_sample(m.op.node, host) for m in measured]
+    # timed alone: no activation shares the op's kernel
+    samples += [host_sample(m.op.node, host, users=lambda v: ()) for m in measured]
     seconds += [m.seconds for m in measured]
     rows += [{"op": m.op.op, "key": m.op.key, "model": m.op.model, "measured_s": m.seconds, "in_context": False}
              for m in measured]
