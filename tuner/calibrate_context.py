@@ -417,12 +417,15 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
 
 
 def exported(g: Any) -> tuple[bytes, list]:
-    """``g`` as ONNX bytes (``graph_to_onnx``) and its graph inputs, copied out of the model so
-    that the model itself is freed: a reference to ``model.graph.input`` keeps the whole model,
-    weights and all, alive beside its bytes (0.5 GB more for the largest probe)."""
+    """``g`` as ONNX bytes (``graph_to_onnx``, the ops onnxruntime would inline as their function
+    bodies already inlined, their kernels named after their node: ``tuner.ort_functions``) and its
+    graph inputs, copied out of the model so that the model itself is freed: a reference to
+    ``model.graph.input`` keeps the whole model, weights and all, alive beside its bytes (0.5 GB
+    more for the largest probe)."""
     from onnx import ValueInfoProto
     from partition.onnx.export import graph_to_onnx
-    m = graph_to_onnx(g)
+    from .ort_functions import ir_types, name_function_bodies
+    m = name_function_bodies(graph_to_onnx(g), ir_types(g))
     data = m.SerializeToString()
     inputs = []
     for vi in m.graph.input:
