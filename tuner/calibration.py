@@ -51,14 +51,15 @@ VERSION = 9  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for 
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
-# group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel
-# (``OpSample.epilogue``); older files are refused
+# group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel, on both
+# (``OpSample.epilogue``, ``OpSample.fused``); older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
            "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
-           "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align", "epilogue_flops")
+           "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align", "epilogue_flops",
+           "fused_into_mac")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -91,6 +92,7 @@ FOLDED = frozenset({"batch_norm", "bias_add"})
 # 30-40 % faster than MobileNetV2's in context, and a fit blind to the activation put it +16-20 %.
 FUSED_ACTIVATIONS = frozenset({"relu", "relu6", "clip", "hard_sigmoid", "hard_swish", "leaky_relu", "tanh", "sigmoid"})
 FREE_ACTIVATIONS = frozenset({"relu"})
+READ_TO_FUSE = frozenset({"hard_swish"})  # fused only when a node reads it (``fused_activation``)
 # Op classes: features that carry over to an op kind the data never saw (a held-out kind still has
 # its class, its FLOPs, its bytes); an op in none of them is "other" (all class columns 0).
 OP_CLASSES = {
@@ -152,6 +154,9 @@ class OpSample:
     # a MAC op's fused activation's arithmetic per output element (host model FLOPs; 0 without one,
     # or for relu, which costs the kernel nothing): ``FUSED_ACTIVATIONS``, ``epilogue_flops``
     epilogue: float = 0.0
+    # an activation onnxruntime runs inside the MAC op's kernel before it (``fused_into_mac``): the
+    # same hard_swish after a convolution is fused, as a graph output or after a Gemm it is not
+    fused: bool = False
 
     def numeric(self) -> list[float]:
         return (self.one_group() if self.groups > 1 and self.group_width > 0 else self)._numeric()
@@ -184,12 +189,13 @@ class OpSample:
                 # each group's GEMM sums over this many products (channels per group x window): its
                 # rate grows with it up to ~150 and then levels off (the grouped probes)
                 math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0,
-                math.log2(self.channel_align) if self.channel_align > 0 else -1.0, float(self.epilogue)]
+                math.log2(self.channel_align) if self.channel_align > 0 else -1.0, float(self.epilogue),
+                float(self.fused)]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
                 self.groups, self.window, self.compute_s, self.memory_s, self.launch_s, self.weight_bytes,
-                self.after_mac, self.group_width, self.channel_align, self.epilogue)
+                self.after_mac, self.group_width, self.channel_align, self.epilogue, self.fused)
 
 
 def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
@@ -233,7 +239,8 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> 
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
     weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
     return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src), group_width=width,
-                   channel_align=align, epilogue=epilogue_flops(node, users))
+                   channel_align=align, epilogue=epilogue_flops(node, users),
+                   fused=fused_into_mac(node, src, users))
 
 
 ALIGN_CAP = 64
@@ -257,41 +264,69 @@ def channel_align(in_per_group: int, out_channels: int, groups: int) -> int:
     return min(pow2(in_per_group), pow2(out_channels // groups))
 
 
-def after_mac(node: Any, source: Any = None) -> bool:
-    """Whether ``node``'s first input comes from a MAC op, directly or through ops onnxruntime
-    folds into it (``FOLDED``); ``source`` as in ``host_sample``."""
+def mac_of(node: Any, source: Any = None) -> Any:
+    """The MAC op ``node``'s first input comes from, directly or through ops onnxruntime folds
+    into it (``FOLDED``), or None; ``source`` as in ``host_sample``."""
     src = source or (lambda v: v)
     prod = src(node.inputs[0]).producer if node.inputs else None
     for _ in range(4):              # conv -> batch_norm -> bias_add is as deep as folding goes
         if prod is None or prod.op not in FOLDED or not prod.inputs:
             break
         prod = src(prod.inputs[0]).producer
-    return prod is not None and prod.op in MAC_OPS
+    return prod if prod is not None and prod.op in MAC_OPS else None
 
 
-def epilogue_flops(node: Any, users: Any = None) -> float:
-    """The arithmetic per output element of the activation onnxruntime fuses into MAC op ``node``'s
-    kernel: the one reader of its output, through ops folded into it (``FOLDED``), when that reader
-    is in ``FUSED_ACTIVATIONS``; 0 for none, or for relu (``FREE_ACTIVATIONS``). A value with
-    several readers is not fused. ``users`` (value -> nodes) as in ``host_sample``."""
-    if node.op not in MAC_OPS or not node.outputs:
-        return 0.0
+def after_mac(node: Any, source: Any = None) -> bool:
+    """Whether ``node``'s first input comes from a MAC op (``mac_of``)."""
+    return mac_of(node, source) is not None
+
+
+def fused_activation(mac: Any, users: Any = None) -> Any:
+    """The activation onnxruntime runs inside MAC op ``mac``'s kernel, relu included, or None: the
+    one reader of its output, through ops folded into it (``FOLDED``), when in
+    ``FUSED_ACTIVATIONS``. A value two nodes read is not fused. hard_swish (HardSigmoid and Mul
+    once inlined) only after a convolution, and only when a node reads it: as a graph output, or
+    after a Gemm, it ran as kernels of its own (conv 61 us + 17 + 16, fused 82; 64 x 56 x 56).
+    ``users`` (value -> nodes) as in ``host_sample``."""
+    if mac.op not in MAC_OPS or not mac.outputs:
+        return None
     readers = users or (lambda v: v.users)
-    v = node.outputs[0]
+    v = mac.outputs[0]
     for _ in range(4):
         nxt = readers(v)
         if len(nxt) != 1:
-            return 0.0
+            return None
         act = nxt[0]
         if act.op in FOLDED and act.outputs:
             v = act.outputs[0]
             continue
-        if act.op not in FUSED_ACTIVATIONS or act.op in FREE_ACTIVATIONS:
-            return 0.0
-        from sim.graph.subgraph import host_op_work
-        elems = sum(int(np.prod(o.shape, dtype=np.int64)) for o in act.outputs)
-        return host_op_work(act)[0] / elems if elems else 0.0
-    return 0.0
+        if act.op not in FUSED_ACTIVATIONS:
+            return None
+        if act.op in READ_TO_FUSE and (mac.op not in CONV_OPS or not act.outputs or not readers(act.outputs[0])):
+            return None
+        return act
+    return None
+
+
+def epilogue_flops(node: Any, users: Any = None) -> float:
+    """The arithmetic per output element of the activation onnxruntime runs inside MAC op
+    ``node``'s kernel (``fused_activation``), host model FLOPs; 0 for none, or for relu
+    (``FREE_ACTIVATIONS``)."""
+    act = fused_activation(node, users) if node.op in MAC_OPS else None
+    if act is None or act.op in FREE_ACTIVATIONS:
+        return 0.0
+    from sim.graph.subgraph import host_op_work
+    elems = sum(int(np.prod(o.shape, dtype=np.int64)) for o in act.outputs)
+    return host_op_work(act)[0] / elems if elems else 0.0
+
+
+def fused_into_mac(node: Any, source: Any = None, users: Any = None) -> bool:
+    """Whether onnxruntime runs activation ``node`` inside the kernel of the MAC op before it
+    (``fused_activation``): its time is then the MAC's, as an epilogue."""
+    if node.op not in FUSED_ACTIVATIONS:
+        return False
+    mac = mac_of(node, source)
+    return mac is not None and fused_activation(mac, users) is node
 
 
 def _itemsize(dtype: str) -> int:

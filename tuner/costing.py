@@ -25,6 +25,7 @@ fast evaluator is tested against (and what a plan reports).
 """
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -118,31 +119,39 @@ def host_op_cost(node: Node, hw: sim.HardwareConfig, opts: CostOptions, source=N
 
 def host_unit_cost(node: Node, scope: Mapping[str, Function], hw: sim.HardwareConfig,
                    opts: CostOptions, bind: Mapping[int, Value] | None = None,
-                   sinks: Mapping[int, tuple] | None = None) -> Cost:
+                   sinks: Mapping[int, tuple] | None = None, hops: dict[int, tuple] | None = None) -> Cost:
     """A top-level node on the host: a composite call is inlined, so it costs its body's ops.
     A node costs the same inside a composite as in the graph it came from: a calibration's
-    context features (a constant input's bytes, a MAC producer, the activation reading a MAC
-    op's output) see through the composite's parameters to the call's arguments and through a
+    context features (a constant input's bytes, a MAC producer, the activation fused into a MAC
+    op's kernel) see through the composite's parameters to the call's arguments and through a
     composite's outputs to the node inside that made them (``bind``: id(parameter) -> argument),
     and from a composite's output to its call's readers (``sinks``: id(body output) -> (the
-    call's output, its scope, its sinks))."""
+    call's output, its scope, its sinks); ``hops``: the same for the composites ``_source``
+    stepped into)."""
     bind, sinks = bind or {}, sinks or {}
+    hops = {} if hops is None else hops
     fn = scope.get(node.attrs.get("callee")) if node.op == "call" else None
     if fn is not None and "Composite" in fn.attrs:
         inner = {**scope, **fn.graph.functions}
-        args = {id(p): _source(a, scope, bind) for p, a in zip(fn.graph.inputs, node.inputs)}
+        args = {id(p): _source(a, scope, bind, sinks, hops) for p, a in zip(fn.graph.inputs, node.inputs)}
         outs = {id(o): (co, scope, sinks) for o, co in zip(fn.graph.outputs, node.outputs)}
         total = Cost()
         for n in fn.graph.nodes:
-            total = total + host_unit_cost(n, inner, hw, opts, args, outs)
+            total = total + host_unit_cost(n, inner, hw, opts, args, outs, hops)
         return total
-    return host_op_cost(node, hw, opts, lambda v: _source(v, scope, bind), lambda v: _readers(v, scope, sinks))
+    seen = ChainMap(sinks, hops)
+    return host_op_cost(node, hw, opts, lambda v: _source(v, scope, bind, sinks, hops),
+                        lambda v: _readers(v, scope, seen))
 
 
-def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value]) -> Value:
+def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value],
+            sinks: Mapping[int, tuple] | None = None, hops: dict[int, tuple] | None = None) -> Value:
     """The value ``v`` stands for: a composite's parameter is its call's argument, and a composite
-    call's output is the body value that makes it (its producer is the op that did the work)."""
+    call's output is the body value that makes it (its producer is the op that did the work).
+    Each body output it steps to goes in ``hops`` with where its call's output goes (as
+    ``sinks``), so that ``_readers`` can step back out."""
     v = bind.get(id(v), v)
+    sinks = sinks or {}
     while v.producer is not None and v.producer.op == "call":
         fn = scope.get(v.producer.attrs.get("callee"))
         if fn is None or "Composite" not in fn.attrs:
@@ -150,7 +159,10 @@ def _source(v: Value, scope: Mapping[str, Function], bind: Mapping[int, Value]) 
         i = next((k for k, o in enumerate(v.producer.outputs) if o is v), None)
         if i is None or i >= len(fn.graph.outputs):
             break
-        v, scope = fn.graph.outputs[i], {**scope, **fn.graph.functions}
+        body = {id(o): (co, scope, sinks) for o, co in zip(fn.graph.outputs, v.producer.outputs)}
+        if hops is not None:
+            hops.update(body)
+        v, scope, sinks = fn.graph.outputs[i], {**scope, **fn.graph.functions}, body
     return v
 
 

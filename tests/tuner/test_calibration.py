@@ -360,8 +360,9 @@ def test_a_node_costs_the_same_inside_a_composite_as_in_its_graph():
 
 
 def _epilogue_graph():
-    """Convolutions whose outputs go to each kind of reader: a fused activation (through a folded
-    batch norm), relu, an activation two nodes read, and silu (run as a kernel of its own)."""
+    """Convolutions and a dense layer whose outputs go to each kind of reader: a fused activation
+    (through a folded batch norm), relu, an output two nodes read, silu (a kernel of its own), and
+    hard_swish read by a node, as a graph output and after a Gemm (fused only the first way)."""
     from partition.builder import GraphBuilder
     b = GraphBuilder("epilogues", 0)
     x = b.input("x", (1, 8, 16, 16))
@@ -371,25 +372,32 @@ def _epilogue_graph():
     two = b.add(b.sigmoid(c, name="s"), c, name="two")
     h = b.hard_swish(b.conv(two, 8, 1, name="c_hswish"), name="a_hswish")
     silu = b.silu(b.conv(h, 8, 1, name="c_silu"), name="a_silu")
-    return b.finish([b.add(silu, b.conv(silu, 8, 1, name="c_none"), name="out")])
+    out = b.hard_swish(b.conv(silu, 8, 1, name="c_hswish_out"), name="a_hswish_out")
+    d = b.hard_swish(b.dense(b.flatten(silu, name="flat"), 8, name="d_hswish"), name="a_hswish_dense")
+    return b.finish([b.add(silu, b.conv(silu, 8, 1, name="c_none"), name="out"), out, d])
 
 
 def test_epilogue_is_the_fused_activations_arithmetic_per_element():
     """The activation onnxruntime runs in a MAC op's kernel, per output element (host model
-    FLOPs); 0 for relu (free in the kernel's store), an output two nodes read, silu, or none."""
+    FLOPs), on the MAC op; the activation says it is fused. 0 for relu (free in the kernel's
+    store), an output two nodes read, silu, or none; hard_swish only when read after a conv."""
     from sim.graph.subgraph import host_op_work
-    from tuner.calibration import epilogue_flops
+    from tuner.calibration import epilogue_flops, fused_into_mac
     g = _epilogue_graph()
     node = {n.name: n for n in g.nodes}
-    got = {n.name: epilogue_flops(n) for n in g.nodes if n.op == "conv2d"}
+    got = {n.name: epilogue_flops(n) for n in g.nodes if n.op in ("conv2d", "dense")}
     per_elem = lambda a: host_op_work(node[a])[0] / node[a].output.type.size  # noqa: E731
     assert got == {"c_relu6": per_elem("a_relu6"), "c_relu": 0.0, "c_two": 0.0, "c_hswish": per_elem("a_hswish"),
-                   "c_silu": 0.0, "c_none": 0.0}
+                   "c_silu": 0.0, "c_none": 0.0, "c_hswish_out": 0.0, "d_hswish": 0.0}
     assert 0 < got["c_relu6"] < got["c_hswish"]
+    fused = {n.name for n in g.nodes if fused_into_mac(n)}
+    assert fused == {"a_relu6", "a_relu", "a_hswish"}
     host = sim.hw.config.HostConfig(**REF)
     assert host_sample(node["c_relu6"], host).epilogue == got["c_relu6"]
-    assert host_sample(node["c_relu6"], host, users=lambda v: ()).epilogue == 0.0   # timed alone
-    assert host_sample(node["a_relu6"], host).epilogue == 0.0                        # not a MAC op
+    assert host_sample(node["a_relu6"], host).fused and not host_sample(node["a_hswish_out"], host).fused
+    alone = host_sample(node["c_relu6"], host, users=lambda v: ())  # timed alone: nothing shares its kernel
+    assert alone.epilogue == 0.0 and not host_sample(node["a_relu6"], host, users=lambda v: ()).fused
+    assert host_sample(node["a_relu6"], host).epilogue == 0.0     # not a MAC op
 
 
 def test_a_fused_activation_is_seen_from_inside_and_outside_a_composite():
@@ -405,8 +413,9 @@ def test_a_fused_activation_is_seen_from_inside_and_outside_a_composite():
     g = models.get("mobilenet_v2")
     host = sim.hw.config.HostConfig(**REF)
     samples = [host_sample(n, host) for n in walk_nodes(g)] * 4
-    truth = np.array([s.analytical_s * (1.0 + s.epilogue) for s in samples])  # the epilogue alone decides
-    assert any(s.epilogue > 0 for s in samples)
+    # the fused activation alone decides: on the MAC op, and on the activation
+    truth = np.array([s.analytical_s * (1.0 + s.epilogue) * (0.1 if s.fused else 1.0) for s in samples])
+    assert any(s.epilogue > 0 for s in samples) and any(s.fused for s in samples)
     cal = fit_calibration(samples, truth, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
                           hardware="test host", rows=[], reference_host=REF, rounds=150)
     opts, hw = CostOptions(fidelity="analytical", calibration=cal), sim.load_hw("edge-npu")
