@@ -23,11 +23,14 @@ What a node's in-context time is (``attribute``):
 - a kernel that absorbed other nodes (a Conv+BatchNormalization+Relu named after the Relu) is
   shared by its owner and the nodes fused into it (its producers with no kernel of their own,
   ``fused_groups``) in proportion to their cost on the default host model, so the Conv keeps
-  the Conv's work. In a kernel with a MAC op the others count their arithmetic alone: a folded
-  BatchNormalization or a fused activation makes no pass over memory of its own, and counted
-  at a whole elementwise op's cost they took 28-38 % of a MobileNet convolution's kernel, so the
-  same convolution was a third cheaper in a model with its BatchNormalization unfolded than in
-  one exported with it folded;
+  the Conv's work. In a kernel with a MAC op the MAC op takes it all, and the others nothing:
+  a folded BatchNormalization makes no pass of its own (counted at a whole elementwise op's cost
+  they took 28-38 % of a MobileNet convolution's kernel, so the same convolution was a third
+  cheaper in a model with its BatchNormalization unfolded than in one exported with it folded),
+  and a fused activation's pass is the MAC op's epilogue, a feature of the MAC op
+  (``calibration.epilogue_flops``). onnxruntime names the kernel after the activation or after
+  the batch norm, as it happens (the same hard_swish either way in mobilenet_v3_small): with a
+  share by arithmetic, the same fused activation had a row of some microseconds or none;
 - a node's kernel time is the median over the profiled runs; the model's rows add up to its
   *plain* latency, not the profiled run's (the profiler adds its own cost per kernel): the rest
   (plain latency less the matched kernels: layout reorders, the executor's work between nodes) is
@@ -167,8 +170,8 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     outputs, after which onnxruntime names some kernels it rewrote (``relu_nchwc``). With
     ``producers`` (node -> the nodes its inputs come from), a kernel is shared by its owner and the
     nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds);
-    in a group with a node of ``macs`` the others weigh ``fused_weights`` (their arithmetic alone)
-    when given.
+    in a group with a node of ``macs`` the others weigh ``fused_weights`` when given (a
+    calibration gives them 0: the MAC op takes the kernel).
     ``"__count__" + name``: how many kernel events it had (its executions: onnxruntime times each
     kernel of each execution; a fused node has its kernel's).
     ``"__unnamed__" + name``: the kernels with no IR name (``ReorderInput``, ``SkipLayerNormalization``,
@@ -613,9 +616,9 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     producers = {n.name: [by_out[id(v)] for v in n.inputs if id(v) in by_out] for n in nodes}
     work = {n.name: host_op_work(n) for n in nodes}     # (FLOPs, bytes)
     weights = {k: host_pass_seconds(*fb, hw) for k, fb in work.items()}
-    arithmetic = {k: fb[0] / hw.host.peak_flops for k, fb in work.items()}
+    nothing = dict.fromkeys(work, 0.0)  # in a MAC op's kernel the others weigh nothing (module docstring)
     macs = frozenset(n.name for n in nodes if n.op in MAC_OPS)
-    per_run = attribute(events, names, aliases, producers, weights, overhead_s, arithmetic, macs)[warmup:]
+    per_run = attribute(events, names, aliases, producers, weights, overhead_s, nothing, macs)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
     # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run

@@ -152,6 +152,21 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_plain_latency():
     assert set(p.kernel_s) == want and p.profiled_run_s > 0
 
 
+def test_a_mac_kernel_is_the_mac_ops_alone():
+    """A convolution's kernel with its batch norm and activation fused in is the convolution's
+    row; the fused nodes get none of it (the activation's pass is the convolution's epilogue)."""
+    pytest.importorskip("onnxruntime")
+    from partition.builder import GraphBuilder
+    from tuner.calibrate_context import profile_models
+    b = GraphBuilder("fused", 0)
+    x = b.input("x", (1, 32, 28, 28))
+    y = b.relu6(b.batch_norm(b.conv(x, 32, 3, name="conv", bias=False), name="bn"), name="act")
+    g = b.finish([b.neg(y, name="neg")])
+    (p,), _ = profile_models([("fused", g)], rounds=2, min_time_s=0.0, min_runs=4, blocks=1)
+    k = {r.node.name: r.kernel_s for r in p.rows}
+    assert k["conv"] > 0 and k["bn"] == 0 and k["act"] == 0 and k["neg"] > 0
+
+
 def test_one_session_is_open_at_a_time_and_the_order_is_kept(monkeypatch):
     ort = pytest.importorskip("onnxruntime")
     import gc
