@@ -163,7 +163,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
               aliases: Mapping[str, str] | None = None, producers: Mapping[str, Sequence[str]] | None = None,
               weights: Mapping[str, float] | None = None, overhead_s: float = 0.0,
               fused_weights: Mapping[str, float] | None = None,
-              macs: frozenset[str] = frozenset()) -> list[dict[str, float]]:
+              macs: frozenset[str] = frozenset(), into_mac: frozenset[str] = frozenset()) -> list[dict[str, float]]:
     """Per profiled run (``model_run`` events, in order): {IR node name: seconds}, each name of
     ``node_names`` present (see the module docstring), plus ``"__kernel__" + name`` for the
     matched kernel time alone. ``aliases`` (other name -> node name): the names of a node's
@@ -171,7 +171,9 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     ``producers`` (node -> the nodes its inputs come from), a kernel is shared by its owner and the
     nodes fused into it (``fused_groups``) in proportion to ``weights`` (their analytical seconds);
     in a group with a node of ``macs`` the others weigh ``fused_weights`` when given (a
-    calibration gives them 0: the MAC op takes the kernel).
+    calibration gives them 0: the MAC op takes the kernel). A node of ``into_mac`` (an activation
+    onnxruntime runs inside the kernel of the MAC op before it) joins no later kernel's group: a
+    hard_swish fused into its convolution and read by a global average pool had half the pool.
     ``"__count__" + name``: how many kernel events it had (its executions: onnxruntime times each
     kernel of each execution; a fused node has its kernel's).
     ``"__unnamed__" + name``: the kernels with no IR name (``ReorderInput``, ``SkipLayerNormalization``,
@@ -184,7 +186,7 @@ def attribute(events: Sequence[dict], node_names: Sequence[str],
     kernels = sorted((e for e in events if _is_kernel(e)), key=lambda e: e["ts"])
     find = _owner(node_names, aliases or {})
     owners = {find(_kernel_name(e["name"])) for e in kernels} - {None}
-    groups = fused_groups(node_names, producers, owners) if producers else {}
+    groups = fused_groups(node_names, producers, owners | into_mac) if producers else {}
     w = weights or {}
     fw = w if fused_weights is None else fused_weights
     out = []
@@ -594,7 +596,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     from sim.graph.subgraph import host_op_work
     from sim.graph.transfer import host_pass_seconds
     from sim.hw.config import HostConfig
-    from .calibration import MAC_OPS
+    from .calibration import MAC_OPS, fused_into_mac
     feed = random_feed(inputs, np.random.default_rng(seed))
     load = os.getloadavg()[0]
     # 1. the plain session alone: the model's latency
@@ -618,7 +620,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     weights = {k: host_pass_seconds(*fb, hw) for k, fb in work.items()}
     nothing = dict.fromkeys(work, 0.0)  # in a MAC op's kernel the others weigh nothing (module docstring)
     macs = frozenset(n.name for n in nodes if n.op in MAC_OPS)
-    per_run = attribute(events, names, aliases, producers, weights, overhead_s, nothing, macs)[warmup:]
+    into_mac = frozenset(n.name for n in nodes if fused_into_mac(n))
+    per_run = attribute(events, names, aliases, producers, weights, overhead_s, nothing, macs, into_mac)[warmup:]
     run_s = [e["dur"] * 1e-6 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"][warmup:]
     # the kernels of the faster half of the profiled runs (a run slowed by another process is left out)
     fast = [r for r, d in zip(per_run, run_s) if d <= float(np.median(run_s))] or per_run

@@ -152,6 +152,20 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_plain_latency():
     assert set(p.kernel_s) == want and p.profiled_run_s > 0
 
 
+def test_an_activation_fused_into_its_mac_joins_no_later_kernel():
+    """A hard_swish that ran inside its convolution's kernel (named after the batch norm) has no
+    kernel of its own; the pool that reads it next does not share its kernel with it."""
+    names = ["conv", "bn", "act", "pool"]
+    producers = {"conv": [], "bn": ["conv"], "act": ["bn"], "pool": ["act"]}
+    weights = {"conv": 8.0, "bn": 1.0, "act": 1.0, "pool": 1.0}
+    events = [_run(0, 1000), _kernel("bn_nchwc", 0, 400), _kernel("pool_nchwc", 500, 100)]
+    args = dict(producers=producers, weights=weights, fused_weights=dict.fromkeys(names, 0.0), macs=frozenset({"conv"}))
+    r = attribute(events, names, **args, into_mac=frozenset({"act"}))[0]
+    assert r["__kernel__conv"] == pytest.approx(400e-6) and r["__kernel__pool"] == pytest.approx(100e-6)
+    assert r["__kernel__act"] == 0 == r["__kernel__bn"]
+    assert attribute(events, names, **args)[0]["__kernel__act"] == pytest.approx(50e-6)   # what it did
+
+
 def test_a_mac_kernel_is_the_mac_ops_alone():
     """A convolution's kernel with its batch norm and activation fused in is the convolution's
     row; the fused nodes get none of it (the activation's pass is the convolution's epilogue)."""
