@@ -152,33 +152,23 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_plain_latency():
     assert set(p.kernel_s) == want and p.profiled_run_s > 0
 
 
-def test_an_activation_fused_into_its_mac_joins_no_later_kernel():
-    """A hard_swish that ran inside its convolution's kernel (named after the batch norm) has no
-    kernel of its own; the pool that reads it next does not share its kernel with it."""
+def test_an_activation_fused_into_its_mac_is_in_its_group_and_no_other():
+    """A hard_swish that ran inside its convolution's kernel (named after the batch norm) counts
+    its arithmetic in that kernel, as it would if the kernel were named after it; the pool that
+    reads it next keeps its own kernel."""
     names = ["conv", "bn", "act", "pool"]
     producers = {"conv": [], "bn": ["conv"], "act": ["bn"], "pool": ["act"]}
     weights = {"conv": 8.0, "bn": 1.0, "act": 1.0, "pool": 1.0}
-    events = [_run(0, 1000), _kernel("bn_nchwc", 0, 400), _kernel("pool_nchwc", 500, 100)]
-    args = dict(producers=producers, weights=weights, fused_weights=dict.fromkeys(names, 0.0), macs=frozenset({"conv"}))
-    r = attribute(events, names, **args, into_mac=frozenset({"act"}))[0]
-    assert r["__kernel__conv"] == pytest.approx(400e-6) and r["__kernel__pool"] == pytest.approx(100e-6)
-    assert r["__kernel__act"] == 0 == r["__kernel__bn"]
-    assert attribute(events, names, **args)[0]["__kernel__act"] == pytest.approx(50e-6)   # what it did
-
-
-def test_a_mac_kernel_is_the_mac_ops_alone():
-    """A convolution's kernel with its batch norm and activation fused in is the convolution's
-    row; the fused nodes get none of it (the activation's pass is the convolution's epilogue)."""
-    pytest.importorskip("onnxruntime")
-    from partition.builder import GraphBuilder
-    from tuner.calibrate_context import profile_models
-    b = GraphBuilder("fused", 0)
-    x = b.input("x", (1, 32, 28, 28))
-    y = b.relu6(b.batch_norm(b.conv(x, 32, 3, name="conv", bias=False), name="bn"), name="act")
-    g = b.finish([b.neg(y, name="neg")])
-    (p,), _ = profile_models([("fused", g)], rounds=2, min_time_s=0.0, min_runs=4, blocks=1)
-    k = {r.node.name: r.kernel_s for r in p.rows}
-    assert k["conv"] > 0 and k["bn"] == 0 and k["act"] == 0 and k["neg"] > 0
+    arithmetic = {"conv": 7.0, "bn": 0.5, "act": 0.5, "pool": 0.5}
+    args = dict(producers=producers, weights=weights, fused_weights=arithmetic, macs=frozenset({"conv"}))
+    for owner in ("bn", "act"):
+        events = [_run(0, 1000), _kernel(f"{owner}_nchwc", 0, 400), _kernel("pool_nchwc", 500, 100)]
+        r = attribute(events, names, **args, into_mac={"act": "conv"})[0]
+        assert r["__kernel__conv"] == pytest.approx(400e-6 * 8 / 9) and r["__kernel__pool"] == pytest.approx(100e-6)
+        assert r["__kernel__act"] == pytest.approx(400e-6 * 0.5 / 9) == r["__kernel__bn"]
+    assert attribute(events, names, **args)[0]["__kernel__act"] == pytest.approx(400e-6 * 0.5 / 9)  # named after it
+    events[1] = _kernel("bn_nchwc", 0, 400)
+    assert attribute(events, names, **args)[0]["__kernel__act"] == pytest.approx(50e-6)  # what it did: half the pool
 
 
 def test_one_session_is_open_at_a_time_and_the_order_is_kept(monkeypatch):
