@@ -5,8 +5,8 @@ and how costing applies it (``accel-tune calibrate`` makes the files: ``tuner.ca
 What is learned: an XGBoost regressor of ``log(measured_s / analytical_s)`` for one op, from the
 op's features (kind, FLOPs, bytes, element counts, rank (not a MAC op's), groups, window, weight
 bytes, whether it follows a MAC op, a MAC op's fused activation, its class: GEMM-like, element-wise,
-reduction, data movement, normalisation) and the analytical model's own breakdown of it (compute, memory and launch seconds:
-``OpSample``).
+reduction, data movement, normalisation) and the analytical model's own breakdown of it (compute,
+memory and launch seconds: ``OpSample``).
 The class and context features carry over to an op kind the data never saw. A prediction is
 ``analytical_s * exp(model(features))``. Two kinds of file:
 
