@@ -6,7 +6,9 @@ machine (default session options, one session open at a
 time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
 7 runs, the lowest block median: the way ``calibrate --host`` times a model,
 ``tuner.calibrate_context``; up to 8 passes for a file whose block was timed in a slower phase of
-the machine than most, ``measured_s``).
+the machine than most, ``measured_s``). A file whose kept block was timed in a slower phase than
+the calibration's, or with the memory bus slower than during the calibration (its 64 MB fully
+connected probe, timed before each pass: ``BUS_GAP``), is named and counted apart as well.
 
     accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
     python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
@@ -33,11 +35,36 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: float | None = None
-               ) -> tuple[dict[str, tuple[float, float, float]], dict[str, str]]:
-    """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds, and the
-    machine's phase just before that block (``calibrate_context.parallel_speedup``); path -> why
-    onnxruntime could not run it). The passes go over every file in turn, each a fresh session,
+# The memory bus: the calibration's 64 MB fully connected probe, timed before each pass over the
+# files. The compute phase probe does not see the bus move: 20 minutes after a calibration this
+# probe ran 2.48 ms against its 1.53, at a compute speed-up of 1.82-1.91x, and AlexNet (weights
+# streamed from DRAM) came out -31 % (2026-11-30, runs.md J1).
+BUS_PROBE = (4096, 4096)
+BUS_GAP = 1.25  # a pass whose bus probe ran this much slower than the calibration's is off the calibration's bus
+
+
+def bus_probe() -> tuple[bytes, list]:
+    """The calibration's bus probe (``calibrate_probes``, ``probe:dense:4096x4096``) exported as
+    ``calibrate --host`` exports it: (ONNX bytes, graph inputs)."""
+    from tuner.calibrate_context import exported
+    from tuner.calibrate_probes import DENSE_LAYERS, dense_probe_graph, pool_size, weight_pool
+    k, n = BUS_PROBE
+    return exported(dense_probe_graph(k, n, layers=DENSE_LAYERS, pool=weight_pool(pool_size(k, n, DENSE_LAYERS))))
+
+
+def calibration_bus(cal) -> float:
+    """The bus probe's latency in a host calibration's timing (seconds; nan for a file without it)."""
+    v = (cal.meta.get("whole_models") or {}).get("probe:dense:%dx%d" % BUS_PROBE)
+    return float(v["median_s"]) if isinstance(v, dict) and isinstance(v.get("median_s"), (int, float)) else float("nan")
+
+
+def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: float | None = None,
+               bus: tuple[bytes, list] | None = None
+               ) -> tuple[dict[str, tuple[float, float, float, float]], dict[str, str]]:
+    """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds, the
+    machine's phase just before that block (``calibrate_context.parallel_speedup``), and the
+    latency of the ``bus`` probe (``bus_probe``) before the pass of that block, nan without it;
+    path -> why onnxruntime could not run it). The passes go over every file in turn, each a fresh session,
     so a slow phase of the machine (seen here: tens of seconds with one model 1.5x its other
     runs) slows one block of a file, not all. A slow phase can outlast the ``passes`` (one did,
     2026-11-29: every block of every file at 1.50-1.59x, ShuffleNet 2.41 ms against 1.41): then
@@ -51,6 +78,7 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
     probe = phase_probe()
     blocks: dict[str, list] = {p: [] for p in paths}
     phase: dict[str, list] = {p: [] for p in paths}
+    buses: dict[str, list] = {p: [] for p in paths}
     errors: dict[str, str] = {}
 
     def kept(p: str) -> int:
@@ -62,10 +90,12 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
         todo = [p for p in paths if p not in errors] if n < passes else slow()
         if not todo:
             break
+        bus_s = float(np.median(_plain_blocks(*bus, 2, 0, 0.05, 5, 50, 1)[0])) if bus else float("nan")
         for path in todo:
             try:  # onnxruntime opens the path itself: a file with external data works too
                 inputs = onnx.load(path, load_external_data=False).graph.input
                 phase[path].append(parallel_speedup(model=probe))
+                buses[path].append(bus_s)
                 blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
             except Exception as e:  # noqa: BLE001 - one file onnxruntime cannot run is reported
                 errors[path] = str(e).splitlines()[0][:160]
@@ -73,7 +103,7 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
     for p, bl in blocks.items():
         if p not in errors:
             i = kept(p)
-            times[p] = (float(np.median(bl[i])), min(min(b) for b in bl), phase[p][i])
+            times[p] = (float(np.median(bl[i])), min(min(b) for b in bl), phase[p][i], buses[p][i])
     return times, errors
 
 
@@ -153,15 +183,18 @@ def main(argv=None) -> int:
         # the graphs are not needed for the timing: free them (bert_base's weights are 0.4 GB)
         models = [(label, path) for label, path, _ in models if path in costed]
         g = None
-        reference = calibration_phase(cal)
-        times, failed = measured_s([p for _, p in models], reference=reference)
+        reference, bus_ref = calibration_phase(cal), calibration_bus(cal)
+        times, failed = measured_s([p for _, p in models], reference=reference,
+                                   bus=bus_probe() if np.isfinite(bus_ref) else None)
     rows = []
     for label, path in models:  # in the order given, then the models that could not be read
         if path in failed:
             rows.append({"model": label, "error": failed[path]})
             continue
-        (pred, ana, nodes), (got, best, speedup) = costed[path], times[path]
+        (pred, ana, nodes), (got, best, speedup, bus_s) = costed[path], times[path]
+        ratio = bus_s / bus_ref if np.isfinite(bus_s) and np.isfinite(bus_ref) else None
         rows.append({"model": label, "measured_s": got, "best_run_s": best, "parallel_speedup": speedup,
+                     "bus_ratio": ratio, "slower_bus": ratio is not None and ratio > BUS_GAP,
                      "analytical_s": ana, "calibrated_s": pred, "calibrated_error": pred / got - 1.0,
                      "analytical_error": ana / got - 1.0, "nodes": nodes})
     rows += [{"model": label, "error": why} for label, why in errors.items()]
@@ -173,12 +206,14 @@ def main(argv=None) -> int:
     slow = set(slower_than_most({i: r["parallel_speedup"] for i, r in enumerate(ok)}, reference))
     for i, r in enumerate(ok):
         r["slower_phase"] = i in slow
-    in_phase = [r for r in ok if not r["slower_phase"]]
+    # so does one timed with the memory bus slower than during the calibration (BUS_GAP)
+    in_phase = [r for r in ok if not r["slower_phase"] and not r["slower_bus"]]
     within_in_phase = sum(abs(r["calibrated_error"]) <= 0.2 for r in in_phase)
     if a.json:
         print(json.dumps({"rows": rows, "within_20": within, "of": len(ok), "within_20_in_phase": within_in_phase,
                           "of_in_phase": len(in_phase), "calibration": a.calibration,
                           "calibration_speedup": reference if np.isfinite(reference) else None,
+                          "calibration_bus_s": bus_ref if np.isfinite(bus_ref) else None,
                           "load_average": os.getloadavg()}, indent=1))
         return 0
     # speedup: onnxruntime's threads on a small model just before the block kept (the phase of the
@@ -196,8 +231,13 @@ def main(argv=None) -> int:
     print(f"within 20 %: {within} of {len(ok)} (load average {os.getloadavg()[0]:.1f}{phase})")
     if slow:
         names = ", ".join(r["model"] for r in ok if r["slower_phase"])
-        print(f"timed in a slower phase of the machine than the calibration's after every pass: {names}; "
-              f"within 20 % of the {len(in_phase)} timed in its phase: {within_in_phase}")
+        print(f"timed in a slower phase of the machine than the calibration's after every pass: {names}")
+    if any(r["slower_bus"] for r in ok):
+        names = ", ".join(f"{r['model']} ({r['bus_ratio']:.2f}x)" for r in ok if r["slower_bus"])
+        print(f"timed with the memory bus slower than during the calibration (its {BUS_PROBE[0]}x{BUS_PROBE[1]} "
+              f"probe over the calibration's): {names}")
+    if len(in_phase) < len(ok):
+        print(f"within 20 % of the {len(in_phase)} timed in the calibration's phase and bus: {within_in_phase}")
     return 0
 
 

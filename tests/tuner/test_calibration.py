@@ -471,6 +471,8 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert list(errors) == [str(tmp_path / "gone.onnx")] and "\n" not in errors[str(tmp_path / "gone.onnx")]
     # the calibration's own faster phase: the upper quartile of the speed-ups its file records
     assert np.isnan(mod.calibration_phase(cal)) and out["calibration_speedup"] is None
+    assert np.isnan(mod.calibration_bus(cal)) and out["calibration_bus_s"] is None and good["bus_ratio"] is None
+    assert np.isnan(times[str(onnx_file)][3])   # no bus probe given: no bus figure
     whole = {"a": {"parallel_speedup": 1.8}, "b": {"parallel_speedup": 1.5}, "c": {"parallel_speedup": 1.85},
              "d": {"parallel_speedup": None}}
     timed = replace(cal, meta={**cal.meta, "whole_models": whole}, _state={})
@@ -503,16 +505,26 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
         assert Path(file).read_bytes() == exported(models.get(name))[0]
     with pytest.raises(SystemExit):
         mod.main([str(path)])  # neither models nor --seen
-    # a model still timed in a slower phase than the others after every pass is counted apart
-    def timed(paths, reference=None):
-        return {p: (1e-5, 1e-5, 1.8 if i == 0 else 1.0) for i, p in enumerate(paths)}, {}
+    # a model still timed in a slower phase than the others after every pass is counted apart, and
+    # so is one timed with the memory bus slower than during the calibration (its bus probe)
+    def timed(paths, reference=None, bus=None):
+        assert bus == ("probe", [])
+        return {p: (1e-5, 1e-5, 1.0 if i == 1 else 1.8, 1e-3 if i < 2 else 1.6e-3) for i, p in enumerate(paths)}, {}
     monkeypatch.setattr(mod, "measured_s", timed)
-    assert mod.main([str(path), "byoc_demo", "bert_tiny", "--json"]) == 0
+    monkeypatch.setattr(mod, "calibration_bus", lambda c: 1e-3)
+    monkeypatch.setattr(mod, "bus_probe", lambda: ("probe", []))
+    assert mod.main([str(path), "byoc_demo", "bert_tiny", "ssd_detector", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [r["slower_phase"] for r in out["rows"]] == [False, True]
+    assert [r["slower_phase"] for r in out["rows"]] == [False, True, False]
+    assert [r["slower_bus"] for r in out["rows"]] == [False, False, True] and out["rows"][2]["bus_ratio"] == 1.6
     assert out["of_in_phase"] == 1 and out["within_20_in_phase"] == int(abs(out["rows"][0]["calibrated_error"]) <= 0.2)
-    assert mod.main([str(path), "byoc_demo", "bert_tiny"]) == 0
-    assert "slower phase of the machine than the calibration's after every pass: bert_tiny;" in capsys.readouterr().out
+    assert out["calibration_bus_s"] == 1e-3
+    assert mod.main([str(path), "byoc_demo", "bert_tiny", "ssd_detector"]) == 0
+    text = capsys.readouterr().out
+    assert "slower phase of the machine than the calibration's after every pass: bert_tiny\n" in text
+    assert "memory bus slower than during the calibration (its 4096x4096 probe over the calibration's): " \
+           "ssd_detector (1.60x)" in text
+    assert "within 20 % of the 1 timed in the calibration's phase and bus" in text
 
 
 
