@@ -472,6 +472,10 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     # the calibration's own faster phase: the upper quartile of the speed-ups its file records
     assert np.isnan(mod.calibration_phase(cal)) and out["calibration_speedup"] is None
     assert np.isnan(mod.calibration_bus(cal)) and out["calibration_bus_s"] is None and good["bus_ratio"] is None
+    from tuner.calibrate_probes import DENSE_SHAPES
+    assert mod.BUS_PROBE in DENSE_SHAPES   # a probe calibrate --host times: its file has the figure
+    bus = replace(cal, meta={**cal.meta, "whole_models": {"probe:dense:4096x4096": {"median_s": 1.5e-3}}}, _state={})
+    assert mod.calibration_bus(bus) == 1.5e-3
     assert np.isnan(times[str(onnx_file)][3])   # no bus probe given: no bus figure
     whole = {"a": {"parallel_speedup": 1.8}, "b": {"parallel_speedup": 1.5}, "c": {"parallel_speedup": 1.85},
              "d": {"parallel_speedup": None}}
