@@ -46,17 +46,17 @@ BUS_GAP = 1.25
 
 
 def bus_probe() -> tuple[bytes, list]:
-    """The calibration's bus probe (``calibrate_probes``, ``probe:dense:4096x4096``) exported as
-    ``calibrate --host`` exports it: (ONNX bytes, graph inputs)."""
+    """The calibration's bus probe (``calibrate_probes.dense_probe``) exported as ``calibrate
+    --host`` exports it: (ONNX bytes, graph inputs)."""
     from tuner.calibrate_context import exported
-    from tuner.calibrate_probes import DENSE_LAYERS, dense_probe_graph, pool_size, weight_pool
-    k, n = BUS_PROBE
-    return exported(dense_probe_graph(k, n, layers=DENSE_LAYERS, pool=weight_pool(pool_size(k, n, DENSE_LAYERS))))
+    from tuner.calibrate_probes import dense_probe
+    return exported(dense_probe(*BUS_PROBE)[1])
 
 
 def calibration_bus(cal) -> float:
     """The bus probe's latency in a host calibration's timing (seconds; nan for a file without it)."""
-    v = (cal.meta.get("whole_models") or {}).get("probe:dense:%dx%d" % BUS_PROBE)
+    from tuner.calibrate_probes import dense_label
+    v = (cal.meta.get("whole_models") or {}).get(dense_label(*BUS_PROBE))
     return float(v["median_s"]) if isinstance(v, dict) and isinstance(v.get("median_s"), (int, float)) else float("nan")
 
 

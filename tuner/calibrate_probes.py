@@ -235,6 +235,18 @@ def select_probe_graph(shape: Sequence[int]) -> Any:
                      b.div(x, b.const(np.float32(3.0), "three"), name="div")])
 
 
+def dense_label(k: int, n: int) -> str:
+    """The label of the fully connected probe with ``k`` inputs and ``n`` outputs."""
+    return f"probe:dense:{k}x{n}"
+
+
+def dense_probe(k: int, n: int, pool: Any = None) -> tuple[str, Any]:
+    """(label, graph) of the fully connected probe of ``DENSE_SHAPES`` with ``k`` inputs and ``n``
+    outputs (its own weight pool when ``pool`` is None: the same sizes, other values)."""
+    pool = weight_pool(pool_size(k, n, DENSE_LAYERS)) if pool is None else pool
+    return dense_label(k, n), dense_probe_graph(k, n, layers=DENSE_LAYERS, pool=pool)
+
+
 def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[str, Any]]:
     """(label, graph) of one activation, one data-movement and one select probe per shape, one fully connected
     probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES`` and one grouped-convolution probe per
@@ -244,8 +256,7 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:movement:{s[1]}x{s[2]}x{s[3]}", movement_probe_graph(s)) for s in shapes]
             + [(f"probe:select:{s[1]}x{s[2]}x{s[3]}", select_probe_graph(s)) for s in shapes]
-            + [(f"probe:dense:{k}x{n}", dense_probe_graph(k, n, layers=DENSE_LAYERS, pool=pool))
-               for k, n in DENSE_SHAPES]
+            + [dense_probe(k, n, pool) for k, n in DENSE_SHAPES]
             + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m, pool=pool)) for m, k, n in GEMM_SHAPES]
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
             + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
@@ -254,6 +265,6 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 
 
 __all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
-           "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_probe_graph", "grouped_probe_graph",
-           "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool",
-           "pool_size"]
+           "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_label", "dense_probe", "dense_probe_graph",
+           "grouped_probe_graph", "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph",
+           "weight_pool", "pool_size"]

@@ -17,9 +17,6 @@ a time (``runs_as_function``), not listed here.
 from __future__ import annotations
 
 import functools
-import json
-import os
-import tempfile
 from typing import Any, Mapping
 
 import numpy as np
@@ -53,30 +50,15 @@ def _one_node(node: Any, types: Mapping[str, tuple[int, tuple[int, ...]]], opset
 @functools.lru_cache(maxsize=None)
 def _probe(model_bytes: bytes, node_name: str) -> bool:
     """Whether onnxruntime runs the one-node model's node as a kernel of its own (named after it)."""
-    import onnxruntime as ort
     from onnx import load_from_string
+    from .calibrate_context import _is_kernel, _kernel_name, _profiled_events
     from .calibrate_host import random_feed
-    m = load_from_string(model_bytes)
-    d = tempfile.mkdtemp()
-    so = ort.SessionOptions()
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(d, "fn")
+    feed = random_feed(load_from_string(model_bytes).graph.input, np.random.default_rng(0))
     try:
-        s = ort.InferenceSession(model_bytes, so, providers=["CPUExecutionProvider"])
-        s.run(None, random_feed(m.graph.input, np.random.default_rng(0)))
-        path = s.end_profiling()
-        with open(path) as f:
-            events = json.load(f)
-        os.remove(path)
+        events = _profiled_events(model_bytes, feed, 1)
     except Exception:  # noqa: BLE001 - an op onnxruntime cannot run alone: leave it as it is
         return True
-    finally:
-        try:
-            os.rmdir(d)
-        except OSError:
-            pass
-    names = [e["name"] for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")]
-    return any(n.startswith(node_name) for n in names)
+    return any(_kernel_name(e["name"]).startswith(node_name) for e in events if _is_kernel(e))
 
 
 def runs_as_function(node: Any, types: Mapping[str, tuple[int, tuple[int, ...]]], opsets: list) -> bool:
@@ -88,7 +70,7 @@ def runs_as_function(node: Any, types: Mapping[str, tuple[int, tuple[int, ...]]]
     one = _one_node(node, types, opsets)
     if one is None:
         return False
-    one.graph.node[0].name = "fn_probe"
+    one.graph.node[0].name = "fn_probe"   # a copy of the node: make_graph copies
     return not _probe(one.SerializeToString(), "fn_probe")
 
 

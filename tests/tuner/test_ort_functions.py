@@ -18,21 +18,12 @@ def _graph():
     return b.finish([b.softmax(h, axis=1, name="sm")])
 
 
-def _kernels(data, feed, runs=3):
-    import json
-    import os
-    import tempfile
+def _kernels(data, feed):
+    """onnxruntime's outputs on ``feed`` and the names of the kernels it ran."""
     import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.enable_profiling = True
-    so.profile_file_prefix = os.path.join(tempfile.mkdtemp(), "p")
-    s = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
-    outs = [s.run(None, feed) for _ in range(runs)][-1]
-    with open(s.end_profiling()) as f:
-        events = json.load(f)
-    names = [e["name"][: -len("_kernel_time")] for e in events
-             if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
-    return outs, names
+    from tuner.calibrate_context import _is_kernel, _kernel_name, _profiled_events
+    outs = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, feed)
+    return outs, [_kernel_name(e["name"]) for e in _profiled_events(data, feed, 1) if _is_kernel(e)]
 
 
 def test_inlined_ops_are_named_after_their_node_and_compute_the_same():
