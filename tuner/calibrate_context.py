@@ -341,7 +341,12 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     profiler's own cost per kernel stays out).
     Two sessions open at once steal cores from each other (onnxruntime's intra-op threads spin
     after a run): interleaved, whole-model medians came out 1.2-7x too slow. ``budget_s``: once
-    spent, the remaining models get one block of ``min(3, min_runs)`` timed runs and one profiled run. With
+    spent, the remaining models get one block of ``min(3, min_runs)`` timed runs and one profiled
+    run, and no later block is started (the check is per model, so a pass the budget ends part way
+    still gives the models before it their block). The later passes read each model's ONNX bytes
+    from a file the first pass wrote (a temporary directory, removed on return) instead of
+    exporting it again: an export is a quarter of a later pass (18 of 72 s for the default sources
+    on a 2-core EPYC, 2026-11-30). With
     ``rest="learned"`` the per-node constant (``per_node_rest``) is learned from these models.
     ``on_step(label)``: called after each model of each pass (a progress bar's tick; ``blocks``
     passes over the models in all unless the budget ends them early).
@@ -350,9 +355,16 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     of a later pass (``PHASE_GAP``) is profiled again then, and the new profile kept (comparing the
     two profiles' run times instead kept a 17 ms memory-bound probe's slow-phase profile by noise).
     Then up to ``slow_passes`` more passes over the models still profiled in a slower phase than
-    most (``slower_than_most``), each pass started before ``slow_budget_s`` (from the start).
+    most (``slower_than_most``), each model's block started before ``slow_budget_s`` (from the start).
     ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
     share of it (``Profiled.control_s``) stays out of its rows."""
+    with tempfile.TemporaryDirectory(prefix="accel-tune-calibrate-") as tmp:
+        return _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs, max_runs, blocks, rest,
+                               overhead_s, on_step, slow_passes, slow_budget_s, control, tmp)
+
+
+def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs, max_runs, blocks, rest,
+                    overhead_s, on_step, slow_passes, slow_budget_s, control, tmp: str):
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:
@@ -360,6 +372,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     probe = phase_probe()
     out: list[Profiled] = []
     failed: list[tuple[str, str]] = []
+    saved: dict[str, tuple[str, list]] = {}  # label -> (the exported file, its graph inputs)
     tick = on_step or (lambda label: None)
     for label, g in graphs:
         try:
@@ -368,6 +381,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             failed.append((label, _why(e)))
             tick(label)
             continue
+        saved[label] = (_save(data, tmp, len(saved)), inputs)
         spent = budget_s is not None and time.perf_counter() - t0 > budget_s
         try:
             sp = float("nan") if spent else parallel_speedup(model=probe)
@@ -392,7 +406,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     def again(i: int) -> None:
         p = out[i]
         try:
-            data, inputs = exported(graph_of[p.model])
+            data, inputs = _load(*saved[p.model]) if p.model in saved else exported(graph_of[p.model])
             sp = parallel_speedup(model=probe)
             if p.speedup < PHASE_GAP * sp:  # profiled in a slower phase than now: profile again
                 q = replace(_profile_one(p.model, graph_of[p.model], data, inputs, rounds, warmup, seed,
@@ -410,23 +424,40 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
                          runs=p.runs + len(wall))
 
+    def over(limit: float | None) -> bool:
+        return limit is not None and time.perf_counter() - t0 > limit
+
     for _ in range(max(0, blocks - 1)):
-        if budget_s is not None and time.perf_counter() - t0 > budget_s:
-            break
         for i in range(len(out)):
+            if over(budget_s):
+                break
             again(i)
     # then only the models still profiled in a slower phase than most, while the slow-pass budget
     # lasts: a slower phase can come back at the same model on every pass (one calibration, 17 of
     # 63 models, the small ones, at 1.5-1.65x against 1.82x for most after three passes)
     for _ in range(slow_passes):
         slow = set(slower_than_most({p.model: p.speedup for p in out}))
-        if not slow or (slow_budget_s is not None and time.perf_counter() - t0 > slow_budget_s):
+        if not slow or over(slow_budget_s):
             break
         for i in [i for i, p in enumerate(out) if p.model in slow]:
+            if over(slow_budget_s):
+                break
             again(i)
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
     return out, failed
+
+
+def _save(data: bytes, folder: str, i: int) -> str:
+    path = os.path.join(folder, f"{i}.onnx")
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _load(path: str, inputs: list) -> tuple[bytes, list]:
+    with open(path, "rb") as f:
+        return f.read(), inputs
 
 
 def exported(g: Any) -> tuple[bytes, list]:

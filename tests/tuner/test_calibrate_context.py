@@ -2,6 +2,8 @@
 attributed to IR nodes by name (longest prefix, fused kernels to the node they are named after),
 the run's rest is shared so a model's rows add up to its plain (unprofiled) latency, each model is
 timed alone, and a real profiled run gives a row per node; the calibration's context features (op class, weights, after a MAC op)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -219,6 +221,43 @@ def test_later_passes_keep_the_lowest_block_median(monkeypatch):
         "to_flat": 1, "skip_add": 1}
     total = sum(r.seconds * p.executions[r.node.name] for r in p.rows)
     assert abs(total - p.whole_s) < 1e-9 * max(1.0, p.whole_s) + 1e-7
+
+
+def test_later_passes_read_the_first_exports_file_and_it_is_removed(monkeypatch):
+    """Each model is exported once: the later passes read the bytes the first pass wrote to a
+    temporary file, and the file is gone once the timing returns."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    real_export, real_save, exports, files = cc.exported, cc._save, [], []
+    monkeypatch.setattr(cc, "exported", lambda g: exports.append(g) or real_export(g))
+    monkeypatch.setattr(cc, "_save", lambda *a: files.append(real_save(*a)) or files[-1])
+    graphs = [(n, models.get(n)) for n in ("bert_tiny", "byoc_demo")]
+    out, failed = cc.profile_models(graphs, rounds=1, min_time_s=0.0, min_runs=2, blocks=3, overhead_s=0.0)
+    assert failed == [] and all(p.runs == 3 * 2 for p in out)
+    assert len(exports) == 2 and len(files) == 2
+    assert not any(os.path.exists(f) for f in files) and not os.path.exists(os.path.dirname(files[0]))
+
+
+@pytest.mark.parametrize("budget, runs", [(250.0, [4, 2]), (None, [6, 6]), (50.0, [2, 2])])
+def test_a_later_pass_stops_at_the_model_that_finds_the_budget_spent(monkeypatch, budget, runs):
+    """The budget is checked before each model's later block, not once a pass: a pass the budget
+    ends part way gives the models before it their block (a clock that jumps 100 s a model)."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    real, jump = cc.time.perf_counter, [0.0]
+    monkeypatch.setattr(cc.time, "perf_counter", lambda: real() + jump[0])
+    monkeypatch.setattr(cc, "parallel_speedup", lambda **kw: 1.8)
+
+    def step(label):
+        jump[0] += 100.0
+    g = models.get("byoc_demo")
+    out, _ = cc.profile_models([("a", g), ("b", g)], rounds=1, min_time_s=0.0, min_runs=2, blocks=3,
+                               overhead_s=0.0, budget_s=budget, on_step=step)
+    # first pass at 0 and 100 s, then a at 200 s (< 250) and b at 300 s: two blocks of a, one of b
+    # (budget 50: b's first block is a spent budget's block of min(3, min_runs) runs, and no later one)
+    assert [p.runs for p in out] == runs
 
 
 def test_progress_ticks_once_per_model_and_pass():
