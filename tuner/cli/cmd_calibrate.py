@@ -34,7 +34,9 @@ from tuner.cli.progress import add_progress_arg, progress_enabled
 SLOW_PASSES = 5
 # the share of --time-budget within which the passes after the first start their blocks (and after
 # which the first pass gives the models left one block and one profiled run)
-LATER_PASSES = 0.7
+LATER_PASSES = 0.75
+# and within which the passes over the models left in a slower phase start theirs
+SLOW_PASSES_END = 0.85
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -70,7 +72,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "the median is kept (default 0.1)")
     p.add_argument("--rounds", type=int, default=5, metavar="N",
                    help="with --host: profiled runs of each whole model, one model at a time (kernel medians "
-                        "kept; one once 0.7 of the time budget is spent; default 5)")
+                        "kept; one once 0.75 of the time budget is spent; default 5)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_progress_arg(p)
     return p
@@ -179,10 +181,10 @@ def _host(args) -> dict:
         # the later passes' blocks start within LATER_PASSES of the budget (on a 2-core EPYC the
         # first pass took 101 s, and with passes started only within half of 240 s the models got
         # two blocks each where calibration_unseen.py gives a file three: calibrated 4-15 % slower);
-        # the blocks of models still in a slower phase than most within 0.8 of it, the rest for
+        # the blocks of models still in a slower phase than most within SLOW_PASSES_END, the rest for
         # one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=LATER_PASSES * budget, blocks=passes,
-                                          on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=0.8 * budget,
+                                          on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=SLOW_PASSES_END * budget,
                                           control=control)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
