@@ -374,6 +374,10 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
     failed: list[tuple[str, str]] = []
     saved: dict[str, tuple[str, list]] = {}  # label -> (the exported file, its graph inputs)
     tick = on_step or (lambda label: None)
+
+    def over(limit: float | None) -> bool:
+        return limit is not None and time.perf_counter() - t0 > limit
+
     for label, g in graphs:
         try:
             data, inputs = exported(g)
@@ -382,7 +386,7 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
             tick(label)
             continue
         saved[label] = (_save(data, tmp, len(saved)), inputs)
-        spent = budget_s is not None and time.perf_counter() - t0 > budget_s
+        spent = over(budget_s)
         try:
             sp = float("nan") if spent else parallel_speedup(model=probe)
             p = replace(_profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
@@ -423,9 +427,6 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
             tick(p.model)
         out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
                          runs=p.runs + len(wall))
-
-    def over(limit: float | None) -> bool:
-        return limit is not None and time.perf_counter() - t0 > limit
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
