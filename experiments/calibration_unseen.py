@@ -111,8 +111,11 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
 
 def calibration_phase(cal) -> float:
     """The faster phase's speed-up during a host calibration's timing (``phase_reference`` of the
-    speed-ups its file records for each model; nan for a file without them)."""
-    from tuner.calibrate_context import phase_reference
+    speed-ups its file records for each model; nan for a file without them, or whose speed-ups are
+    of another phase probe than ``calibrate_context.PHASE_PROBE``)."""
+    from tuner.calibrate_context import PHASE_PROBE, phase_reference
+    if cal.meta.get("phase_probe") != PHASE_PROBE:
+        return float("nan")
     whole = cal.meta.get("whole_models") or {}
     return phase_reference({m: float(v["parallel_speedup"]) for m, v in whole.items()
                             if isinstance(v, dict) and isinstance(v.get("parallel_speedup"), (int, float))})

@@ -516,15 +516,16 @@ def test_slower_than_most_is_relative_to_the_faster_phase_not_the_best_nor_the_m
     times the upper quartile of the finite speed-ups; one high outlier flags nothing, and a slow
     phase over half the measurements is still found (the median would be the slow phase's)."""
     from tuner.calibrate_context import PHASE_GAP, phase_reference, slower_than_most
-    sp = {"a": 1.8, "b": 1.82, "c": 2.16, "d": 1.5, "e": float("nan")}
+    # the phase probe's fast mode and middle one on a 2-core EPYC (2026-11-30), and an outlier
+    sp = {"a": 1.56, "b": 1.57, "c": 1.62, "d": 1.40, "e": float("nan")}
     assert slower_than_most(sp) == ["d"]
-    assert 1.5 < PHASE_GAP * 1.81 < 1.8
+    assert 1.46 < PHASE_GAP * 1.565 < 1.55
     assert slower_than_most({"a": 1.5, "b": 1.55}) == [] and slower_than_most({}) == []
     # the 21 unseen files' speed-ups of one run (2026-11-29): 11 in a slow phase
     seen = (1.50, 1.44, 1.50, 1.53, 1.58, 1.86, 1.44, 1.54, 1.53, 1.54, 1.56, 1.80, 1.82, 1.81, 1.81, 1.79, 1.73,
             1.90, 1.81, 1.52, 1.82)
     half = {f"f{i:02d}": v for i, v in enumerate(seen)}
-    assert PHASE_GAP * float(np.median(seen)) < min(seen)      # the median would flag none
+    assert sum(v < PHASE_GAP * float(np.median(seen)) for v in seen) == 4    # the median: 4 of the 11
     assert phase_reference(half) == pytest.approx(np.percentile(seen, 75))
     assert slower_than_most(half) == sorted(k for k, v in half.items() if v < 1.6)
     assert np.isnan(phase_reference({"x": float("nan")}))

@@ -479,8 +479,12 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert np.isnan(times[str(onnx_file)][3])   # no bus probe given: no bus figure
     whole = {"a": {"parallel_speedup": 1.8}, "b": {"parallel_speedup": 1.5}, "c": {"parallel_speedup": 1.85},
              "d": {"parallel_speedup": None}}
-    timed = replace(cal, meta={**cal.meta, "whole_models": whole}, _state={})
+    from tuner.calibrate_context import PHASE_PROBE
+    timed = replace(cal, meta={**cal.meta, "whole_models": whole, "phase_probe": PHASE_PROBE}, _state={})
     assert mod.calibration_phase(timed) == pytest.approx(np.percentile([1.8, 1.5, 1.85], 75))
+    # speed-ups of another phase probe (a file of an earlier calibrate) are not compared
+    other = replace(cal, meta={**cal.meta, "whole_models": whole, "phase_probe": "10 x conv 28x28"}, _state={})
+    assert np.isnan(mod.calibration_phase(other))
 
 
 def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_path, capsys, monkeypatch):

@@ -161,7 +161,7 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import DEFAULT_REST, profile_models
+    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, profile_models
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -234,6 +234,7 @@ def _host(args) -> dict:
                                 "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
                                 "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
+                                "phase_probe": PHASE_PROBE,
                                 "timing": "each model alone: plain session (latency), then profiled session; "
                                           "3 passes of plain blocks",
                                 "load_average": {"before": list(load_before), "after": list(load_after)},
