@@ -502,8 +502,8 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     warn = [line for line in err if line.startswith("warning:")]
     assert len(warn) == 1 and "bert_tiny" in warn[0] and "1.50x" in warn[0]
     import json
-    meta = json.loads(out.read_text())["meta"]["whole_models"]
-    assert meta["bert_tiny"]["parallel_speedup"] == 1.5
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["whole_models"]["bert_tiny"]["parallel_speedup"] == 1.5 and meta["phase_probe"] == cc.PHASE_PROBE
     assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "mobilenet_v3_small", "-o", str(out),
                  "--rounds", "1", "--time-budget", "10", "--json"]) == 0
     cap = capsys.readouterr()
