@@ -571,8 +571,8 @@ def _fastest_profile(data: bytes, feed: dict, runs: int, warmup: int, sessions: 
 # which onnxruntime's second thread buys less on small kernels. A chain of ten 3x3 convolutions of
 # 16 channels at 28x28 (the indicator until the eleventh session) read 1.79-1.84x in the fast phase
 # and 1.50-1.60x in the slow one of an Intel guest, but on a 2-core EPYC it hardly saw a middle
-# mode in which mobilenet_v3_small ran 1.08-1.48 ms against 1.05-1.11 (1.72-1.85x against
-# 1.77-1.86x). A chain of forty at 14x14, kernels of a few microseconds, reads it (60 samples,
+# mode in which mobilenet_v3_small ran 1.08-1.87 ms against 1.05-1.11 (1.69-1.85x against
+# 1.69-2.05x). A chain of forty at 14x14, kernels of a few microseconds, reads it (60 samples,
 # 2026-11-30): 1.55-1.58x in the fast mode, 1.37-1.46x in the middle one, 0.75-1.00x in the slowest
 # (mobilenet_v3_small 1.86-2.35 ms). ~60 ms a measurement. A profile taken at a speed-up under
 # PHASE_GAP times the one of a later pass is taken again then, and kept; 0.95 puts the middle mode
