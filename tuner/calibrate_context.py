@@ -358,13 +358,6 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     most (``slower_than_most``), each model's block started before ``slow_budget_s`` (from the start).
     ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
     share of it (``Profiled.control_s``) stays out of its rows."""
-    with tempfile.TemporaryDirectory(prefix="accel-tune-calibrate-") as tmp:
-        return _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs, max_runs, blocks, rest,
-                               overhead_s, on_step, slow_passes, slow_budget_s, control, tmp)
-
-
-def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs, max_runs, blocks, rest,
-                    overhead_s, on_step, slow_passes, slow_budget_s, control, tmp: str):
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:
@@ -372,7 +365,10 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
     probe = phase_probe()
     out: list[Profiled] = []
     failed: list[tuple[str, str]] = []
-    saved: dict[str, tuple[str, list]] = {}  # label -> (the exported file, its graph inputs)
+    # out[i]'s exported file and graph inputs; the directory goes at the return, or with the object
+    # if an exception ends the timing (TemporaryDirectory's finalizer)
+    tmp = tempfile.TemporaryDirectory(prefix="accel-tune-calibrate-")
+    saved: list[tuple[str, list]] = []
     tick = on_step or (lambda label: None)
 
     def over(limit: float | None) -> bool:
@@ -385,7 +381,6 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
             failed.append((label, _why(e)))
             tick(label)
             continue
-        saved[label] = (_save(data, tmp, len(saved)), inputs)
         spent = over(budget_s)
         try:
             sp = float("nan") if spent else parallel_speedup(model=probe)
@@ -401,6 +396,9 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
             gc.collect()
             tick(label)
         out.append(p)
+        saved.append((os.path.join(tmp.name, f"{len(saved)}.onnx"), inputs))
+        with open(saved[-1][0], "wb") as f:
+            f.write(data)
     # the other blocks of plain runs in later passes over every model, each in a fresh session: a
     # slow phase of the machine lasting the tens of seconds one model takes (seen: resnet50 at 99 ms
     # for all its blocks in one run, 51-65 ms in others) then slows one block of it, not all.
@@ -410,7 +408,9 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
     def again(i: int) -> None:
         p = out[i]
         try:
-            data, inputs = _load(*saved[p.model]) if p.model in saved else exported(graph_of[p.model])
+            path, inputs = saved[i]
+            with open(path, "rb") as f:
+                data = f.read()
             sp = parallel_speedup(model=probe)
             if p.speedup < PHASE_GAP * sp:  # profiled in a slower phase than now: profile again
                 q = replace(_profile_one(p.model, graph_of[p.model], data, inputs, rounds, warmup, seed,
@@ -444,21 +444,10 @@ def _profile_models(graphs, rounds, warmup, seed, budget_s, min_time_s, min_runs
             if over(slow_budget_s):
                 break
             again(i)
+    tmp.cleanup()
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
     return out, failed
-
-
-def _save(data: bytes, folder: str, i: int) -> str:
-    path = os.path.join(folder, f"{i}.onnx")
-    with open(path, "wb") as f:
-        f.write(data)
-    return path
-
-
-def _load(path: str, inputs: list) -> tuple[bytes, list]:
-    with open(path, "rb") as f:
-        return f.read(), inputs
 
 
 def exported(g: Any) -> tuple[bytes, list]:

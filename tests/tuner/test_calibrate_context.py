@@ -225,19 +225,26 @@ def test_later_passes_keep_the_lowest_block_median(monkeypatch):
 
 def test_later_passes_read_the_first_exports_file_and_it_is_removed(monkeypatch):
     """Each model is exported once: the later passes read the bytes the first pass wrote to a
-    temporary file, and the file is gone once the timing returns."""
+    temporary directory, one file a model, and the directory is gone once the timing returns."""
     pytest.importorskip("onnxruntime")
+    import tempfile
     import tuner.calibrate_context as cc
     from partition import models
-    real_export, real_save, exports, files = cc.exported, cc._save, [], []
+    real_export, exports, dirs, files = cc.exported, [], [], []
+
+    class Recorded(tempfile.TemporaryDirectory):
+        def cleanup(self):
+            dirs.append(self.name)
+            files.extend(sorted(os.listdir(self.name)))
+            super().cleanup()
     monkeypatch.setattr(cc, "exported", lambda g: exports.append(g) or real_export(g))
-    monkeypatch.setattr(cc, "_save", lambda *a: files.append(real_save(*a)) or files[-1])
+    monkeypatch.setattr(cc.tempfile, "TemporaryDirectory", Recorded)
     g = models.get("byoc_demo")
     out, failed = cc.profile_models([("a", g), ("b", g)], rounds=1, min_time_s=0.0, min_runs=2, blocks=3,
                                     overhead_s=0.0)
     assert failed == [] and all(p.runs == 3 * 2 for p in out)
-    assert len(exports) == 2 and len(files) == 2
-    assert not any(os.path.exists(f) for f in files) and not os.path.exists(os.path.dirname(files[0]))
+    assert len(exports) == 2 and files == ["0.onnx", "1.onnx"]
+    assert len(dirs) == 1 and not os.path.exists(dirs[0])
 
 
 @pytest.mark.parametrize("budget, runs", [(250.0, [4, 2]), (None, [6, 6]), (50.0, [2, 2])])
