@@ -66,7 +66,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -111,6 +111,9 @@ class Profiled:
     # onnxruntime's speed-up of a small model from its default threads over one, just before the
     # kept profiled sessions (``parallel_speedup``): which phase of the machine the rows come from
     speedup: float = float("nan")
+    # the same measured before each block of plain runs (the first with the profile): the phase of
+    # every timing ``whole_s`` is the fastest of (``blocks_slower``)
+    block_speedups: tuple[float, ...] = ()
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
     # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
     # costed on the if and loop nodes, so the rows add up to the latency less this
@@ -270,10 +273,27 @@ DEFAULT_REST = "kernel"  # set from experiments/bench/calibration.py's compariso
 UNNAMED_TO_NEXT = False  # kernels with no IR name: in the rest (False) or the next node's (True); bench-compared
 
 
-def row_weights(rows: Sequence[InContext]) -> "np.ndarray":
-    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same)."""
+def row_weights(rows: Sequence[InContext], slow: Collection[str] = ()) -> "np.ndarray":
+    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same),
+    none for the rows ``phase_kept`` leaves out (``slow``: models profiled in a slower phase)."""
     from .calibration import model_weights
-    return model_weights([r.model for r in rows], [r.per_run_s for r in rows])
+    return (model_weights([r.model for r in rows], [r.per_run_s for r in rows])
+            * phase_kept([r.model for r in rows], [r.node.op for r in rows], slow))
+
+
+def phase_kept(models: Sequence[str], ops: Sequence[str], slow: Collection[str]) -> "np.ndarray":
+    """1.0 for each row (its model, its op kind) the fit keeps, 0.0 for a row of a model in
+    ``slow`` (``blocks_slower``: every block of it timed in a slower phase of the machine than
+    most), unless every row of its op kind is such a row (then they are the kind's only measure).
+    Why: a model timed only in the slowest mode (a speed-up of 1.0x against 1.57x) carries up to
+    1.7x into its rows, and the fit spreads it to the models of its kinds. One calibration of a
+    2-core EPYC (K8, 2026-11-30) had 30 models profiled in a slower phase, the grouped convolution
+    probes among them; refitted on the same timing without their rows, the unseen EfficientNet-B1
+    went from +32 to +16 %, EfficientNet-B3 from +35 to +23 %, ShuffleNetV2 x0.5 from +28 to
+    +20 % (experiments/results/calibration_unseen/runs.md)."""
+    out = set(slow)
+    kept_kinds = {o for m, o in zip(models, ops) if m not in out}
+    return np.array([0.0 if m in out and o in kept_kinds else 1.0 for m, o in zip(models, ops)], dtype=np.float64)
 
 
 def share_rest(kernel_s: Mapping[str, float], whole_s: float, mode: str = DEFAULT_REST,
@@ -388,7 +408,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                                      min_time_s=0.0 if spent else min_time_s,
                                      min_runs=min(3, min_runs) if spent else min_runs, max_runs=max_runs, blocks_n=1,
                                      overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS), speedup=sp,
-                        control_s=control.of_graph(g) if control is not None else 0.0)
+                        block_speedups=(sp,), control_s=control.of_graph(g) if control is not None else 0.0)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -417,7 +437,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                                          min_time_s, min_runs, max_runs, 1, overhead_s), speedup=sp,
                             control_s=p.control_s)
                 out[i] = replace(q, whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s),
-                                 runs=p.runs + q.runs, reprofiled=p.reprofiled + 1)
+                                 runs=p.runs + q.runs, reprofiled=p.reprofiled + 1,
+                                 block_speedups=p.block_speedups + (sp,))
                 return
             wall = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
         except Exception:  # noqa: BLE001 - it ran in the first pass; a later failure keeps that pass
@@ -426,7 +447,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             gc.collect()
             tick(p.model)
         out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
-                         runs=p.runs + len(wall))
+                         runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,))
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
@@ -593,6 +614,17 @@ def slower_than_most(speedups: Mapping[str, float], reference: float | None = No
     return sorted(k for k, v in speedups.items() if np.isfinite(v) and v < PHASE_GAP * ref)
 
 
+def blocks_slower(profiled: Sequence[Profiled]) -> list[str]:
+    """The models every block of whose plain runs was timed in a slower phase than most: the
+    fastest phase reading of their blocks (``Profiled.block_speedups``) ``slower_than_most``, so
+    their latency (the fastest block) carries the phase too. The profile's reading alone
+    (``Profiled.speedup``) also names models a later block timed in the faster phase: in one
+    calibration (K10, 2026-11-30) the large fully connected probes, profiled at 1.29-1.44x against
+    1.57x, had their usual latencies."""
+    best = {p.model: max((v for v in p.block_speedups if np.isfinite(v)), default=float("nan")) for p in profiled}
+    return slower_than_most(best)
+
+
 def phase_probe() -> bytes:
     """The model ``parallel_speedup`` times, after one measurement thrown away: the first of a
     process read 0.99x in the fast phase even with 20 warm-ups (experiments/calibration_unseen.py,
@@ -682,5 +714,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference", "slower_than_most",
-           "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]
+           "with_rest", "row_weights", "phase_kept", "parallel_speedup", "phase_probe", "phase_reference",
+           "slower_than_most", "blocks_slower", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]

@@ -106,16 +106,34 @@ PROBE_SHAPES = ((1, 64, 112, 112), (1, 64, 56, 56), (1, 128, 28, 28), (1, 256, 1
                 (1, 32, 28, 28), (1, 64, 14, 14), (1, 128, 7, 7))
 PROBE_KINDS = ("relu", "relu6", "leaky_relu", "elu", "selu", "celu", "sigmoid", "hard_sigmoid", "silu",
                "hard_swish", "mish", "softplus", "softsign", "tanh", "gelu", "erf", "exp", "abs", "neg")
+# gates x * kind(x), as torch exports SiLU (Sigmoid, Mul) and an older HardSwish (HardSigmoid, Mul):
+# the batch norm's output feeds the kind and the mul, so onnxruntime fuses neither into the
+# convolution and runs both alone over the whole tensor
+GATE_KINDS = ("sigmoid", "hard_sigmoid")
 
 
-def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS) -> Any:
+def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS,
+                gates: Sequence[str] = GATE_KINDS) -> Any:
     """One probe model: input ``shape`` (N, C, H, W); for each kind, a 1x1 convolution to C
-    channels, its batch norm and the kind; every activation an output."""
+    channels, its batch norm and the kind; for each of ``gates``, the same batch norm times the
+    kind of it; every activation and gate an output.
+
+    Why the gates: in every other model a sigmoid either follows a convolution alone (fused into
+    its kernel) or gates a squeeze-excitation's few channels, and a mul of two whole activations
+    is in none. Torch's EfficientNets run SiLU as a Sigmoid and a Mul over whole activations:
+    predicted at 2-2.8x (sigmoid) and 1.3-2.6x (mul) their time at the probe sizes, EfficientNet-B1
+    and -B3 never seen +16 to +35 % on five calibrations of a 2-core EPYC. Refitted offline on
+    one of them with these gates timed as models of their own, -1 and +3 % (2026-11-30,
+    experiments/results/calibration_unseen/runs.md)."""
     from partition.builder import GraphBuilder
     n, c, h, w = (int(d) for d in shape)
     b = GraphBuilder.for_model(f"probe_{c}x{h}x{w}", 0)
     x = b.input("x", [n, c, h, w])
-    return b.finish([b.conv_bn(x, c, 1, name=f"{kind}", act=kind) for kind in kinds])
+    outs = [b.conv_bn(x, c, 1, name=f"{kind}", act=kind) for kind in kinds]
+    for kind in gates:
+        y = b.conv_bn(x, c, 1, name=f"{kind}_gate", act=None)
+        outs.append(b.mul(y, b.op(kind, [y], name=f"{kind}_gate.{kind}"), name=f"{kind}_gate.mul"))
+    return b.finish(outs)
 
 
 # (inputs, outputs) of batch-1 fully connected layers: 16, 64, 151 and 256 MB of fp32 weights
@@ -264,7 +282,7 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
                for s in GROUPED_SHAPES])
 
 
-__all__ = ["DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
+__all__ = ["GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
            "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_label", "dense_probe", "dense_probe_graph",
            "grouped_probe_graph", "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph",
            "weight_pool", "pool_size"]

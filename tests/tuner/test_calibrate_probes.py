@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tuner.calibrate_probes import (DENSE_SHAPES, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
+from tuner.calibrate_probes import (DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
                                     PROBE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
                                     probe_graph)
 
@@ -14,16 +14,34 @@ def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_on
     ort = pytest.importorskip("onnxruntime")
     from partition.onnx.export import graph_to_onnx
     g = probe_graph((1, 16, 14, 14))
-    acts = [n for n in g.nodes if n.op in PROBE_KINDS]
+    gated = {n.inputs[0] for n in g.nodes if n.op == "mul"}
+    acts = [n for n in g.nodes if n.op in PROBE_KINDS and n.inputs[0] not in gated]
     assert sorted(n.op for n in acts) == sorted(PROBE_KINDS)
     for n in acts:
         bn = n.inputs[0].producer
         assert bn.op == "batch_norm" and bn.inputs[0].producer.op == "conv2d"
         assert bn.inputs[0].producer.inputs[0] is g.inputs[0]      # side by side, not a chain
+    # the gates: x * kind(x) over the batch norm's whole output, both ops its users
+    gates = [n for n in g.nodes if n.op == "mul"]
+    assert sorted(m.inputs[1].producer.op for m in gates) == sorted(GATE_KINDS)
+    for m in gates:
+        assert m.inputs[0].producer.op == "batch_norm" and m.inputs[1].producer.inputs[0] is m.inputs[0]
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
     x = np.random.default_rng(0).standard_normal((1, 16, 14, 14)).astype(np.float32)
     outs = sess.run(None, {sess.get_inputs()[0].name: x})
-    assert len(outs) == len(PROBE_KINDS) and all(np.isfinite(o).all() for o in outs)
+    assert len(outs) == len(PROBE_KINDS) + len(GATE_KINDS) and all(np.isfinite(o).all() for o in outs)
+    # a gate's output is its batch norm's output y times its kind of y (torch's SiLU, an older
+    # HardSwish: ONNX's HardSigmoid of alpha 0.2, beta 0.5), y read as an extra output
+    import onnx
+    m = graph_to_onnx(g)
+    m.graph.output.extend(onnx.helper.make_tensor_value_info(q.inputs[0].name, onnx.TensorProto.FLOAT, None)
+                          for q in gates)
+    sess = ort.InferenceSession(m.SerializeToString())
+    got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {sess.get_inputs()[0].name: x})))
+    for q in gates:
+        y = got[q.inputs[0].name].astype(np.float64)
+        ref = y / (1 + np.exp(-y)) if q.inputs[1].producer.op == "sigmoid" else y * np.clip(0.2 * y + 0.5, 0, 1)
+        assert y.std() > 0.5 and np.allclose(got[q.outputs[0].name], ref, atol=1e-5)
 
 
 def test_calibrate_host_adds_probes_to_its_default_sources_only():
