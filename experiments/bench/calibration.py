@@ -467,11 +467,11 @@ def report(r: dict) -> None:
 
 def device_report(dv: dict) -> None:
     print(f"device: {dv['rows']} measured A100 rows costed on {dv['hw']}; analytical median "
-          f"{dv['analytical']['median']:.1%}, worst {dv['analytical']['worst']:.1f}")
+          f"{dv['analytical']['median']:.1%}, worst {dv['analytical']['worst']:.1%}")
     for tag in ("held_out_by_op_kind", "held_out_by_sweep"):
         a, c = dv[tag]["analytical"], dv[tag]["calibrated"]
-        print(f"  {tag:<22} analytical median {a['median']:.1%} worst {a['worst']:.1f}; calibrated median "
-              f"{c['median']:.1%} worst {c['worst']:.1f}")
+        print(f"  {tag:<22} analytical median {a['median']:.1%} worst {a['worst']:.1%}; calibrated median "
+              f"{c['median']:.1%} worst {c['worst']:.1%}")
 
 
 if __name__ == "__main__":
