@@ -92,11 +92,11 @@ def run(args) -> int:
         summary = _device(args)
     ph = summary.get("phases")
     if ph and (ph["slow"] or ph["left_out"]):  # on stderr with --json too; the JSON has them under "phases"
-        print(f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine (slowest "
-              f"{ph['slowest']}: onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
-              f"{ph['speedup_reference']:.2f}x in its faster phase); the fit left out {ph['left_out_rows']} rows "
-              f"of the {len(ph['left_out'])} timed in it in every block (op kinds other models hold): rerun "
-              f"calibrate when the machine is steady", file=sys.stderr)
+        print(f"warning: the machine ran in a slower phase during the timing (slowest {ph['slowest']}: "
+              f"onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
+              f"{ph['speedup_reference']:.2f}x in its faster phase): {len(ph['slow'])} model(s) profiled in it; "
+              f"the fit left out {ph['left_out_rows']} rows of the {len(ph['left_out'])} timed in it in every block "
+              f"(op kinds other models hold): rerun calibrate when the machine is steady", file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
