@@ -215,16 +215,24 @@ def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] 
 def movement_probe_graph(shape: Sequence[int]) -> Any:
     """One data-movement probe: input ``shape`` (N, C, H, W) and, each on the input, the layout
     changes networks make: NCHW to NHWC, a channel shuffle (reshape, transpose, reshape), a split
-    into halves, a slice of the first half, a concat of two copies and a pad by one pixel."""
+    into halves, a slice of the first half, a concat of two copies and a pad by one pixel.
+
+    The shuffle sits between two relus, as in a network: onnxruntime's Reshape aliases an
+    intermediate tensor for free but copies a graph input or output. With the shuffle on the
+    input and its result an output, the probes' reshapes took 1-77 us (a copy), the fit put
+    ShuffleNetV2 x0.5's 32 reshapes at 42 us where its profile shows no kernel, and the model
+    came out +23 and +24 % (2026-11-30, K12 and K13 of experiments/results/calibration_unseen/runs.md)."""
     from partition.builder import GraphBuilder
     n, c, h, w = (int(d) for d in shape)
     b = GraphBuilder.for_model(f"probe_movement_{c}x{h}x{w}", 0)
     x = b.input("x", [n, c, h, w])
-    shuffled = b.transpose(b.reshape(x, shape=(n, 2, c // 2, h, w), name="shuffle_in"), perm=(0, 2, 1, 3, 4),
+    inner = b.relu(x, name="shuffle_pre")
+    shuffled = b.transpose(b.reshape(inner, shape=(n, 2, c // 2, h, w), name="shuffle_in"), perm=(0, 2, 1, 3, 4),
                            name="shuffle")
     halves = b.ops("split", [x], {"axis": 1, "sizes": (c // 2, c - c // 2)}, name="split")
     return b.finish([b.transpose(x, perm=(0, 2, 3, 1), name="to_nhwc"),
-                     b.reshape(shuffled, shape=(n, c, h, w), name="shuffle_out"), *halves,
+                     b.relu(b.reshape(shuffled, shape=(n, c, h, w), name="shuffle_out"), name="shuffle_post"),
+                     *halves,
                      b.slice(x, starts=(0,), ends=(c // 2,), axes=(1,), name="slice"),
                      b.concat(x, x, axis=1, name="concat"),
                      b.pad(x, pads=(0, 0, 1, 1, 0, 0, 1, 1), name="pad")])
