@@ -66,7 +66,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -112,7 +112,7 @@ class Profiled:
     # kept profiled sessions (``parallel_speedup``): which phase of the machine the rows come from
     speedup: float = float("nan")
     # the same measured before each block of plain runs (the first with the profile): the phase of
-    # every timing ``whole_s`` is the fastest of (``blocks_slower``)
+    # every timing ``whole_s`` is the fastest of
     block_speedups: tuple[float, ...] = ()
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
     # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
@@ -273,27 +273,10 @@ DEFAULT_REST = "kernel"  # set from experiments/bench/calibration.py's compariso
 UNNAMED_TO_NEXT = False  # kernels with no IR name: in the rest (False) or the next node's (True); bench-compared
 
 
-def row_weights(rows: Sequence[InContext], slow: Collection[str] = ()) -> "np.ndarray":
-    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same),
-    none for the rows ``phase_kept`` leaves out (``slow``: models profiled in a slower phase)."""
+def row_weights(rows: Sequence[InContext]) -> "np.ndarray":
+    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same)."""
     from .calibration import model_weights
-    return (model_weights([r.model for r in rows], [r.per_run_s for r in rows])
-            * phase_kept([r.model for r in rows], [r.node.op for r in rows], slow))
-
-
-def phase_kept(models: Sequence[str], ops: Sequence[str], slow: Collection[str]) -> "np.ndarray":
-    """1.0 for each row (its model, its op kind) the fit keeps, 0.0 for a row of a model in
-    ``slow`` (``blocks_slower``: every block of it timed in a slower phase of the machine than
-    most), unless every row of its op kind is such a row (then they are the kind's only measure).
-    Why: a model timed only in the slowest mode (a speed-up of 1.0x against 1.57x) carries up to
-    1.7x into its rows, and the fit spreads it to the models of its kinds. One calibration of a
-    2-core EPYC (K8, 2026-11-30) had 30 models profiled in a slower phase, the grouped convolution
-    probes among them; refitted on the same timing without their rows, the unseen EfficientNet-B1
-    went from +32 to +16 %, EfficientNet-B3 from +35 to +23 %, ShuffleNetV2 x0.5 from +28 to
-    +20 % (experiments/results/calibration_unseen/runs.md)."""
-    out = set(slow)
-    kept_kinds = {o for m, o in zip(models, ops) if m not in out}
-    return np.array([0.0 if m in out and o in kept_kinds else 1.0 for m, o in zip(models, ops)], dtype=np.float64)
+    return model_weights([r.model for r in rows], [r.per_run_s for r in rows])
 
 
 def share_rest(kernel_s: Mapping[str, float], whole_s: float, mode: str = DEFAULT_REST,
@@ -614,17 +597,6 @@ def slower_than_most(speedups: Mapping[str, float], reference: float | None = No
     return sorted(k for k, v in speedups.items() if np.isfinite(v) and v < PHASE_GAP * ref)
 
 
-def blocks_slower(profiled: Sequence[Profiled]) -> list[str]:
-    """The models every block of whose plain runs was timed in a slower phase than most: the
-    fastest phase reading of their blocks (``Profiled.block_speedups``) ``slower_than_most``, so
-    their latency (the fastest block) carries the phase too. The profile's reading alone
-    (``Profiled.speedup``) also names models a later block timed in the faster phase: in one
-    calibration (K10, 2026-11-30) the large fully connected probes, profiled at 1.29-1.44x against
-    1.57x, had their usual latencies."""
-    best = {p.model: max((v for v in p.block_speedups if np.isfinite(v)), default=float("nan")) for p in profiled}
-    return slower_than_most(best)
-
-
 def phase_probe() -> bytes:
     """The model ``parallel_speedup`` times, after one measurement thrown away: the first of a
     process read 0.99x in the fast phase even with 20 warm-ups (experiments/calibration_unseen.py,
@@ -714,5 +686,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "row_weights", "phase_kept", "parallel_speedup", "phase_probe", "phase_reference",
-           "slower_than_most", "blocks_slower", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]
+           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference",
+           "slower_than_most", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]

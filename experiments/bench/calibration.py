@@ -145,12 +145,9 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     """The held-out figures with the run's rest shared out by ``mode`` (``calibrate_context.share_rest``).
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on."""
     import sim
-    from tuner.calibrate_context import UNNAMED_TO_NEXT, blocks_slower, per_node_rest, row_weights, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibrate_host import op_key
     unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
-    # as calibrate --host: the rows of models timed in a slower phase than most in every block
-    # weigh nothing where other models hold their op kinds (calibrate_context.phase_kept)
-    slow = set(blocks_slower(profiled))
     from tuner.calibration import host_sample
     from tuner.costing import CostOptions, KernelCoster, graph_cost
     c_all = per_node_rest(profiled)
@@ -160,7 +157,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     meas = [r.seconds for r in rows]
     analytical = [s.analytical_s for s in samples]
     # a row is held out with its op kind; by family: with every family whose models hold its shape
-    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, row_weights(rows, slow))
+    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, row_weights(rows))
     fams = sorted({family(label) for label, _ in graphs})
     # by family: the rows of the other families, their rest shared with the constant of those models only
     by_family = np.full(len(rows), np.nan)
@@ -172,8 +169,8 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
-        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                        row_weights(tr, slow), control)
+        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref, row_weights(tr),
+                        control)
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
         for i, v in zip(test, pred):
@@ -204,7 +201,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     hw0 = sim.load_hw(preset)
     whole = []
     graph_of = dict(graphs)
-    full = fit(samples, meas, ref, row_weights(rows, slow), control)
+    full = fit(samples, meas, ref, row_weights(rows), control)
     keys_of = {label: {op_key(n) for n in walk_nodes(g)} for label, g in graphs}
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
@@ -215,8 +212,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         got = p.whole_s
         row = {"model": p.model, "family": f, "measured_s": got, "best_run_s": p.best_s, "runs": p.runs,
                "profiled_run_s": p.profiled_run_s, "kernels_s": float(sum(p.kernel_s.values())),
-               "nodes": len(p.kernel_s), "load": list(p.load), "parallel_speedup": p.speedup,
-               "slower_phase": p.model in slow}
+               "nodes": len(p.kernel_s), "load": list(p.load), "parallel_speedup": p.speedup}
         row["analytical_s"] = graph_cost(g, KernelCoster(hw0), CostOptions(fidelity="analytical")).total.latency_s
 
         def predicted(cal) -> float:
@@ -228,7 +224,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
         row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                                                  row_weights(tr, slow), control))
+                                                  row_weights(tr), control))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -256,8 +252,7 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources
-    from tuner.calibrate_context import (DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, blocks_slower, per_node_rest,
-                                         row_weights, with_rest)
+    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibration import host_sample, reference_host_of
 
     t0 = time.perf_counter()
@@ -297,8 +292,7 @@ def main(argv=None) -> int:
 
     # -- partition decisions, calibration on all the host data
     from tuner.tune import tune
-    slow = set(blocks_slower(profiled))
-    full = fit(samples, meas, ref, row_weights(rows, slow), control)
+    full = fit(samples, meas, ref, row_weights(rows), control)
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:

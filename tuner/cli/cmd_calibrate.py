@@ -91,12 +91,11 @@ def run(args) -> int:
             raise CLIError("calibrate: --models and --ops go with --host")
         summary = _device(args)
     ph = summary.get("phases")
-    if ph and (ph["slow"] or ph["left_out"]):  # on stderr with --json too; the JSON has them under "phases"
-        print(f"warning: the machine ran in a slower phase during the timing (slowest {ph['slowest']}: "
-              f"onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
-              f"{ph['speedup_reference']:.2f}x in its faster phase): {len(ph['slow'])} model(s) profiled in it; "
-              f"the fit left out {ph['left_out_rows']} rows of the {len(ph['left_out'])} timed in it in every block "
-              f"(op kinds other models hold): rerun calibrate when the machine is steady", file=sys.stderr)
+    if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
+        print(f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine (slowest "
+              f"{ph['slowest']}: onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
+              f"{ph['speedup_reference']:.2f}x in its faster phase); their rows carry it: rerun calibrate when the "
+              f"machine is steady", file=sys.stderr)
     if args.json:
         print_json(summary)
         return 0
@@ -162,7 +161,7 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, phase_kept, profile_models
+    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, profile_models
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -225,13 +224,9 @@ def _host(args) -> dict:
                                         "block_speedups": [_finite(v) for v in p.block_speedups]} for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
-    # counts once in its model's time. The rows of models timed in a slower phase than most in
-    # every block are left out where their op kinds have others (calibrate_context.phase_kept)
-    phases = phases_of(profiled)
-    models = [r.model for r in ctx] + [m.op.model for m in measured]
-    kept = phase_kept(models, [r.node.op for r in ctx] + [m.op.op for m in measured], phases["left_out"])
-    weights = model_weights(models, [r.per_run_s for r in ctx] + [m.seconds for m in measured]) * kept
-    phases["left_out_rows"] = int(np.sum(kept == 0.0))
+    # counts once in its model's time
+    weights = model_weights([r.model for r in ctx] + [m.op.model for m in measured],
+                            [r.per_run_s for r in ctx] + [m.seconds for m in measured])
     cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
                           hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows, weights=weights,
                           reference_host=reference_host_of(host), control=control,
@@ -241,7 +236,6 @@ def _host(args) -> dict:
                                 "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
                                 "phase_probe": PHASE_PROBE,
-                                "left_out_of_fit": sorted({m for m, k in zip(models, kept) if k == 0.0}),
                                 "timing": "each model alone: plain session (latency), then profiled session; "
                                           "3 passes of plain blocks",
                                 "load_average": {"before": list(load_before), "after": list(load_after)},
@@ -257,24 +251,22 @@ def _host(args) -> dict:
             "onnxruntime": ort.__version__,
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
-            "phases": phases}
+            "phases": phases_of(profiled)}
 
 
 def phases_of(profiled) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
     the lowest, median and highest speed-up, the faster phase's (``phase_reference``), the models
     profiled again, and the models whose profile is from a slower phase
-    (``calibrate_context.slower_than_most``), and those timed in one in every block, whose rows
-    the fit leaves out (``blocks_slower``, ``phase_kept``)."""
-    from tuner.calibrate_context import blocks_slower, phase_reference, slower_than_most
+    (``calibrate_context.slower_than_most``), which the calibration carries."""
+    from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
             "slowest": min(sp, key=sp.get, default=None), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
             "speedup_reference": _finite(phase_reference(sp)),
-            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slower_than_most(sp),
-            "left_out": blocks_slower(profiled)}
+            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slower_than_most(sp)}
 
 
 def _finite(v: float) -> float | None:
