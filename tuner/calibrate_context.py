@@ -111,8 +111,8 @@ class Profiled:
     # onnxruntime's speed-up of a small model from its default threads over one, just before the
     # kept profiled sessions (``parallel_speedup``): which phase of the machine the rows come from
     speedup: float = float("nan")
-    # the same measured before each block of plain runs (the first with the profile): the phase of
-    # every timing ``whole_s`` is the fastest of
+    # the same measured before each block of plain runs (the first, the profile's), in order: the
+    # phase each block ``whole_s`` is the lowest median of was timed in
     block_speedups: tuple[float, ...] = ()
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
     # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
@@ -686,5 +686,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
-           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference",
-           "slower_than_most", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]
+           "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference", "slower_than_most",
+           "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]

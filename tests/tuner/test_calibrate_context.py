@@ -395,10 +395,8 @@ def test_a_loop_body_counts_its_trips_never_below_zero(tmp_path, trips):
 def test_row_weights_count_a_loop_body_node_once_per_trip():
     """A row is per execution; its model's time, which the fit's weights share out
     (``tuner.calibration.model_weights``), counts it once per trip."""
-    from types import SimpleNamespace
     from tuner.calibrate_context import InContext, row_weights
-    add = SimpleNamespace(op="add")
-    rows = [InContext("m", add, 1e-6, 1e-6, 3.0), InContext("m", add, 1e-6, 1e-6), InContext("n", add, 5e-6, 5e-6)]
+    rows = [InContext("m", None, 1e-6, 1e-6, 3.0), InContext("m", None, 1e-6, 1e-6), InContext("n", None, 5e-6, 5e-6)]
     assert rows[0].per_run_s == pytest.approx(3e-6)
     np.testing.assert_allclose(row_weights(rows), [0.25 + 0.5 * 0.75, 0.25 + 0.5 * 0.25, 1.0])
 
