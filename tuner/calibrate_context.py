@@ -405,7 +405,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     # the other blocks of plain runs in later passes over every model, each in a fresh session: a
     # slow phase of the machine lasting the tens of seconds one model takes (seen: resnet50 at 99 ms
     # for all its blocks in one run, 51-65 ms in others) then slows one block of it, not all.
-    # Each pass exports the model again rather than keep every model's bytes (1.3 GB for the zoo)
+    # Each pass reads the model's bytes from the file the first pass wrote rather than keep them in
+    # memory (1.3 GB for the zoo); the graph is for a profile taken again (its rows' nodes)
     graph_of = dict(graphs)
 
     def again(i: int) -> None:
