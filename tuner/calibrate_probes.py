@@ -93,6 +93,14 @@ byoc_demo held out ``less`` was predicted at 5x its time in it (4.1 us against 0
 the folded bias at 2.8 us though it costs nothing (collection 21 of
 experiments/results/calibration_unseen/runs.md). The probe gives them, ``greater``, ``equal``, ``and``, ``or``, ``not``,
 ``where`` and ``div`` rows at every probe size.
+
+**Depthwise convolutions off the channel block** (``depthwise_probe_graph``, thirteenth session,
+with the calibration's ``channel_align`` feature now given to depthwise convolutions too): every
+depthwise convolution the probes and the zoo held had a multiple of 16 channels but MobileNetV3's
+(8 mod 16). onnxruntime runs one of 2 mod 4 channels 4-8x slower than one of a few more channels,
+and ShuffleNetV2 x1.0's 58-channel ones were predicted at a tenth of their time: the model, never
+seen, came out -20 to -24 % on three calibrations. Refitted on two calibrations' own timings with
+the probes timed: -23 -> -7 % and -17 -> -10 %.
 """
 from __future__ import annotations
 
@@ -212,6 +220,48 @@ def grouped_probe_graph(shape: Sequence[int], widths: Sequence[tuple[int, int]] 
                      for gw, k in widths if c % gw == 0 and gw < c])
 
 
+# Depthwise convolutions off onnxruntime's channel block (``depthwise_probe_graph``): (divisor,
+# offset, stride, kernel), the channels a stage's count over the divisor plus the offset. 3x3 ones
+# of 2, 4, 6, 8 and 12 mod 16 at stride 1 and 2; 5x5 ones (MnasNet, MobileNetV3) of 8 and 12
+OFF_BLOCK = ((2, -10, 1, 3), (2, -4, 1, 3), (2, 2, 1, 3), (2, 8, 1, 3), (2, -10, 2, 3), (2, 4, 2, 3),
+             (2, 8, 1, 5), (2, -4, 2, 5))
+
+
+def off_block_channels(c: int) -> list[tuple[int, int, int]]:
+    """(channels, stride, kernel) of each ``OFF_BLOCK`` branch of a ``depthwise_probe_graph`` on
+    ``c`` input channels."""
+    return [(c // d + o, s, k) for d, o, s, k in OFF_BLOCK]
+
+
+def depthwise_probe_graph(shape: Sequence[int]) -> Any:
+    """One probe of depthwise convolutions whose channels are not whole blocks of onnxruntime's
+    NCHWc layout: input ``shape`` (N, C, H, W) and, for each (channels, stride, kernel) of
+    ``off_block_channels``, a 1x1 convolution to that many channels with its batch norm and a
+    relu, a depthwise convolution at that stride and kernel with its batch norm, and a 1x1
+    convolution back to C channels with its batch norm and a relu: a ShuffleNet or MobileNet block, so each
+    convolution reads and writes tensors inside the model.
+
+    The grouped probes' channels are all multiples of 16, as are those of the zoo's depthwise
+    convolutions but MobileNetV3's (8 mod 16). In these probes onnxruntime ran a 3x3 depthwise
+    convolution of 2 mod 4 channels 4-8x slower than one of six more channels (54 channels at
+    28 x 28 55.1 us, 60 channels 8.8; 246 at 7 x 7 51.0 us, 252 7.3), and one of 8 mod 16 up to
+    2.3x slower than one of 4 mod 16 (72 channels at 28 x 28 20.2 us; 2026-11-30, a 2-core EPYC).
+    ShuffleNetV2 x1.0's depthwise convolutions of 58 channels were predicted at a tenth of their
+    time in context, and the model came out -20 to -24 % on K11, K14 and K15
+    (experiments/results/calibration_unseen/runs.md)."""
+    from partition.builder import GraphBuilder
+    n, c, h, w = (int(d) for d in shape)
+    b = GraphBuilder.for_model(f"probe_depthwise_{c}x{h}x{w}", 0)
+    x = b.input("x", [n, c, h, w])
+    outs = []
+    for k, s, window in off_block_channels(c):
+        name = f"dw{k}s{s}k{window}"
+        y = b.conv_bn(x, k, 1, name=f"{name}.in")
+        y = b.conv_bn(y, k, window, stride=s, groups=k, name=f"{name}.dw", act=None)
+        outs.append(b.conv_bn(y, c, 1, name=f"{name}.out"))
+    return b.finish(outs)
+
+
 def movement_probe_graph(shape: Sequence[int]) -> Any:
     """One data-movement probe: input ``shape`` (N, C, H, W) and, each on the input, the layout
     changes networks make: NCHW to NHWC, a channel shuffle (reshape, transpose, reshape), a split
@@ -275,8 +325,8 @@ def dense_probe(k: int, n: int, pool: Any = None) -> tuple[str, Any]:
 
 def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[str, Any]]:
     """(label, graph) of one activation, one data-movement and one select probe per shape, one fully connected
-    probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES`` and one grouped-convolution probe per
-    ``GROUPED_SHAPES``."""
+    probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES``, one grouped-convolution probe per
+    ``GROUPED_SHAPES`` (and one at stride 2) and one depthwise probe per ``STAGE_SHAPES``."""
     pool = weight_pool(max([pool_size(k, n, DENSE_LAYERS) for k, n in DENSE_SHAPES]
                            + [pool_size(k, n) for _, k, n in GEMM_SHAPES]))
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
@@ -287,10 +337,11 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
             + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
                 grouped_probe_graph((s[0], s[1], 2 * s[2], 2 * s[3]), STRIDED_WIDTHS, stride=2))
-               for s in GROUPED_SHAPES])
+               for s in GROUPED_SHAPES]
+            + [(f"probe:depthwise:{s[1]}x{s[2]}x{s[3]}", depthwise_probe_graph(s)) for s in STAGE_SHAPES])
 
 
-__all__ = ["GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "PROBE_KINDS",
-           "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_label", "dense_probe", "dense_probe_graph",
-           "grouped_probe_graph", "movement_probe_graph", "probe_graph", "probe_graphs", "select_probe_graph",
-           "weight_pool", "pool_size"]
+__all__ = ["GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "OFF_BLOCK",
+           "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_label", "dense_probe",
+           "dense_probe_graph", "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph",
+           "off_block_channels", "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]

@@ -47,12 +47,13 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 9  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+VERSION = 10  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
 # group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel, on both
-# (``OpSample.epilogue``, ``OpSample.fused``); older files are refused
+# (``OpSample.epilogue``, ``OpSample.fused``); 10: a depthwise convolution's channel alignment, up
+# to 4 (``host_sample``); older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
@@ -142,9 +143,9 @@ class OpSample:
     # grouped convolution group by group, each a GEMM this wide: 3x3 convolutions of 8 channels per
     # group ran at 35-110 GFLOP/s here, those of 64 at 300-450 (``calibrate_probes``)
     group_width: int = 0
-    # a grouped convolution's channel alignment: the largest power of two, up to 64, that divides
-    # every channel count its kernel's layout blocks by (0 for other ops, dense and depthwise
-    # convolutions among them: ``host_sample``; ``channel_align``). onnxruntime
+    # a grouped or depthwise convolution's channel alignment: the largest power of two, up to 64
+    # (4 for a depthwise one), that divides every channel count its kernel's layout blocks by (0
+    # for other ops, dense convolutions among them: ``host_sample``; ``channel_align``). onnxruntime
     # runs a convolution in its blocked (NCHWc) layout only when those counts are multiples of the
     # CPU's block (16 channels with AVX-512, 8 with AVX2); else a grouped one runs group by group
     # through a plain GEMM: 3x3 convolutions of 24 channels per group took 12.2 us a group at 14x14
@@ -227,12 +228,15 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> 
         # group's GEMM is
         width = int(node.inputs[0].shape[1]) // max(1, groups) if len(node.inputs[0].shape) > 1 else 0
         out_c = int(node.outputs[0].shape[1]) if node.outputs and len(node.outputs[0].shape) > 1 else 0
-        # a grouped convolution's only: off the block, a dense or depthwise one falls to kernels
-        # as fast per FLOP (3x3 depthwise of 120 channels at 28x28 23.8 us, of 128 23.0; a 1x1 of
-        # 120 75.8 us, of 128 73.9), a grouped one to a GEMM per group. On every convolution the
-        # feature let the fit's seed put 40-wide groups anywhere from 0.58 to 1.55x their time
-        # (offline, collection 21), on the grouped ones 0.58-0.86x
-        align = channel_align(width, out_c, groups) if groups > 1 and width > 1 else 0
+        # grouped and depthwise convolutions only. Off the block a grouped one falls to a GEMM per
+        # group; a depthwise one's kernel is 4-13x slower in context on 2 mod 4 channels than on
+        # a few more (``calibrate_probes.depthwise_probe_graph``), hence its cap. A dense one
+        # stays as fast per FLOP (a 1x1 of 120 channels 75.8 us, of 128 73.9), and on dense
+        # convolutions too the feature let the fit's seed put 40-wide groups anywhere from 0.58
+        # to 1.55x their time (offline, collection 21), on the grouped ones 0.58-0.86x
+        align = channel_align(width, out_c, groups) if groups > 1 else 0
+        if width == 1:
+            align = min(align, DEPTHWISE_ALIGN_CAP)
     elif "kernel_shape" in node.attrs or "pool_size" in node.attrs:
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
@@ -244,6 +248,11 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> 
 
 
 ALIGN_CAP = 64
+# A depthwise convolution's alignment as a feature: 1 (odd channels), 2 or 4 (a multiple of 4).
+# Uncapped (up to 64), its 8-channel-aligned rows (MobileNetV3's, the probes') came out of the fit
+# at 1.3-1.9x their own time, and MnasNet 0.5's at 1.6-1.7x theirs; capped, at 0.8-1.3x
+# (K16 of experiments/results/calibration_unseen/runs.md)
+DEPTHWISE_ALIGN_CAP = 4
 
 
 def channel_align(in_per_group: int, out_channels: int, groups: int) -> int:

@@ -2,11 +2,13 @@
 activation kind has rows in context whatever models are timed."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from tuner.calibrate_probes import (DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
-                                    PROBE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
+                                    PROBE_SHAPES, STAGE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
                                     probe_graph)
 
 
@@ -56,7 +58,8 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
                       + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
                       + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
-                      + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES])
+                      + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES]
+                      + [f"probe:depthwise:{c}x{h}x{w}" for _, c, h, w in STAGE_SHAPES])
     assert len(graphs) > len(probes)
     for label, g in pg[:len(PROBE_SHAPES)]:
         assert {n.op for n in g.nodes} >= set(PROBE_KINDS)
@@ -139,7 +142,7 @@ def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it(
     samples = [host_sample(n, host) for n in convs]
     assert [s.group_width for s in samples] == [w for w, _ in want]
     assert {s.channel_align for s in samples if s.group_width in (12, 24)} == {4, 8}
-    assert {s.channel_align for s in samples if s.group_width == 1} == {0}        # depthwise
+    assert {s.channel_align for s in samples if s.group_width == 1} == {4}        # depthwise: capped
     assert all(n.inputs[0] is g.inputs[0] and n.outputs[0].shape == (1, 48, 9, 9) for n in convs)
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
     x = np.random.default_rng(0).standard_normal((1, 48, 9, 9)).astype(np.float32)
@@ -198,6 +201,59 @@ def test_grouped_probes_meet_a_number_of_groups_at_more_than_one_resolution():
     assert all(c % 8 == 0 for _, c, _, _ in GROUPED_SHAPES)
     labels = [f"{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
     assert len(set(labels)) == len(labels)  # one probe (and one label) per shape
+
+
+def _conv_bn_reference(x: np.ndarray, conv: Any) -> np.ndarray:
+    """numpy's own convolution (grouped, strided, padded to 'same') and batch norm of one
+    ``conv_bn`` of the builder, from its weights; the relu when one follows."""
+    w = conv.inputs[1].data
+    groups, (stride, _), k = conv.attrs["groups"], conv.attrs["strides"], w.shape[2]
+    cin, h, wd = x.shape[1:]
+    p = k // 2
+    oh, ow = (h + 2 * p - k) // stride + 1, (wd + 2 * p - k) // stride + 1
+    xp = np.pad(x[0].astype(np.float64), ((0, 0), (p, p), (p, p)))
+    cg, og = cin // groups, w.shape[0] // groups
+    y = np.zeros((w.shape[0], oh, ow))
+    for di in range(k):
+        for dj in range(k):
+            win = xp[:, di:di + stride * oh:stride, dj:dj + stride * ow:stride]
+            for gi in range(groups):
+                y[gi * og:(gi + 1) * og] += np.einsum("oc,chw->ohw", w[gi * og:(gi + 1) * og, :, di, dj],
+                                                      win[gi * cg:(gi + 1) * cg])
+    (bn,) = conv.outputs[0].users
+    gamma, beta, mean, var = (v.data[:, None, None] for v in bn.inputs[1:])
+    y = (y - mean) / np.sqrt(var + bn.attrs["epsilon"]) * gamma + beta
+    users = bn.outputs[0].users
+    return (np.maximum(y, 0) if users and users[0].op == "relu" else y)[None]
+
+
+def test_depthwise_probe_holds_blocks_off_the_channel_block_and_onnxruntime_agrees():
+    """Each branch is a network's block: a 1x1 convolution to channel counts that are not whole
+    16-channel blocks (2 mod 4 among them), a depthwise one at its stride and kernel, a 1x1 back;
+    the calibration sees each depthwise one's alignment, and onnxruntime computes what numpy does."""
+    ort = pytest.importorskip("onnxruntime")
+    import sim
+    from partition.onnx.export import graph_to_onnx
+    from tuner.calibrate_probes import depthwise_probe_graph, off_block_channels
+    from tuner.calibration import host_sample
+    counts = {k for _, c, _, _ in STAGE_SHAPES for k, _, _ in off_block_channels(c)}
+    assert all(k % 16 for k in counts) and {k % 4 for k in counts} == {0, 2}
+    assert {(s, w) for _, s, w in off_block_channels(64)} == {(1, 3), (2, 3), (1, 5), (2, 5)}
+    g = depthwise_probe_graph((1, 32, 10, 10))
+    convs = [n for n in g.nodes if n.op == "conv2d"]
+    assert len(convs) == 3 * len(off_block_channels(32))
+    host = sim.hw.config.HostConfig()
+    for (k, stride, window), (cin, dw, cout) in zip(off_block_channels(32), zip(*[iter(convs)] * 3)):
+        assert cin.inputs[0] is g.inputs[0] and cin.outputs[0].shape[1] == k
+        assert dw.attrs["groups"] == k and dw.attrs["strides"] == (stride, stride)
+        assert dw.inputs[1].shape == (k, 1, window, window)
+        assert cout.outputs[0].shape[1] == 32 and host_sample(dw, host).channel_align == min(k & -k, 4)
+    sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+    x = np.random.default_rng(3).standard_normal((1, 32, 10, 10)).astype(np.float32)
+    outs = sess.run(None, {sess.get_inputs()[0].name: x})
+    for (cin, dw, cout), y in zip(zip(*[iter(convs)] * 3), outs):
+        want = _conv_bn_reference(_conv_bn_reference(_conv_bn_reference(x, cin), dw), cout)
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
 
 
 def test_movement_probe_makes_the_layout_changes_networks_make_and_onnxruntime_agrees():

@@ -637,19 +637,24 @@ def test_channel_align_of_networks_convolutions():
     assert channel_align(24, 24 * 5, 5) == 8 and channel_align(16, 100, 3) == 0
 
 
-def test_host_sample_reads_channel_align_from_a_grouped_convolution_and_no_other_op():
+def test_host_sample_reads_channel_align_from_grouped_and_depthwise_convolutions_and_no_other_op():
     from partition.builder import GraphBuilder
-    from tuner.calibration import NUMERIC
+    from tuner.calibration import DEPTHWISE_ALIGN_CAP, NUMERIC
     b = GraphBuilder.for_model("align", 0)
     x = b.input("x", [1, 336, 14, 14])
     y = b.relu(b.conv(x, 336, 3, groups=14, name="g24"), name="act")
-    g = b.finish([y, b.conv(x, 120, 1, name="dense"), b.conv(x, 336, 3, groups=336, name="dw")])
+    z = b.conv(x, 58, 1, name="to58")
+    g = b.finish([y, b.conv(x, 120, 1, name="dense"), b.conv(x, 336, 3, groups=336, name="dw"),
+                  b.conv(z, 58, 3, groups=58, name="dw58")])
     host = sim.load_hw("edge-npu").host
     by = {n.name: host_sample(n, host) for n in g.nodes}
     f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
     assert by["g24"].channel_align == 8 and f["g24"]["log_channel_align"] == 3.0
-    # a dense or depthwise convolution off the block runs as fast per FLOP: not a feature of theirs
-    for name in ("dense", "dw", "act"):
+    # a depthwise one: 336 channels are 16-aligned, capped; 58 are 2 mod 4 (onnxruntime's slow kernel)
+    assert DEPTHWISE_ALIGN_CAP == 4 and by["dw"].channel_align == 4 and f["dw"]["log_channel_align"] == 2.0
+    assert by["dw58"].channel_align == 2 and f["dw58"]["log_channel_align"] == 1.0
+    # a dense convolution off the block runs as fast per FLOP: not a feature of its
+    for name in ("dense", "to58", "act"):
         assert by[name].channel_align == 0 and f[name]["log_channel_align"] == -1.0
 
 
