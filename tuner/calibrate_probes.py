@@ -99,8 +99,9 @@ with the calibration's ``channel_align`` feature now given to depthwise convolut
 depthwise convolution the probes and the zoo held had a multiple of 16 channels but MobileNetV3's
 (8 mod 16). onnxruntime runs one of 2 mod 4 channels 4-8x slower than one of a few more channels,
 and ShuffleNetV2 x1.0's 58-channel ones were predicted at a tenth of their time: the model, never
-seen, came out -20 to -24 % on three calibrations. Refitted on two calibrations' own timings with
-the probes timed: -23 -> -7 % and -17 -> -10 %.
+seen, came out -20 to -24 % on three calibrations. Refitted on K16's timing with the feature
+capped at 4, -17 -> -13 % (uncapped -10 %; on K15's, uncapped, -23 -> -7 %); MnasNet 0.5 moved
+up 4-12 points on each timing refitted (experiments/results/calibration_unseen/runs.md).
 """
 from __future__ import annotations
 

@@ -659,6 +659,34 @@ def test_host_sample_reads_channel_align_from_grouped_and_depthwise_convolutions
 
 
 # ------------------------------------------------------------------ rows weighted by model
+def test_slow_phase_excess_is_each_suspects_time_over_the_other_models_fit():
+    """Four models of the same ops, one of them timed 2x slower: against a fit of the two models
+    not suspected, the slowed suspect's rows add up to ~2x their prediction, the other suspect's
+    to ~1x; no model left to fit, no figure."""
+    from tuner.calibration import slow_phase_excess
+    rng = np.random.default_rng(0)
+    ops = [(op, float(f)) for op in ("conv2d", "relu", "add") for f in rng.uniform(1e5, 1e8, 12)]
+    base = [roofline_sample(op, f, f / 8, f / 64, f / 64, 4, 2, 1, 1, 1e11, 2e10, 2e-6) for op, f in ops]
+    samples, measured, models = [], [], []
+    for m, slow in (("a", 1.0), ("b", 1.0), ("s", 2.0), ("t", 1.0)):
+        for smp in base:
+            samples.append(smp)
+            measured.append(smp.analytical_s * (0.3 if smp.op == "conv2d" else 0.8) * slow)
+            models.append(m)
+    kw = {"kind": "host", "fingerprint": "f", "hardware": "h", "rows": [{}] * len(samples)}
+    got = slow_phase_excess(samples, measured, models, ["s", "t", "absent"], np.ones(len(samples)), **kw)
+    assert set(got) == {"s", "t"}
+    assert got["s"] == pytest.approx(2.0, rel=0.05) and got["t"] == pytest.approx(1.0, rel=0.05)
+    assert slow_phase_excess(samples, measured, models, ["a", "b", "s", "t"], np.ones(len(samples)), **kw) == {}
+
+
+def test_without_models_zeroes_their_rows_but_of_an_op_kind_no_other_model_has():
+    from tuner.calibration import without_models
+    w = without_models([1.0, 2.0, 3.0, 4.0], ["a", "b", "b", "c"], ["conv2d", "conv2d", "gelu", "relu"], ["b", "x"])
+    assert w.tolist() == [1.0, 0.0, 3.0, 4.0]
+    assert without_models([1.0, 2.0], ["a", "b"], ["relu", "relu"], []).tolist() == [1.0, 2.0]
+
+
 def test_model_weights_give_every_model_the_same_total_half_by_count_half_by_time():
     from tuner.calibration import model_weights
     w = model_weights(["a", "a", "a", "b"], [1.0, 1.0, 2.0, 5.0])

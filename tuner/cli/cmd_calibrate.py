@@ -92,9 +92,11 @@ def run(args) -> int:
         summary = _device(args)
     ph = summary.get("phases")
     if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
+        out = ph.get("left_out", [])
         print(f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine (slowest "
               f"{ph['slowest']}: onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
-              f"{ph['speedup_reference']:.2f}x in its faster phase); their rows carry it: rerun calibrate when the "
+              f"{ph['speedup_reference']:.2f}x in its faster phase); {len(out)} of them ran slower than the other "
+              f"models predict and were left out of the fit, the others' rows carry it: rerun calibrate when the "
               f"machine is steady", file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -144,7 +146,8 @@ def host_graphs(models: list[str] | None) -> list[tuple[str, Any]]:
 def _host(args) -> dict:
     import sim
     from tuner.calibrate_host import TimingOptions, collect_ops, measure_ops, op_key
-    from tuner.calibration import fit_calibration, host_sample, machine_fingerprint, model_weights, reference_host_of
+    from tuner.calibration import (SLOW_MODEL_EXCESS, fit_calibration, host_sample, machine_fingerprint, model_weights,
+                                   reference_host_of, slow_phase_excess, without_models)
     if args.rounds < 1:
         raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
     if args.max_per_op < 1:
@@ -225,15 +228,21 @@ def _host(args) -> dict:
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
     # counts once in its model's time
-    weights = model_weights([r.model for r in ctx] + [m.op.model for m in measured],
-                            [r.per_run_s for r in ctx] + [m.seconds for m in measured])
-    cal = fit_calibration(samples, seconds, kind="host", fingerprint=fp["fingerprint"],
-                          hardware=f"{fp['cpu']} x{fp['logical_cpus']}", rows=rows, weights=weights,
-                          reference_host=reference_host_of(host), control=control,
+    row_models = [r.model for r in ctx] + [m.op.model for m in measured]
+    weights = model_weights(row_models, [r.per_run_s for r in ctx] + [m.seconds for m in measured])
+    fit_kw = {"kind": "host", "fingerprint": fp["fingerprint"], "hardware": f"{fp['cpu']} x{fp['logical_cpus']}",
+              "rows": rows, "reference_host": reference_host_of(host)}
+    # a model profiled in a slower phase leaves the fit when it ran slower than the other models'
+    # fit predicts (tuner.calibration.SLOW_MODEL_EXCESS)
+    excess = slow_phase_excess(samples, seconds, row_models, phases_of(profiled)["slow"], weights, **fit_kw)
+    left_out = sorted(m for m, r in excess.items() if r > 1.0 + SLOW_MODEL_EXCESS)
+    weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
+    cal = fit_calibration(samples, seconds, **fit_kw, weights=weights, control=control,
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
                                 "intra_op_threads": facts["intra_op_threads"], "run_overhead_s": facts["run_overhead_s"],
                                 "dispatch_s": facts["dispatch_s"], "in_context_rows": len(ctx),
                                 "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
+                                "slow_phase_excess": excess, "left_out": left_out,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
                                 "phase_probe": PHASE_PROBE,
                                 "timing": "each model alone: plain session (latency), then profiled session; "
@@ -251,14 +260,15 @@ def _host(args) -> dict:
             "onnxruntime": ort.__version__,
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
-            "phases": phases_of(profiled)}
+            "phases": {**phases_of(profiled), "left_out": left_out}}
 
 
 def phases_of(profiled) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
     the lowest, median and highest speed-up, the faster phase's (``phase_reference``), the models
     profiled again, and the models whose profile is from a slower phase
-    (``calibrate_context.slower_than_most``), which the calibration carries."""
+    (``calibrate_context.slower_than_most``), which the calibration carries unless it leaves them
+    out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``)."""
     from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
