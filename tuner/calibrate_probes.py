@@ -239,8 +239,8 @@ def depthwise_probe_graph(shape: Sequence[int]) -> Any:
     NCHWc layout: input ``shape`` (N, C, H, W) and, for each (channels, stride, kernel) of
     ``off_block_channels``, a 1x1 convolution to that many channels with its batch norm and a
     relu, a depthwise convolution at that stride and kernel with its batch norm, and a 1x1
-    convolution back to C channels with its batch norm and a relu: a ShuffleNet or MobileNet block, so each
-    convolution reads and writes tensors inside the model.
+    convolution back to C channels with its batch norm and a relu: a ShuffleNet or MobileNet
+    block, so each convolution reads and writes tensors inside the model.
 
     The grouped probes' channels are all multiples of 16, as are those of the zoo's depthwise
     convolutions but MobileNetV3's (8 mod 16). In these probes onnxruntime ran a 3x3 depthwise
