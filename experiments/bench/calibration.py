@@ -122,6 +122,31 @@ def fit(samples, meas, ref, weights=None, control=None):
                            reference_host=ref, weights=weights, control=control)
 
 
+def left_out_models(profiled, ref_host, ref) -> list[str]:
+    """The models ``calibrate --host`` leaves out of its fit: profiled in a slower phase
+    (``calibrate_context.slower_than_most``) and their rows over ``SLOW_MODEL_EXCESS`` above what a
+    fit of the other models predicts (``tuner.calibration.slow_phase_excess``), on the rows with
+    the default rest."""
+    from tuner.calibrate_context import (DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_weights, slower_than_most,
+                                         with_rest)
+    from tuner.calibration import SLOW_MODEL_EXCESS, host_sample, slow_phase_excess
+    prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]
+    rows = [r for p in prof for r in p.rows]
+    suspects = slower_than_most({p.model: p.speedup for p in profiled})
+    excess = slow_phase_excess([host_sample(r.node, ref_host) for r in rows], [r.seconds for r in rows],
+                               [r.model for r in rows], suspects, row_weights(rows), kind="host", fingerprint="bench",
+                               hardware="bench", rows=[], reference_host=ref)
+    return sorted(m for m, r in excess.items() if r > 1.0 + SLOW_MODEL_EXCESS)
+
+
+def kept_weights(rows, left_out=()) -> np.ndarray:
+    """``calibrate_context.row_weights`` with the rows of ``left_out``'s models at 0 (but of an op
+    kind no other model has: ``tuner.calibration.without_models``), as ``calibrate --host`` fits."""
+    from tuner.calibrate_context import row_weights
+    from tuner.calibration import without_models
+    return without_models(row_weights(rows), [r.model for r in rows], [r.node.op for r in rows], left_out)
+
+
 def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
     """Each row predicted by a calibration fitted without its group(s): ``groups_of[i]`` is the set
     of groups row i belongs to; a row is held out of the fit for group G when G is in its set."""
@@ -141,11 +166,13 @@ def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
     return pred
 
 
-def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, unnamed=None, control=None):
+def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, unnamed=None, control=None,
+             left_out=()):
     """The held-out figures with the run's rest shared out by ``mode`` (``calibrate_context.share_rest``).
-    For ``learned`` the per-node constant comes only from the models a calibration is fitted on."""
+    For ``learned`` the per-node constant comes only from the models a calibration is fitted on.
+    ``left_out``: the models every fit leaves out (``left_out_models``)."""
     import sim
-    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, with_rest
     from tuner.calibrate_host import op_key
     unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
     from tuner.calibration import host_sample
@@ -157,7 +184,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     meas = [r.seconds for r in rows]
     analytical = [s.analytical_s for s in samples]
     # a row is held out with its op kind; by family: with every family whose models hold its shape
-    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, row_weights(rows))
+    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, kept_weights(rows, left_out))
     fams = sorted({family(label) for label, _ in graphs})
     # by family: the rows of the other families, their rest shared with the constant of those models only
     by_family = np.full(len(rows), np.nan)
@@ -169,8 +196,8 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
-        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref, row_weights(tr),
-                        control)
+        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
+                        kept_weights(tr, left_out), control)
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
         for i, v in zip(test, pred):
@@ -201,7 +228,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     hw0 = sim.load_hw(preset)
     whole = []
     graph_of = dict(graphs)
-    full = fit(samples, meas, ref, row_weights(rows), control)
+    full = fit(samples, meas, ref, kept_weights(rows, left_out), control)
     keys_of = {label: {op_key(n) for n in walk_nodes(g)} for label, g in graphs}
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
@@ -224,7 +251,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
         row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                                                  row_weights(tr), control))
+                                                  kept_weights(tr, left_out), control))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -252,7 +279,7 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources
-    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
+    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, with_rest
     from tuner.calibration import host_sample, reference_host_of
 
     t0 = time.perf_counter()
@@ -261,16 +288,18 @@ def main(argv=None) -> int:
     ref = reference_host_of(ref_host)
     sources = args.models or default_sources()
     graphs, profiled, failed, wall, fam_of_key, control = host_data(sources, args.rounds, probes=not args.models)
+    left_out = left_out_models(profiled, ref_host, ref)
     modes = {}
     for mode in REST_MODES:
         modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
-                               control=control)
+                               control=control, left_out=left_out)
     # the kernels with no IR name (reorders, SkipLayerNormalization) to the node that runs next, or in the rest
     alt = f"{DEFAULT_REST}, unnamed kernels {'in the rest' if UNNAMED_TO_NEXT else 'to the next node'}"
     modes[alt] = evaluate(DEFAULT_REST, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
-                          unnamed=not UNNAMED_TO_NEXT, control=control)
+                          unnamed=not UNNAMED_TO_NEXT, control=control, left_out=left_out)
     host, whole = modes[DEFAULT_REST]
     host["timing"] = {"wall_s": wall, "rounds": args.rounds, "failed": failed, "alone": True}
+    host["left_out"] = left_out
     host["control_flow"] = control.to_json()
     host["rest_modes"] = {m: {"by_op_kind": h["held_out_by_op_kind"], "by_family": h["held_out_by_family"],
                               "whole_within_20": sum(abs(w["calibrated_error"]) <= 0.2 for w in wl if "calibrated_error" in w),
@@ -292,7 +321,7 @@ def main(argv=None) -> int:
 
     # -- partition decisions, calibration on all the host data
     from tuner.tune import tune
-    full = fit(samples, meas, ref, row_weights(rows), control)
+    full = fit(samples, meas, ref, kept_weights(rows, left_out), control)
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:
@@ -444,7 +473,8 @@ def report(r: dict) -> None:
     else:
         device_report(dv)
     print(f"(load average before {r['config']['load_before'][0]:.1f}, after {r['config']['load_after'][0]:.1f} "
-          f"on {r['config']['cpu_count']} CPUs; wall {r['config']['wall_s']:.0f} s)")
+          f"on {r['config']['cpu_count']} CPUs; wall {r['config']['wall_s']:.0f} s; left out of the fits, profiled in "
+          f"a slower phase and slower than the other models predict: {', '.join(h.get('left_out', [])) or 'none'})")
     k = h["held_out_by_op_kind"]
     print(f"TARGET 1 (host, held out by op kind: calibrated median <= half the analytical): "
           f"{k['calibrated']['median']:.1%} vs {k['analytical']['median']:.1%} -> "
