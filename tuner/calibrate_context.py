@@ -66,7 +66,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -273,10 +273,14 @@ DEFAULT_REST = "kernel"  # set from experiments/bench/calibration.py's compariso
 UNNAMED_TO_NEXT = False  # kernels with no IR name: in the rest (False) or the next node's (True); bench-compared
 
 
-def row_weights(rows: Sequence[InContext]) -> "np.ndarray":
-    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same)."""
-    from .calibration import model_weights
-    return model_weights([r.model for r in rows], [r.per_run_s for r in rows])
+def row_weights(rows: Sequence[InContext], left_out: Collection[str] = ()) -> "np.ndarray":
+    """The fit's weight of each row (``tuner.calibration.model_weights``: every model the same),
+    none for the rows of ``left_out``'s models but of an op kind no other model has
+    (``tuner.calibration.without_models``; ``left_out_by_excess``)."""
+    from .calibration import model_weights, without_models
+    models = [r.model for r in rows]
+    return without_models(model_weights(models, [r.per_run_s for r in rows]), models, [r.node.op for r in rows],
+                          left_out)
 
 
 def share_rest(kernel_s: Mapping[str, float], whole_s: float, mode: str = DEFAULT_REST,

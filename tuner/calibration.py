@@ -574,6 +574,12 @@ def slow_phase_excess(samples: Sequence[OpSample], measured_s: Sequence[float], 
     return {m: float(t / p) for m, (t, p) in got.items() if p > 0}
 
 
+def left_out_by_excess(excess: Mapping[str, float]) -> list[str]:
+    """The models of ``slow_phase_excess``'s figures that the fit leaves out: over
+    ``SLOW_MODEL_EXCESS``."""
+    return sorted(m for m, r in excess.items() if r > 1.0 + SLOW_MODEL_EXCESS)
+
+
 def without_models(weights: Sequence[float], models: Sequence[str], ops: Sequence[str],
                    leave_out: Iterable[str]) -> np.ndarray:
     """``weights`` with the rows of ``leave_out``'s models at 0, but for the rows of an op kind (of
@@ -718,4 +724,4 @@ def _canonical(booster: str) -> str:
 __all__ = ["Calibration", "CalibrationError", "OpSample", "host_sample", "roofline_sample", "feature_matrix",
            "feature_names", "fit_calibration", "model_weights", "read_calibration", "load_calibration", "machine_fingerprint",
            "data_sha256", "reference_host_of", "FORMAT", "VERSION", "KINDS", "channel_align", "SLOW_MODEL_EXCESS",
-           "slow_phase_excess", "without_models"]
+           "slow_phase_excess", "left_out_by_excess", "without_models"]

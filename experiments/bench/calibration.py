@@ -123,28 +123,17 @@ def fit(samples, meas, ref, weights=None, control=None):
 
 
 def left_out_models(profiled, ref_host, ref) -> list[str]:
-    """The models ``calibrate --host`` leaves out of its fit: profiled in a slower phase
-    (``calibrate_context.slower_than_most``) and their rows over ``SLOW_MODEL_EXCESS`` above what a
-    fit of the other models predicts (``tuner.calibration.slow_phase_excess``), on the rows with
-    the default rest."""
-    from tuner.calibrate_context import (DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_weights, slower_than_most,
-                                         with_rest)
-    from tuner.calibration import SLOW_MODEL_EXCESS, host_sample, slow_phase_excess
+    """The models ``calibrate --host`` leaves out of its fit (``tuner.calibration.slow_phase_excess``,
+    ``left_out_by_excess``), judged on the rows with the default rest."""
+    from tuner.calibrate_context import DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
+    from tuner.calibration import host_sample, left_out_by_excess, slow_phase_excess
+    from tuner.cli.cmd_calibrate import phases_of
     prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]
     rows = [r for p in prof for r in p.rows]
-    suspects = slower_than_most({p.model: p.speedup for p in profiled})
-    excess = slow_phase_excess([host_sample(r.node, ref_host) for r in rows], [r.seconds for r in rows],
-                               [r.model for r in rows], suspects, row_weights(rows), kind="host", fingerprint="bench",
-                               hardware="bench", rows=[], reference_host=ref)
-    return sorted(m for m, r in excess.items() if r > 1.0 + SLOW_MODEL_EXCESS)
-
-
-def kept_weights(rows, left_out=()) -> np.ndarray:
-    """``calibrate_context.row_weights`` with the rows of ``left_out``'s models at 0 (but of an op
-    kind no other model has: ``tuner.calibration.without_models``), as ``calibrate --host`` fits."""
-    from tuner.calibrate_context import row_weights
-    from tuner.calibration import without_models
-    return without_models(row_weights(rows), [r.model for r in rows], [r.node.op for r in rows], left_out)
+    return left_out_by_excess(slow_phase_excess(
+        [host_sample(r.node, ref_host) for r in rows], [r.seconds for r in rows], [r.model for r in rows],
+        phases_of(profiled)["slow"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench", rows=[],
+        reference_host=ref))
 
 
 def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:
@@ -172,7 +161,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on.
     ``left_out``: the models every fit leaves out (``left_out_models``)."""
     import sim
-    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
     from tuner.calibrate_host import op_key
     unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
     from tuner.calibration import host_sample
@@ -184,7 +173,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     meas = [r.seconds for r in rows]
     analytical = [s.analytical_s for s in samples]
     # a row is held out with its op kind; by family: with every family whose models hold its shape
-    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, kept_weights(rows, left_out))
+    by_kind = held_out(samples, meas, [{r.node.op} for r in rows], ref, row_weights(rows, left_out))
     fams = sorted({family(label) for label, _ in graphs})
     # by family: the rows of the other families, their rest shared with the constant of those models only
     by_family = np.full(len(rows), np.nan)
@@ -197,7 +186,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         if len(tr) < 8:
             continue
         cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                        kept_weights(tr, left_out), control)
+                        row_weights(tr, left_out), control)
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
         for i, v in zip(test, pred):
@@ -228,7 +217,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     hw0 = sim.load_hw(preset)
     whole = []
     graph_of = dict(graphs)
-    full = fit(samples, meas, ref, kept_weights(rows, left_out), control)
+    full = fit(samples, meas, ref, row_weights(rows, left_out), control)
     keys_of = {label: {op_key(n) for n in walk_nodes(g)} for label, g in graphs}
     for label, why in failed:
         whole.append({"model": label, "error": why[:120]})
@@ -251,7 +240,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
         row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                                                  kept_weights(tr, left_out), control))
+                                                  row_weights(tr, left_out), control))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -279,7 +268,8 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources
-    from tuner.calibrate_context import DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, with_rest
+    from tuner.calibrate_context import (DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights,
+                                         with_rest)
     from tuner.calibration import host_sample, reference_host_of
 
     t0 = time.perf_counter()
@@ -321,7 +311,7 @@ def main(argv=None) -> int:
 
     # -- partition decisions, calibration on all the host data
     from tuner.tune import tune
-    full = fit(samples, meas, ref, kept_weights(rows, left_out), control)
+    full = fit(samples, meas, ref, row_weights(rows, left_out), control)
     decisions = []
     for preset in args.presets:
         for name in args.decision_models:

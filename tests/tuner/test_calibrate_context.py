@@ -395,10 +395,14 @@ def test_a_loop_body_counts_its_trips_never_below_zero(tmp_path, trips):
 def test_row_weights_count_a_loop_body_node_once_per_trip():
     """A row is per execution; its model's time, which the fit's weights share out
     (``tuner.calibration.model_weights``), counts it once per trip."""
+    from types import SimpleNamespace
     from tuner.calibrate_context import InContext, row_weights
-    rows = [InContext("m", None, 1e-6, 1e-6, 3.0), InContext("m", None, 1e-6, 1e-6), InContext("n", None, 5e-6, 5e-6)]
+    add, gelu = SimpleNamespace(op="add"), SimpleNamespace(op="gelu")
+    rows = [InContext("m", add, 1e-6, 1e-6, 3.0), InContext("m", gelu, 1e-6, 1e-6), InContext("n", add, 5e-6, 5e-6)]
     assert rows[0].per_run_s == pytest.approx(3e-6)
     np.testing.assert_allclose(row_weights(rows), [0.25 + 0.5 * 0.75, 0.25 + 0.5 * 0.25, 1.0])
+    # a model left out of the fit weighs nothing, but for an op kind no other model has
+    np.testing.assert_allclose(row_weights(rows, ["m"]), [0.0, 0.25 + 0.5 * 0.25, 1.0])
 
 
 def test_the_faster_of_the_profiled_sessions_is_kept(monkeypatch):

@@ -663,7 +663,7 @@ def test_slow_phase_excess_is_each_suspects_time_over_the_other_models_fit():
     """Four models of the same ops, one of them timed 2x slower: against a fit of the two models
     not suspected, the slowed suspect's rows add up to ~2x their prediction, the other suspect's
     to ~1x; no model left to fit, no figure."""
-    from tuner.calibration import slow_phase_excess
+    from tuner.calibration import SLOW_MODEL_EXCESS, left_out_by_excess, slow_phase_excess
     rng = np.random.default_rng(0)
     ops = [(op, float(f)) for op in ("conv2d", "relu", "add") for f in rng.uniform(1e5, 1e8, 12)]
     base = [roofline_sample(op, f, f / 8, f / 64, f / 64, 4, 2, 1, 1, 1e11, 2e10, 2e-6) for op, f in ops]
@@ -677,6 +677,7 @@ def test_slow_phase_excess_is_each_suspects_time_over_the_other_models_fit():
     got = slow_phase_excess(samples, measured, models, ["s", "t", "absent"], np.ones(len(samples)), **kw)
     assert set(got) == {"s", "t"}
     assert got["s"] == pytest.approx(2.0, rel=0.05) and got["t"] == pytest.approx(1.0, rel=0.05)
+    assert left_out_by_excess(got) == ["s"] and left_out_by_excess({"u": 1.0 + SLOW_MODEL_EXCESS}) == []
     assert slow_phase_excess(samples, measured, models, ["a", "b", "s", "t"], np.ones(len(samples)), **kw) == {}
 
 

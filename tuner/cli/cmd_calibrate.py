@@ -146,7 +146,7 @@ def host_graphs(models: list[str] | None) -> list[tuple[str, Any]]:
 def _host(args) -> dict:
     import sim
     from tuner.calibrate_host import TimingOptions, collect_ops, measure_ops, op_key
-    from tuner.calibration import (SLOW_MODEL_EXCESS, fit_calibration, host_sample, machine_fingerprint, model_weights,
+    from tuner.calibration import (fit_calibration, host_sample, left_out_by_excess, machine_fingerprint, model_weights,
                                    reference_host_of, slow_phase_excess, without_models)
     if args.rounds < 1:
         raise CLIError(f"--rounds must be >= 1, got {args.rounds}")
@@ -234,8 +234,9 @@ def _host(args) -> dict:
               "rows": rows, "reference_host": reference_host_of(host)}
     # a model profiled in a slower phase leaves the fit when it ran slower than the other models'
     # fit predicts (tuner.calibration.SLOW_MODEL_EXCESS)
-    excess = slow_phase_excess(samples, seconds, row_models, phases_of(profiled)["slow"], weights, **fit_kw)
-    left_out = sorted(m for m, r in excess.items() if r > 1.0 + SLOW_MODEL_EXCESS)
+    phases = phases_of(profiled)
+    excess = slow_phase_excess(samples, seconds, row_models, phases["slow"], weights, **fit_kw)
+    left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
     cal = fit_calibration(samples, seconds, **fit_kw, weights=weights, control=control,
                           meta={"machine": fp, "onnxruntime": ort.__version__, "session_options": "default",
@@ -260,7 +261,7 @@ def _host(args) -> dict:
             "onnxruntime": ort.__version__,
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
-            "phases": {**phases_of(profiled), "left_out": left_out}}
+            "phases": {**phases, "left_out": left_out}}
 
 
 def phases_of(profiled) -> dict:
