@@ -283,6 +283,14 @@ def row_weights(rows: Sequence[InContext], left_out: Collection[str] = ()) -> "n
                           left_out)
 
 
+def row_samples(rows: Sequence[InContext], host: Any, graphs: Sequence[tuple[str, Any]]) -> list:
+    """The calibration's sample of each row (``tuner.calibration.host_sample``), with the bytes a
+    run of the model it ran in touches (``graph_run_bytes`` of its label's graph in ``graphs``)."""
+    from .calibration import graph_run_bytes, host_sample
+    model_bytes = {label: graph_run_bytes(g) for label, g in graphs}
+    return [host_sample(r.node, host, model_bytes=model_bytes[r.model]) for r in rows]
+
+
 def share_rest(kernel_s: Mapping[str, float], whole_s: float, mode: str = DEFAULT_REST,
                per_node_s: float = 0.0) -> dict[str, float]:
     """Each node's in-context seconds from its matched kernel time and the model's measured (plain)

@@ -47,20 +47,21 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 10  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+VERSION = 11  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
 # group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel, on both
 # (``OpSample.epilogue``, ``OpSample.fused``); 10: a depthwise convolution's channel alignment, up
-# to 4 (``host_sample``); older files are refused
+# to 4 (``host_sample``); 11: the bytes a run of the whole model an op runs in touches (``OpSample.model_bytes``);
+# older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
 NUMERIC = ("log_flops", "log_bytes", "log_out_elems", "log_in_elems", "rank", "n_inputs", "log_groups",
            "log_window", "log_compute_s", "log_memory_s", "log_launch_s", "log_analytical_s", "log_intensity",
            "log_weight_bytes", "after_mac", "class_gemm", "class_elementwise", "class_reduction", "class_movement",
            "class_normalisation", "log_group_width", "log_gemm_k", "log_channel_align", "epilogue_flops",
-           "fused_into_mac")
+           "fused_into_mac", "log_model_bytes")
 # Pseudo-Huber on the log ratio: a few noisy timings (a shared machine) pull the fit less than
 # under squared error; on the held-out host rows it gave the lowest median error of the objectives tried.
 # min_child_weight 0: the pseudo-Huber hessian is small on large log ratios, and a positive minimum
@@ -158,6 +159,11 @@ class OpSample:
     # an activation onnxruntime runs inside the MAC op's kernel before it (``fused_into_mac``): the
     # same hard_swish after a convolution is fused, as a graph output or after a Gemm it is not
     fused: bool = False
+    # the bytes a run of the whole model the op runs in reads or writes (``graph_run_bytes``; an op
+    # timed alone: its own bytes). What a small model touches stays in the L3 between runs: the
+    # same 1280 x 1000 classifier (5.1 MB) took 53-83 us in MnasNet 0.5 (33 MB a run), 137-160 in
+    # MnasNet 1.0 (60 MB), 165-191 in MobileNetV2 (66 MB) (2026-11-30, a 32 MB L3)
+    model_bytes: float = 0.0
 
     def numeric(self) -> list[float]:
         return (self.one_group() if self.groups > 1 and self.group_width > 0 else self)._numeric()
@@ -191,12 +197,14 @@ class OpSample:
                 # rate grows with it up to ~150 and then levels off (the grouped probes)
                 math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0,
                 math.log2(self.channel_align) if self.channel_align > 0 else -1.0, float(self.epilogue),
-                float(self.fused)]
+                float(self.fused),
+                lg(min(self.model_bytes, MODEL_BYTES_CAP)) if self.weight_bytes >= MODEL_BYTES_WEIGHTS else -1.0]
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
                 self.groups, self.window, self.compute_s, self.memory_s, self.launch_s, self.weight_bytes,
-                self.after_mac, self.group_width, self.channel_align, self.epilogue, self.fused)
+                self.after_mac, self.group_width, self.channel_align, self.epilogue, self.fused,
+                self.model_bytes)
 
 
 def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_elems: float, rank: int,
@@ -208,12 +216,14 @@ def roofline_sample(op: str, flops: float, nbytes: float, out_elems: float, in_e
                     int(groups), int(window), c, m, float(launch_s), max(c, m) + launch_s)
 
 
-def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> OpSample:
+def host_sample(node: Any, host: Any, source: Any = None, users: Any = None,
+                model_bytes: float | None = None) -> OpSample:
     """One IR node on a host model (``peak_flops``, ``mem_bytes_per_s``, ``op_overhead_s``): the
     same FLOPs and bytes as ``sim.graph.subgraph.host_op_work``. ``source`` (value -> value): the
     value an input stands for when the node sits in a composite (``tuner.costing.host_unit_cost``),
     whose constness and producer are the context features; ``users`` (value -> nodes): the nodes
-    that really read a value (``epilogue_flops``)."""
+    that really read a value (``epilogue_flops``); ``model_bytes``: the bytes a run of the whole
+    model it runs in touches (``graph_run_bytes``; None: the node's own bytes, an op timed alone)."""
     src = source or (lambda v: v)
     from sim.graph.subgraph import host_op_work
     flops, nbytes = host_op_work(node)
@@ -241,10 +251,50 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None) -> 
         window = int(np.prod(node.attrs.get("kernel_shape") or node.attrs.get("pool_size"), dtype=np.int64))
     s = roofline_sample(node.op, flops, nbytes, outs, ins, rank, len(node.inputs), groups, window,
                         host.peak_flops, host.mem_bytes_per_s, host.op_overhead_s)
-    weights = sum(int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype) for v in node.inputs if src(v).is_const)
+    weights = sum(_nbytes(v) for v in node.inputs if src(v).is_const)
     return replace(s, weight_bytes=float(weights), after_mac=after_mac(node, src), group_width=width,
                    channel_align=align, epilogue=epilogue_flops(node, users),
-                   fused=fused_into_mac(node, src, users))
+                   fused=fused_into_mac(node, src, users),
+                   model_bytes=float(nbytes if model_bytes is None else model_bytes))
+
+
+# the model bytes feature stops here (four times this machine's 32 MB L3): beyond, little of a run
+# stays in the L3 for the next, and every model's own bytes would let the trees tell models apart
+MODEL_BYTES_CAP = 128e6
+# and is an op's only with this many bytes of weights (a classifier's, a large convolution's): on
+# every op it gave the trees a way to tell small models apart (SqueezeNet 1.1 +13 -> +20 % on one
+# collection refitted) for what a few large weight matrices show
+MODEL_BYTES_WEIGHTS = 1e6
+# inputs an op reads a few rows of, not whole: an embedding table's bytes are not a working set
+SPARSE_READS = {"gather": 0, "gather_nd": 0, "gather_elements": 0}
+
+
+def graph_run_bytes(graph: Any) -> float:
+    """The bytes a run of ``graph`` reads or writes: its constants (each once, not an embedding
+    table it gathers rows of: ``SPARSE_READS``) and every op's outputs, in its functions (a
+    partitioned graph's composites and external functions), loop bodies and if branches too (each
+    once). A partitioned graph touches what the graph it came from does."""
+    seen: dict[int, int] = {}
+    graphs, done = [graph], set()
+    while graphs:
+        g = graphs.pop()
+        if id(g) in done:
+            continue
+        done.add(id(g))
+        graphs += [f.graph for f in g.functions.values()]
+        for n in g.nodes:
+            graphs += n.subgraphs()
+            skip = SPARSE_READS.get(n.op)
+            for i, v in enumerate(n.inputs):
+                if v.is_const and i != skip:
+                    seen[id(v)] = _nbytes(v)
+            if n.op not in ("call", "if", "loop"):  # theirs are their bodies' outputs
+                seen.update((id(v), _nbytes(v)) for v in n.outputs)
+    return float(sum(seen.values()))
+
+
+def _nbytes(v: Any) -> int:
+    return int(np.prod(v.shape, dtype=np.int64)) * _itemsize(v.dtype)
 
 
 ALIGN_CAP = 64
@@ -394,6 +444,9 @@ class Calibration:
     booster: str
     reference_host: Mapping[str, float] | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # the bytes a run of the model being costed touches (``for_graph``), not part of the file: None
+    # costs each op as if it ran alone
+    model_bytes: float | None = None
     _state: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
@@ -452,6 +505,14 @@ class Calibration:
                 "rows": self.meta.get("rows")}
 
     # -- what costing calls
+    def for_graph(self, graph: Any) -> "Calibration":
+        """This calibration costing the ops of ``graph``: a host op's prediction depends on the
+        bytes a run of the whole model touches (``OpSample.model_bytes``). Shares the loaded
+        booster and its memo (whose key holds those bytes)."""
+        if self.kind != "host":
+            return self
+        return replace(self, model_bytes=graph_run_bytes(graph), _state=self._state)
+
     def host_seconds(self, node: Any, hw: Any, source: Any = None, users: Any = None) -> float:
         """Seconds of one host op: the measured host's prediction for a host file, the analytical
         host model of ``hw`` for a device file. On a host file an ``if`` or ``loop`` costs what
@@ -464,7 +525,7 @@ class Calibration:
         if node.op in ("if", "loop"):
             control = self.control
             return control.seconds(node) if control is not None else 0.0
-        return self._memo(host_sample(node, _Host(**self.reference_host), source, users))
+        return self._memo(host_sample(node, _Host(**self.reference_host), source, users, self.model_bytes))
 
     @property
     def control(self):

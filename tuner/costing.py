@@ -26,7 +26,7 @@ fast evaluator is tested against (and what a plan reports).
 from __future__ import annotations
 
 from collections import ChainMap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 import sim
@@ -332,7 +332,11 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
     """Cost of one inference of a partitioned graph: host nodes on the host model, calls of
     external functions (``Compiler`` attr) as launch + transfers + kernels. A loop body counts once
     per trip of its constant trip bound, an if the branch a constant condition takes or else the
-    slower one (the branch taken is known only at run time: ``partition.ops.subgraph_runs``)."""
+    slower one (the branch taken is known only at run time: ``partition.ops.subgraph_runs``).
+    A host calibration not yet bound to a model (``Calibration.for_graph``) is bound to ``graph``."""
+    cal = opts.calibration
+    if cal is not None and cal.kind == "host" and cal.model_bytes is None:
+        opts = replace(opts, calibration=cal.for_graph(graph))  # the coster's only scales device kernels
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
     # A function's report is of its first call's residency (device-resident arguments and results,

@@ -122,16 +122,16 @@ def fit(samples, meas, ref, weights=None, control=None):
                            reference_host=ref, weights=weights, control=control)
 
 
-def left_out_models(profiled, ref_host, ref) -> list[str]:
+def left_out_models(profiled, graphs, ref_host, ref) -> list[str]:
     """The models ``calibrate --host`` leaves out of its fit (``tuner.calibration.slow_phase_excess``,
     ``left_out_by_excess``), judged on the rows with the default rest."""
-    from tuner.calibrate_context import DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
-    from tuner.calibration import host_sample, left_out_by_excess, slow_phase_excess
+    from tuner.calibrate_context import DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_samples, row_weights, with_rest
+    from tuner.calibration import left_out_by_excess, slow_phase_excess
     from tuner.cli.cmd_calibrate import phases_of
     prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]
     rows = [r for p in prof for r in p.rows]
     return left_out_by_excess(slow_phase_excess(
-        [host_sample(r.node, ref_host) for r in rows], [r.seconds for r in rows], [r.model for r in rows],
+        row_samples(rows, ref_host, graphs), [r.seconds for r in rows], [r.model for r in rows],
         phases_of(profiled)["slow"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench", rows=[],
         reference_host=ref))
 
@@ -161,15 +161,14 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
     For ``learned`` the per-node constant comes only from the models a calibration is fitted on.
     ``left_out``: the models every fit leaves out (``left_out_models``)."""
     import sim
-    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_weights, with_rest
+    from tuner.calibrate_context import UNNAMED_TO_NEXT, per_node_rest, row_samples, row_weights, with_rest
     from tuner.calibrate_host import op_key
     unnamed = UNNAMED_TO_NEXT if unnamed is None else unnamed
-    from tuner.calibration import host_sample
     from tuner.costing import CostOptions, KernelCoster, graph_cost
     c_all = per_node_rest(profiled)
     prof = [with_rest(p, mode, c_all, unnamed) for p in profiled]
     rows = [r for p in prof for r in p.rows]
-    samples = [host_sample(r.node, ref_host) for r in rows]
+    samples = row_samples(rows, ref_host, graphs)
     meas = [r.seconds for r in rows]
     analytical = [s.analytical_s for s in samples]
     # a row is held out with its op kind; by family: with every family whose models hold its shape
@@ -185,7 +184,7 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
               if f not in fam_of_key.get(op_key(r.node), set())]
         if len(tr) < 8:
             continue
-        cal_wo[f] = fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
+        cal_wo[f] = fit(row_samples(tr, ref_host, graphs), [r.seconds for r in tr], ref,
                         row_weights(tr, left_out), control)
         test = [i for i, r in enumerate(rows) if family(r.model) == f or f in fam_of_key.get(op_key(r.node), set())]
         pred = cal_wo[f].predict_seconds([samples[i] for i in test])
@@ -232,15 +231,15 @@ def evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, preset, 
         row["analytical_s"] = graph_cost(g, KernelCoster(hw0), CostOptions(fidelity="analytical")).total.latency_s
 
         def predicted(cal) -> float:
-            opts = CostOptions(fidelity="analytical", calibration=cal)
+            opts = CostOptions(fidelity="analytical", calibration=cal.for_graph(g))
             return graph_cost(g, KernelCoster(hw0, opts=opts), opts).total.latency_s
         row["in_sample_s"] = predicted(full)
         row["in_sample_error"] = row["in_sample_s"] / got - 1.0
         others = [q for q in profiled if q.model != p.model]
         c = per_node_rest(others)
         tr = [r for q in others for r in with_rest(q, mode, c, unnamed).rows if op_key(r.node) not in keys_of[p.model]]
-        row["model_held_out_s"] = predicted(fit([host_sample(r.node, ref_host) for r in tr], [r.seconds for r in tr], ref,
-                                                  row_weights(tr, left_out), control))
+        row["model_held_out_s"] = predicted(fit(row_samples(tr, ref_host, graphs), [r.seconds for r in tr], ref,
+                                                row_weights(tr, left_out), control))
         row["model_held_out_error"] = row["model_held_out_s"] / got - 1.0
         if f in cal_wo:
             row["calibrated_s"] = predicted(cal_wo[f])
@@ -268,9 +267,9 @@ def main(argv=None) -> int:
     ort.set_default_logger_severity(3)
     import sim
     from tuner.calibrate_host import default_sources
-    from tuner.calibrate_context import (DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_weights,
-                                         with_rest)
-    from tuner.calibration import host_sample, reference_host_of
+    from tuner.calibrate_context import (DEFAULT_REST, REST_MODES, UNNAMED_TO_NEXT, per_node_rest, row_samples,
+                                         row_weights, with_rest)
+    from tuner.calibration import reference_host_of
 
     t0 = time.perf_counter()
     load_before = os.getloadavg()
@@ -278,7 +277,7 @@ def main(argv=None) -> int:
     ref = reference_host_of(ref_host)
     sources = args.models or default_sources()
     graphs, profiled, failed, wall, fam_of_key, control = host_data(sources, args.rounds, probes=not args.models)
-    left_out = left_out_models(profiled, ref_host, ref)
+    left_out = left_out_models(profiled, graphs, ref_host, ref)
     modes = {}
     for mode in REST_MODES:
         modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
@@ -303,7 +302,7 @@ def main(argv=None) -> int:
                           for m, (h, wl) in modes.items()}
     prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]
     rows = [r for p in prof for r in p.rows]
-    samples = [host_sample(r.node, ref_host) for r in rows]
+    samples = row_samples(rows, ref_host, graphs)
     meas = [r.seconds for r in rows]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

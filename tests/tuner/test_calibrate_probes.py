@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tuner.calibrate_probes import (DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
+from tuner.calibrate_probes import (CLASSIFIER_HEADS, CLASSIFIER_SHAPES, DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
                                     PROBE_SHAPES, STAGE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
                                     probe_graph)
 
@@ -59,7 +59,8 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
                       + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
                       + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES]
-                      + [f"probe:depthwise:{c}x{h}x{w}" for _, c, h, w in STAGE_SHAPES])
+                      + [f"probe:depthwise:{c}x{h}x{w}" for _, c, h, w in STAGE_SHAPES]
+                      + [f"probe:classifier:{k}x{n}x{h}" for k, n in CLASSIFIER_SHAPES for h in CLASSIFIER_HEADS])
     assert len(graphs) > len(probes)
     for label, g in pg[:len(PROBE_SHAPES)]:
         assert {n.op for n in g.nodes} >= set(PROBE_KINDS)
@@ -254,6 +255,36 @@ def test_depthwise_probe_holds_blocks_off_the_channel_block_and_onnxruntime_agre
     for (cin, dw, cout), y in zip(zip(*[iter(convs)] * 3), outs):
         want = _conv_bn_reference(_conv_bn_reference(_conv_bn_reference(x, cin), dw), cout)
         np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4)
+
+
+def test_classifier_probe_is_one_layer_in_models_of_growing_bytes_and_onnxruntime_agrees():
+    """The same fully connected layer, ``heads`` times side by side on one pooled input: the
+    calibration sees it in models of 1 to 8 times its weights, and onnxruntime computes the sum
+    of the heads numpy does."""
+    ort = pytest.importorskip("onnxruntime")
+    import sim
+    from partition.onnx.export import graph_to_onnx
+    from tuner.calibrate_probes import classifier_probe_graph, weight_pool
+    from tuner.calibration import graph_run_bytes, host_sample
+    host = sim.hw.config.HostConfig()
+    sizes = []
+    for heads in (1, 3):
+        g = classifier_probe_graph(24, 10, heads, weight_pool(24 * 10 + heads, seed=heads))
+        dense = [n for n in g.nodes if n.op == "dense"]
+        assert len(dense) == heads and all(n.inputs[0] is dense[0].inputs[0] for n in dense)
+        # every head is the same op to the calibration, but for the model around it
+        assert len({host_sample(n, host).key() for n in dense}) == 1
+        sizes.append(graph_run_bytes(g))
+        sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
+        x = np.random.default_rng(heads).standard_normal((1, 24, 7, 7)).astype(np.float32)
+        (got,) = sess.run(None, {sess.get_inputs()[0].name: x})
+        pooled = x.astype(np.float64).mean(axis=(2, 3))
+        want = sum(pooled @ n.inputs[1].data.T.astype(np.float64) + n.inputs[2].data for n in dense)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # two more heads: two more weight matrices, biases and outputs, and two adds
+    assert sizes[1] - sizes[0] == 2 * 4 * (24 * 10 + 10 + 10 + 10)
+    with pytest.raises(ValueError, match="too small"):
+        classifier_probe_graph(24, 10, 4, weight_pool(24 * 10))
 
 
 def test_movement_probe_makes_the_layout_changes_networks_make_and_onnxruntime_agrees():

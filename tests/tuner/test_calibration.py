@@ -576,7 +576,7 @@ def test_a_grouped_convolution_is_described_by_one_groups_gemm_and_its_group_cou
     dw = b.conv(x, 104, 3, groups=104, name="dw")
     g = b.finish([grouped, one, dw])
     host = sim.load_hw("edge-npu").host
-    by = {n.name: host_sample(n, host) for n in g.nodes}
+    by = {n.name: host_sample(n, host, model_bytes=3e6) for n in g.nodes}  # one model's
     f = {k: dict(zip(NUMERIC, s.numeric())) for k, s in by.items()}
     assert f["grouped"]["log_groups"] == pytest.approx(np.log2(13)) and f["one"]["log_groups"] == 0.0
     for name in NUMERIC:
@@ -728,3 +728,89 @@ def test_fit_refuses_bad_weights_in_one_line(bad):
         fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[], reference_host=REF, rounds=5,
                         weights=bad)
     assert "\n" not in str(e.value)
+
+
+def _two_heads(big: bool):
+    """A fully connected layer of 1 MB alone, or beside a 64 MB one on another input: the same op
+    in a model of 1 or 68 MB a run."""
+    from partition.builder import GraphBuilder
+    b = GraphBuilder.for_model("heads", 0)
+    fc = b.dense(b.input("x", [1, 512]), 512, name="fc")
+    outs = [fc]
+    if big:
+        outs.append(b.dense(b.input("z", [1, 4096]), 4096, name="ballast", weight=b.const(
+            np.zeros((4096, 4096), np.float32), "ballast.weight")))
+    return b.finish(outs)
+
+
+def test_graph_run_bytes_counts_each_constant_once_every_output_and_no_gathered_table():
+    from partition.builder import GraphBuilder
+    from tuner.calibration import graph_run_bytes
+    b = GraphBuilder.for_model("bytes", 0)
+    x = b.input("x", [1, 8])
+    w = b.const(np.ones((4, 8), np.float32), "w")
+    y1 = b.op("dense", [x, w], name="a")
+    y2 = b.op("dense", [x, w], name="b")  # the same weights: read once a run
+    table = b.const(np.ones((1000, 8), np.float32), "table")
+    e = b.op("gather", [table, b.const(np.array([1, 5], np.int64), "ids")], {"axis": 0}, name="embed")
+    g = b.finish([b.add(y1, y2, name="sum"), e])
+    # w, the indices; a, b and sum's outputs; the gathered rows (not the 32 kB table)
+    assert graph_run_bytes(g) == 4 * 32 + 8 * 2 + 3 * 4 * 4 + 4 * 16
+    # a partitioned graph touches what its model does; a loop body's weights count
+    from partition import models, partition_for
+    for name in ("mobilenet_v2", "byoc_demo"):
+        g = models.get(name)
+        part = partition_for(g, sim.load_hw("edge-npu").partition_target())
+        assert any(n.op == "call" for n in part.nodes) or name == "byoc_demo"  # its calls are in the loop
+        assert graph_run_bytes(part) == pytest.approx(graph_run_bytes(g), rel=1e-9)
+    body = next(n for n in models.get("byoc_demo").nodes if n.op == "loop").attrs["body"]
+    assert graph_run_bytes(models.get("byoc_demo")) > graph_run_bytes(body) >= 4 * 8 * 8 * 9
+
+
+def test_a_host_calibration_costs_an_op_by_the_bytes_of_the_model_it_runs_in():
+    """The same op timed at half its analytical time in a small model and at it in a 67 MB one
+    (what stays in the L3 between runs): bound to each model (``for_graph``, which tune and
+    graph_cost do), the calibration tells them apart; unbound, an op is costed as if alone."""
+    from tuner.calibration import graph_run_bytes
+    from tuner.costing import CostOptions, KernelCoster, graph_cost
+    host = sim.hw.config.HostConfig(**REF)
+    small, big = _two_heads(False), _two_heads(True)
+    samples, truth = [], []
+    for g, k in ((small, 0.5), (big, 1.0)):
+        for n in g.nodes:
+            for scale in (1.0, 1.1, 0.9, 1.05):  # a few timings of each
+                s = host_sample(n, host, model_bytes=graph_run_bytes(g))
+                samples.append(s)
+                truth.append(s.analytical_s * k * scale)
+    cal = fit_calibration(samples, truth, kind="host", fingerprint=machine_fingerprint()["fingerprint"],
+                          hardware="test host", rows=[], reference_host=REF, rounds=150)
+    assert cal.model_bytes is None and graph_run_bytes(big) > 60 * graph_run_bytes(small)
+    fc_small, fc_big = (next(n for n in g.nodes if n.name == "fc") for g in (small, big))
+    hw = sim.load_hw("edge-npu")
+    on_small, on_big = cal.for_graph(small), cal.for_graph(big)
+    assert on_small._state is cal._state  # one booster, one memo
+    t_small, t_big = on_small.host_seconds(fc_small, hw), on_big.host_seconds(fc_big, hw)
+    assert t_small / t_big == pytest.approx(0.5, rel=0.1)
+    assert cal.host_seconds(fc_big, hw) == pytest.approx(t_small, rel=0.1)  # alone: a small model's
+    # graph_cost binds an unbound calibration to the graph it costs, and tune to its model
+    from tuner.tune import tune
+    for g in (small, big):
+        opts = CostOptions(fidelity="analytical", calibration=cal)
+        bound = CostOptions(fidelity="analytical", calibration=cal.for_graph(g))
+        whole = graph_cost(g, KernelCoster(hw, opts=opts), opts).total.latency_s
+        assert whole == graph_cost(g, KernelCoster(hw, opts=bound), bound).total.latency_s
+        assert tune(g, hw, trials=0, progress=False, calibration=cal).baselines["all_host"].latency_s == \
+            pytest.approx(whole, rel=1e-9)
+    # an op of small weights is costed alike in any model: the feature is a large weight matrix's
+    from tuner.calibration import MODEL_BYTES_WEIGHTS, NUMERIC
+    from partition.builder import GraphBuilder
+    tb = GraphBuilder.for_model("tiny", 0)
+    tiny = tb.finish([tb.dense(tb.input("x", [1, 8]), 4, name="tiny")])
+    col = NUMERIC.index("log_model_bytes")
+    for n, large in ((fc_small, True), (tiny.nodes[0], False)):
+        assert (host_sample(n, host).weight_bytes >= MODEL_BYTES_WEIGHTS) == large
+        f = [host_sample(n, host, model_bytes=b).numeric()[col] for b in (1e6, 1e8)]
+        assert f[0] < f[1] if large else f == [-1.0, -1.0]
+    # a device file has nothing to bind
+    dev = replace(cal, kind="device", _state={})
+    assert dev.for_graph(big) is dev

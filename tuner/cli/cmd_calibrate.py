@@ -164,7 +164,7 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, profile_models
+    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, profile_models, row_samples
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -191,7 +191,8 @@ def _host(args) -> dict:
                                           control=control)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
-    samples = [host_sample(r.node, host) for r in ctx]
+    # each row with the bytes a run of its model touches; a one-node row below with its own (it ran alone)
+    samples = row_samples(ctx, host, graphs)
     seconds = [r.seconds for r in ctx]
     rows = [{"op": r.node.op, "key": op_key(r.node), "model": r.model, "node": r.node.name, "measured_s": r.seconds,
              "in_context": True} for r in ctx]

@@ -77,6 +77,7 @@ def run(args) -> int:
     if cal is not None:
         # what the calibration changes here: the partition's predicted cost, host and device
         import sim
+        cal = cal.for_graph(graph)
         cost = sim.cost_graph(part, hw, host_seconds=cal.host_seconds, kernel_scale=cal.kernel_scale)
     s = summarize(part)
     regions = candidate_regions(graph, target)

@@ -63,6 +63,7 @@ def run(args) -> int:
         steps.step("partitioning")
         pg = partition_for(graph, target)
         steps.step(f"costing ({args.fidelity} kernel simulator)")
+        cal = cal.for_graph(graph) if cal is not None else None
         cost = sim.cost_graph(pg, hw, fidelity=args.fidelity,
                               host_seconds=cal.host_seconds if cal is not None else None,
                               kernel_scale=cal.kernel_scale if cal is not None else None)
