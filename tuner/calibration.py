@@ -262,8 +262,9 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None,
 # stays in the L3 for the next, and every model's own bytes would let the trees tell models apart
 MODEL_BYTES_CAP = 128e6
 # and is an op's only with this many bytes of weights (a classifier's, a large convolution's): on
-# every op it gave the trees a way to tell small models apart (SqueezeNet 1.1 +13 -> +20 % on one
-# collection refitted) for what a few large weight matrices show
+# every op it gave the trees a way to tell small models apart (refitted on one collection,
+# SqueezeNet 1.1 +13 -> +20 %, MnasNet 0.5 +20 -> +24; on these ops only +11 and +20) for what a
+# few large weight matrices show
 MODEL_BYTES_WEIGHTS = 1e6
 # inputs an op reads a few rows of, not whole: an embedding table's bytes are not a working set
 SPARSE_READS = {"gather": 0, "gather_nd": 0, "gather_elements": 0}
