@@ -193,7 +193,7 @@ def dense_probe_graph(k: int, n: int, m: int = 1, layers: int = 1, pool: Any = N
 DENSE_LAYERS = 2
 
 # A network's classifier (inputs, outputs) and how many of them side by side one probe holds:
-# the same layer in models of 4-41 MB of weights (``classifier_probe_graph``)
+# the same layer in models of 4 to 41 MB a run (``classifier_probe_graph``)
 CLASSIFIER_SHAPES = ((1024, 1000), (1280, 1000))
 CLASSIFIER_HEADS = (1, 2, 4, 8)
 
@@ -201,12 +201,13 @@ CLASSIFIER_HEADS = (1, 2, 4, 8)
 def classifier_probe_graph(k: int, n: int, heads: int, pool: Any = None) -> Any:
     """A network's head, ``heads`` times side by side: the global average pool of a (1, ``k``, 7,
     7) input, then ``heads`` fully connected layers of ``k`` inputs and ``n`` outputs reading it,
-    added up. Between two runs of a small model its weights stay in the CPU's L3: the same
-    1280 x 1000 classifier (5.1 MB) took 53-83 us in MnasNet 0.5 (8.9 MB of weights), 137-160 in
-    MnasNet 1.0 (17.6 MB), 165-191 in MobileNetV2 (14 MB) (2026-11-30, a 2-core EPYC with a 32 MB
-    L3), and no model of the zoo below 10 MB has one. The probes hold the same layer in models of
-    one to eight times its weights (``OpSample.model_bytes``). Head ``i``'s weights are a view of
-    ``pool`` (``weight_pool``) from offset ``i``."""
+    added up. Between two runs of a small model what it touches stays in the CPU's L3: the same
+    1280 x 1000 classifier (5.1 MB) took 53-83 us in MnasNet 0.5 (33 MB a run), 137-160 in
+    MnasNet 1.0 (60 MB), 165-191 in MobileNetV2 (66 MB) (2026-11-30, a 2-core EPYC with a 32 MB
+    L3), and of the zoo's models under 60 MB a run only MobileNetV3-Small has one (1024 x 1000,
+    73-154 us). The probes hold the same layer in models of one to eight times its weights
+    (``OpSample.model_bytes``: 44 us alone, 51-59 each of four, 89-130 each of eight). Head
+    ``i``'s weights are a view of ``pool`` (``weight_pool``) from offset ``i``."""
     from partition.builder import GraphBuilder
     pool = weight_pool(n * k + heads) if pool is None else pool
     if pool.size < n * k + heads:
@@ -372,7 +373,8 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
                for k, n in CLASSIFIER_SHAPES for h in CLASSIFIER_HEADS])
 
 
-__all__ = ["CLASSIFIER_HEADS", "CLASSIFIER_SHAPES", "GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES", "GROUPED_SHAPES", "GROUP_WIDTHS", "OFF_BLOCK",
-           "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES", "STRIDED_WIDTHS", "dense_label", "dense_probe",
-           "classifier_probe_graph", "dense_probe_graph", "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph",
-           "off_block_channels", "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]
+__all__ = ["CLASSIFIER_HEADS", "CLASSIFIER_SHAPES", "GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES",
+           "GROUPED_SHAPES", "GROUP_WIDTHS", "OFF_BLOCK", "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES",
+           "STRIDED_WIDTHS", "classifier_probe_graph", "dense_label", "dense_probe", "dense_probe_graph",
+           "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph", "off_block_channels",
+           "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]

@@ -22,9 +22,11 @@ Applying it (configuration passed down, never global):
 
     cal = load_calibration("CAL.json", hw)        # CalibrationError: one line (corrupt, wrong hardware)
     opts = tuner.costing.CostOptions(calibration=cal)      # tune / partition search / graph_cost
+    cal = cal.for_graph(graph)                    # the model it costs (tune and graph_cost bind it)
     sim.cost_graph(pg, hw, host_seconds=cal.host_seconds, kernel_scale=cal.kernel_scale)
     cal.host_seconds(node, hw)                    # seconds of one host op (the analytical model
-                                                  # when the file is a device file)
+                                                  # when the file is a device file; unbound, as
+                                                  # if it ran alone)
     cal.kernel_scale(workload, report, hw)        # factor on one device kernel's cycles (1.0 for a
                                                   # host file)
     cal.predict_seconds([OpSample, ...])          # the model itself

@@ -125,7 +125,8 @@ def fit(samples, meas, ref, weights=None, control=None):
 def left_out_models(profiled, graphs, ref_host, ref) -> list[str]:
     """The models ``calibrate --host`` leaves out of its fit (``tuner.calibration.slow_phase_excess``,
     ``left_out_by_excess``), judged on the rows with the default rest."""
-    from tuner.calibrate_context import DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_samples, row_weights, with_rest
+    from tuner.calibrate_context import (DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_samples, row_weights,
+                                         with_rest)
     from tuner.calibration import left_out_by_excess, slow_phase_excess
     from tuner.cli.cmd_calibrate import phases_of
     prof = [with_rest(p, DEFAULT_REST, per_node_rest(profiled), UNNAMED_TO_NEXT) for p in profiled]

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tuner.calibrate_probes import (CLASSIFIER_HEADS, CLASSIFIER_SHAPES, DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES, GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS,
-                                    PROBE_SHAPES, STAGE_SHAPES, STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph,
-                                    probe_graph)
+from tuner.calibrate_probes import (CLASSIFIER_HEADS, CLASSIFIER_SHAPES, DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES,
+                                    GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS, PROBE_SHAPES, STAGE_SHAPES,
+                                    STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph, probe_graph)
 
 
 def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_onnxruntime():
