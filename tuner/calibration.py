@@ -275,24 +275,16 @@ SPARSE_READS = {"gather": 0, "gather_nd": 0, "gather_elements": 0}
 def graph_run_bytes(graph: Any) -> float:
     """The bytes a run of ``graph`` reads or writes: its constants (each once, not an embedding
     table it gathers rows of: ``SPARSE_READS``) and every op's outputs, in its functions (a
-    partitioned graph's composites and external functions), loop bodies and if branches too (each
-    once). A partitioned graph touches what the graph it came from does."""
+    partitioned graph's composites and external functions), loop bodies and if branches too
+    (``Graph.walk``). A partitioned graph touches what the graph it came from does."""
     seen: dict[int, int] = {}
-    graphs, done = [graph], set()
-    while graphs:
-        g = graphs.pop()
-        if id(g) in done:
-            continue
-        done.add(id(g))
-        graphs += [f.graph for f in g.functions.values()]
-        for n in g.nodes:
-            graphs += n.subgraphs()
-            skip = SPARSE_READS.get(n.op)
-            for i, v in enumerate(n.inputs):
-                if v.is_const and i != skip:
-                    seen[id(v)] = _nbytes(v)
-            if n.op not in ("call", "if", "loop"):  # theirs are their bodies' outputs
-                seen.update((id(v), _nbytes(v)) for v in n.outputs)
+    for _, n in graph.walk():
+        skip = SPARSE_READS.get(n.op)
+        for i, v in enumerate(n.inputs):
+            if v.is_const and i != skip:
+                seen[id(v)] = _nbytes(v)
+        if n.op not in ("call", "if", "loop"):  # theirs are their bodies' outputs
+            seen.update((id(v), _nbytes(v)) for v in n.outputs)
     return float(sum(seen.values()))
 
 

@@ -334,9 +334,9 @@ def graph_cost(graph: Graph, coster: KernelCoster, opts: CostOptions = CostOptio
     per trip of its constant trip bound, an if the branch a constant condition takes or else the
     slower one (the branch taken is known only at run time: ``partition.ops.subgraph_runs``).
     A host calibration not yet bound to a model (``Calibration.for_graph``) is bound to ``graph``."""
-    cal = opts.calibration
-    if cal is not None and cal.kind == "host" and cal.model_bytes is None:
-        opts = replace(opts, calibration=cal.for_graph(graph))  # the coster's only scales device kernels
+    if opts.calibration is not None and opts.calibration.model_bytes is None:
+        # the coster's calibration only scales device kernels, which the model's bytes leave alone
+        opts = replace(opts, calibration=opts.calibration.for_graph(graph))
     hw = coster.hw
     externals = {s: f for s, f in graph.functions.items() if "Compiler" in f.attrs}
     # A function's report is of its first call's residency (device-resident arguments and results,

@@ -96,7 +96,7 @@ def tune(graph: Graph, hw: "sim.HardwareConfig | str", trials: int | None = None
     name = model_name or str(graph.meta.get("model") or graph.name)
     if calibration is not None:
         options = replace(options, calibration=calibration)
-    if options.calibration is not None:  # a host op's cost depends on the whole model's weights
+    if options.calibration is not None:  # a host op's cost depends on the bytes its whole model touches
         options = replace(options, calibration=options.calibration.for_graph(graph))
     default_coster = KernelCoster(hw, opts=options)
     problem = Problem(graph, hw, default_coster, options)
