@@ -31,6 +31,16 @@ weights): 48 ms predicted for 24 ms measured, the whole model +29 %, on a collec
 DRAM probes ran 1.5-1.9x their usual time (another tenant on the memory bus). With them GPT-2
 stayed within 10 % offline with the DRAM probes' times scaled by 1.9.
 
+**A language model's vocabulary projection** (``VOCAB_SHAPES``) is that regime at another shape:
+512-2048 inputs to 32-64 k outputs, on 64-256 MB of weights (the LM heads of GPT-2, OPT, Pythia,
+Llama and TinyLlama are 768-2048 x 32000-50304). onnxruntime ran these GEMMs at 180-200 GFLOP/s as
+it ran the square ones, but with only square GEMM probes the trees put GPT-2's 768 x 50257 head
+on the side of the 8192 x 8192 probe on some features and of the 4096 ones on others: 66-80 ms
+predicted for 45-50 ms measured, and the decoders +9 to +24 % whole (GPT-2 +23 and +24 % on two
+calibrations, OPT-125m +22 and +23 %). With them, refitted on five calibrations' timings: the head
+57 ms, GPT-2 +11 % and OPT-125m +9 % on the four calm ones (experiments/results/calibration_unseen/
+runs.md, fifteenth session).
+
 **Grouped convolutions, from depthwise to 64 channels per group** (``GROUPED_SHAPES`` x
 ``GROUP_WIDTHS``, with the calibration's features of the channels per group and of each group's
 GEMM's inner dimension): onnxruntime runs a
@@ -150,6 +160,9 @@ def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS,
 DENSE_SHAPES = ((2048, 2048), (4096, 4096), (6144, 6144), (8192, 8192))
 # (rows, inputs, outputs) of fully connected layers on as many weights, compute-bound: 2.1-8.6 GFLOP
 GEMM_SHAPES = ((64, 4096, 4096), (64, 8192, 8192), (256, 2048, 2048))
+# (rows, inputs, outputs) of a language model's vocabulary projection at prefill: a few hundred
+# to a thousand inputs, tens of thousands of outputs (``VOCAB_SHAPES`` in the module docstring)
+VOCAB_SHAPES = ((128, 1024, 32768), (64, 512, 65536), (256, 512, 32768), (64, 2048, 32768))
 
 
 def weight_pool(elems: int, seed: int = 0) -> Any:
@@ -354,16 +367,17 @@ def dense_probe(k: int, n: int, pool: Any = None) -> tuple[str, Any]:
 
 def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[str, Any]]:
     """(label, graph) of one activation, one data-movement and one select probe per shape, one fully connected
-    probe per ``DENSE_SHAPES`` and ``GEMM_SHAPES``, one grouped-convolution probe per
+    probe per ``DENSE_SHAPES``, ``GEMM_SHAPES`` and ``VOCAB_SHAPES``, one grouped-convolution probe per
     ``GROUPED_SHAPES`` (and one at stride 2), one depthwise probe per ``STAGE_SHAPES`` and one
     classifier probe per ``CLASSIFIER_SHAPES`` and ``CLASSIFIER_HEADS``."""
     pool = weight_pool(max([pool_size(k, n, DENSE_LAYERS) for k, n in DENSE_SHAPES]
-                           + [pool_size(k, n) for _, k, n in GEMM_SHAPES]))
+                           + [pool_size(k, n) for _, k, n in GEMM_SHAPES + VOCAB_SHAPES]))
     return ([(f"probe:{s[1]}x{s[2]}x{s[3]}", probe_graph(s)) for s in shapes]
             + [(f"probe:movement:{s[1]}x{s[2]}x{s[3]}", movement_probe_graph(s)) for s in shapes]
             + [(f"probe:select:{s[1]}x{s[2]}x{s[3]}", select_probe_graph(s)) for s in shapes]
             + [dense_probe(k, n, pool) for k, n in DENSE_SHAPES]
             + [(f"probe:gemm:{m}x{k}x{n}", dense_probe_graph(k, n, m, pool=pool)) for m, k, n in GEMM_SHAPES]
+            + [(f"probe:vocab:{m}x{k}x{n}", dense_probe_graph(k, n, m, pool=pool)) for m, k, n in VOCAB_SHAPES]
             + [(f"probe:grouped:{s[1]}x{s[2]}x{s[3]}", grouped_probe_graph(s)) for s in GROUPED_SHAPES]
             + [(f"probe:grouped:s2:{s[1]}x{2 * s[2]}x{2 * s[3]}",
                 grouped_probe_graph((s[0], s[1], 2 * s[2], 2 * s[3]), STRIDED_WIDTHS, stride=2))
@@ -375,6 +389,6 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 
 __all__ = ["CLASSIFIER_HEADS", "CLASSIFIER_SHAPES", "GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES",
            "GROUPED_SHAPES", "GROUP_WIDTHS", "OFF_BLOCK", "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES",
-           "STRIDED_WIDTHS", "classifier_probe_graph", "dense_label", "dense_probe", "dense_probe_graph",
-           "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph", "off_block_channels",
+           "STRIDED_WIDTHS", "VOCAB_SHAPES", "classifier_probe_graph", "dense_label", "dense_probe",
+           "dense_probe_graph", "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph", "off_block_channels",
            "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]

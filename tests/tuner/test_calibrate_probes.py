@@ -9,7 +9,8 @@ import pytest
 
 from tuner.calibrate_probes import (CLASSIFIER_HEADS, CLASSIFIER_SHAPES, DENSE_SHAPES, GATE_KINDS, GEMM_SHAPES,
                                     GROUP_WIDTHS, GROUPED_SHAPES, PROBE_KINDS, PROBE_SHAPES, STAGE_SHAPES,
-                                    STRIDED_WIDTHS, dense_probe_graph, grouped_probe_graph, probe_graph)
+                                    STRIDED_WIDTHS, VOCAB_SHAPES, dense_probe_graph, grouped_probe_graph,
+                                    probe_graph)
 
 
 def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_onnxruntime():
@@ -57,6 +58,7 @@ def test_calibrate_host_adds_probes_to_its_default_sources_only():
                       + [f"probe:select:{c}x{h}x{w}" for _, c, h, w in PROBE_SHAPES]
                       + [f"probe:dense:{k}x{n}" for k, n in DENSE_SHAPES]
                       + [f"probe:gemm:{m}x{k}x{n}" for m, k, n in GEMM_SHAPES]
+                      + [f"probe:vocab:{m}x{k}x{n}" for m, k, n in VOCAB_SHAPES]
                       + [f"probe:grouped:{c}x{h}x{w}" for _, c, h, w in GROUPED_SHAPES]
                       + [f"probe:grouped:s2:{c}x{2 * h}x{2 * w}" for _, c, h, w in GROUPED_SHAPES]
                       + [f"probe:depthwise:{c}x{h}x{w}" for _, c, h, w in STAGE_SHAPES]
@@ -124,6 +126,22 @@ def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
     sess = ort.InferenceSession(graph_to_onnx(g).SerializeToString())
     (y,) = sess.run(None, {sess.get_inputs()[0].name: x})
     np.testing.assert_allclose(y, x @ fc.inputs[1].data.T + fc.inputs[2].data, rtol=1e-5, atol=1e-5)
+
+
+def test_vocab_probes_project_a_few_hundred_inputs_to_tens_of_thousands_of_outputs():
+    """The vocabulary probes are compute-bound GEMMs whose outputs outnumber their inputs 32-128
+    times (an LM head at prefill), on weights the shared pool holds: each layer a view of it."""
+    from tuner.calibrate_probes import DENSE_LAYERS, pool_size, probe_graphs
+    assert VOCAB_SHAPES
+    for m, k, n in VOCAB_SHAPES:
+        assert n >= 16384 and 32 <= n // k <= 128 and m >= 64
+        assert pool_size(k, n) <= max(pool_size(kd, nd, DENSE_LAYERS) for kd, nd in DENSE_SHAPES)
+    probes = probe_graphs()
+    graphs = [g for label, g in probes if label.startswith("probe:vocab:")]
+    dense = next(g for label, g in probes if label.startswith("probe:dense:"))
+    assert [(g.nodes[0].inputs[0].shape, g.nodes[0].inputs[1].shape) for g in graphs] == \
+        [((m, k), (n, k)) for m, k, n in VOCAB_SHAPES]
+    assert all(np.shares_memory(g.nodes[0].inputs[1].data, dense.nodes[0].inputs[1].data) for g in graphs)
 
 
 def test_grouped_probe_holds_every_width_from_depthwise_and_onnxruntime_runs_it():
