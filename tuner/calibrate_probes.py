@@ -160,8 +160,8 @@ def probe_graph(shape: Sequence[int], kinds: Sequence[str] = PROBE_KINDS,
 DENSE_SHAPES = ((2048, 2048), (4096, 4096), (6144, 6144), (8192, 8192))
 # (rows, inputs, outputs) of fully connected layers on as many weights, compute-bound: 2.1-8.6 GFLOP
 GEMM_SHAPES = ((64, 4096, 4096), (64, 8192, 8192), (256, 2048, 2048))
-# (rows, inputs, outputs) of a language model's vocabulary projection at prefill: a few hundred
-# to a thousand inputs, tens of thousands of outputs (``VOCAB_SHAPES`` in the module docstring)
+# (rows, inputs, outputs) of a language model's vocabulary projection at prefill: 512-2048 inputs,
+# 32-64 k outputs, 64-256 MB of weights (``VOCAB_SHAPES`` in the module docstring)
 VOCAB_SHAPES = ((128, 1024, 32768), (64, 512, 65536), (256, 512, 32768), (64, 2048, 32768))
 
 
@@ -390,5 +390,5 @@ def probe_graphs(shapes: Sequence[Sequence[int]] = PROBE_SHAPES) -> list[tuple[s
 __all__ = ["CLASSIFIER_HEADS", "CLASSIFIER_SHAPES", "GATE_KINDS", "DENSE_LAYERS", "DENSE_SHAPES", "GEMM_SHAPES",
            "GROUPED_SHAPES", "GROUP_WIDTHS", "OFF_BLOCK", "PROBE_KINDS", "PROBE_SHAPES", "STAGE_SHAPES",
            "STRIDED_WIDTHS", "VOCAB_SHAPES", "classifier_probe_graph", "dense_label", "dense_probe",
-           "dense_probe_graph", "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph", "off_block_channels",
-           "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]
+           "dense_probe_graph", "depthwise_probe_graph", "grouped_probe_graph", "movement_probe_graph",
+           "off_block_channels", "probe_graph", "probe_graphs", "select_probe_graph", "weight_pool", "pool_size"]
