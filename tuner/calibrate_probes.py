@@ -33,9 +33,9 @@ stayed within 10 % offline with the DRAM probes' times scaled by 1.9.
 
 **A language model's vocabulary projection** (``VOCAB_SHAPES``) is that regime at another shape:
 512-2048 inputs to 32-64 k outputs, on 64-256 MB of weights (the LM heads of GPT-2, OPT, Pythia,
-Llama and TinyLlama are 768-2048 x 32000-50304). onnxruntime ran these GEMMs at 180-200 GFLOP/s as
+Llama and TinyLlama are 768-2048 x 32000-50304). onnxruntime ran these GEMMs at 180-220 GFLOP/s as
 it ran the square ones, but with only square GEMM probes the trees put GPT-2's 768 x 50257 head
-on the side of the 8192 x 8192 probe on some features and of the 4096 ones on others: 66-80 ms
+on the side of the 8192 x 8192 probe on some features and of the 4096 ones on others: 80 ms
 predicted for 45-50 ms measured, and the decoders +9 to +24 % whole (GPT-2 +23 and +24 % on two
 calibrations, OPT-125m +22 and +23 %). With them, refitted on five calibrations' timings: the head
 57 ms, GPT-2 +11 % and OPT-125m +9 % on the four calm ones (experiments/results/calibration_unseen/
