@@ -13,6 +13,13 @@ from tuner.calibrate_probes import (CLASSIFIER_HEADS, CLASSIFIER_SHAPES, DENSE_S
                                     probe_graph)
 
 
+@pytest.fixture(scope="module")
+def probes() -> list:
+    """``probe_graphs()`` once for the tests that read it: building it draws the 268 MB weight pool."""
+    from tuner.calibrate_probes import probe_graphs
+    return probe_graphs()
+
+
 def test_a_probe_puts_every_kind_behind_a_conv_and_its_batch_norm_and_runs_in_onnxruntime():
     ort = pytest.importorskip("onnxruntime")
     from partition.onnx.export import graph_to_onnx
@@ -84,14 +91,14 @@ def test_dense_probe_is_one_fully_connected_layer_that_onnxruntime_computes():
     np.testing.assert_allclose(y, x @ w.T + bias, rtol=1e-5, atol=1e-5)
 
 
-def test_batch_1_dense_probes_chain_layers_of_distinct_weights():
+def test_batch_1_dense_probes_chain_layers_of_distinct_weights(probes):
     """calibrate's batch-1 probes are DENSE_LAYERS layers in a row, each with weights of its own
     (so each leaves the caches before it is read again, as in a whole model), computed in order."""
     ort = pytest.importorskip("onnxruntime")
     from partition.onnx.export import graph_to_onnx
-    from tuner.calibrate_probes import DENSE_LAYERS, probe_graphs
+    from tuner.calibrate_probes import DENSE_LAYERS
     assert DENSE_LAYERS >= 2
-    dense = [g for label, g in probe_graphs() if label.startswith("probe:dense:")]
+    dense = [g for label, g in probes if label.startswith("probe:dense:")]
     assert len(dense) == len(DENSE_SHAPES)
     for g, (k, n) in zip(dense, DENSE_SHAPES):
         assert [tuple(fc.inputs[1].shape) for fc in g.nodes] == [(n, k)] + [(n, n)] * (DENSE_LAYERS - 1)
@@ -128,15 +135,14 @@ def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
     np.testing.assert_allclose(y, x @ fc.inputs[1].data.T + fc.inputs[2].data, rtol=1e-5, atol=1e-5)
 
 
-def test_vocab_probes_project_a_few_hundred_inputs_to_tens_of_thousands_of_outputs():
+def test_vocab_probes_project_a_few_hundred_inputs_to_tens_of_thousands_of_outputs(probes):
     """The vocabulary probes are compute-bound GEMMs whose outputs outnumber their inputs 16-128
     times (an LM head at prefill), on weights the shared pool holds: each layer a view of it."""
-    from tuner.calibrate_probes import DENSE_LAYERS, pool_size, probe_graphs
+    from tuner.calibrate_probes import DENSE_LAYERS, pool_size
     assert VOCAB_SHAPES
     for m, k, n in VOCAB_SHAPES:
         assert n >= 16384 and 16 <= n // k <= 128 and 2 * m * k * n / (4 * k * n) >= 32
         assert pool_size(k, n) <= max(pool_size(kd, nd, DENSE_LAYERS) for kd, nd in DENSE_SHAPES)
-    probes = probe_graphs()
     graphs = [g for label, g in probes if label.startswith("probe:vocab:")]
     dense = next(g for label, g in probes if label.startswith("probe:dense:"))
     assert [(g.nodes[0].inputs[0].shape, g.nodes[0].inputs[1].shape) for g in graphs] == \
