@@ -49,13 +49,14 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 FORMAT = "accel-tune-calibration"
-VERSION = 11  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
+VERSION = 12  # 2: op-class, weight-bytes and after-MAC features; 3: no rank for MAC ops; 4: after-MAC through
 # folded ops (``FOLDED``); 5: transposed and 3-D convolutions are MAC ops (``MAC_OPS`` named a
 # ``conv_transpose`` the IR does not have); 6: a convolution's input channels per group and the
 # inner dimension of each group's GEMM; 7: a grouped convolution's sizes and roofline times are one
 # group's (``OpSample.one_group``); 9: the activation fused into a MAC op's kernel, on both
 # (``OpSample.epilogue``, ``OpSample.fused``); 10: a depthwise convolution's channel alignment, up
 # to 4 (``host_sample``); 11: the bytes a run of the whole model an op runs in touches (``OpSample.model_bytes``);
+# 12: an op that is no convolution has the channel alignment ``NO_ALIGN``, above every convolution's;
 # older files are refused
 KINDS = ("host", "device")
 # Numeric features, in order; the op kind's one-hot columns ("op=<kind>") follow them.
@@ -198,9 +199,15 @@ class OpSample:
                 # each group's GEMM sums over this many products (channels per group x window): its
                 # rate grows with it up to ~150 and then levels off (the grouped probes)
                 math.log2(self.group_width * max(1, self.window)) if self.group_width > 0 else -1.0,
-                math.log2(self.channel_align) if self.channel_align > 0 else -1.0, float(self.epilogue),
-                float(self.fused),
+                self._align(), float(self.epilogue), float(self.fused),
                 lg(min(self.model_bytes, MODEL_BYTES_CAP)) if self.weight_bytes >= MODEL_BYTES_WEIGHTS else -1.0]
+
+    def _align(self) -> float:
+        """The channel alignment as a feature: log2 of it on a grouped or depthwise convolution,
+        -1 on a dense one (``host_sample`` gives dense ones none), ``NO_ALIGN`` on any other op."""
+        if self.channel_align > 0:
+            return math.log2(self.channel_align)
+        return -1.0 if self.op in CONV_OPS else NO_ALIGN
 
     def key(self) -> tuple:
         return (self.op, self.flops, self.bytes, self.out_elems, self.in_elems, self.rank, self.n_inputs,
@@ -298,6 +305,15 @@ ALIGN_CAP = 64
 # at 1.3-1.9x their own time, and MnasNet 0.5's at 1.6-1.7x theirs; capped, at 0.8-1.3x
 # (K16 of experiments/results/calibration_unseen/runs.md)
 DEPTHWISE_ALIGN_CAP = 4
+# The alignment feature of an op that is no convolution (``OpSample._align``): above every
+# convolution's, so that one split on the feature takes the convolutions off onnxruntime's channel
+# block (a depthwise one of 2 mod 4 channels runs 4x slower than one of a multiple of 4) apart
+# from everything else. At -1, below them, every other op fell on their side of such a split, and
+# the fit left the probes' own 2 mod 4 depthwise rows 18-56 % under their time; with this and more
+# of them (``calibrate_probes.OFF_BLOCK``) 4-21 % (one 30 %), and ShuffleNetV2 x1.0, never seen,
+# moved up 1-5 points on each of seven timings (experiments/results/calibration_unseen/runs.md,
+# sixteenth session)
+NO_ALIGN = math.log2(ALIGN_CAP) + 1.0
 
 
 def channel_align(in_per_group: int, out_channels: int, groups: int) -> int:

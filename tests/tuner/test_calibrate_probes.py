@@ -264,6 +264,11 @@ def test_depthwise_probe_holds_blocks_off_the_channel_block_and_onnxruntime_agre
     counts = {k for _, c, _, _ in STAGE_SHAPES for k, _, _ in off_block_channels(c)}
     assert all(k % 16 for k in counts) and {k % 4 for k in counts} == {0, 2}
     assert {(s, w) for _, s, w in off_block_channels(64)} == {(1, 3), (2, 3), (1, 5), (2, 5)}
+    # the slowest, 2 mod 4, four times at stride 1 and twice at stride 2 in each stage: enough rows
+    # for the fit to follow (calibration.NO_ALIGN)
+    for _, c, _, _ in STAGE_SHAPES:
+        slow = [s for k, s, _ in off_block_channels(c) if k % 4 == 2]
+        assert slow.count(1) == 4 and slow.count(2) == 2
     g = depthwise_probe_graph((1, 32, 10, 10))
     convs = [n for n in g.nodes if n.op == "conv2d"]
     assert len(convs) == 3 * len(off_block_channels(32))

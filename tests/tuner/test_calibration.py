@@ -639,7 +639,7 @@ def test_channel_align_of_networks_convolutions():
 
 def test_host_sample_reads_channel_align_from_grouped_and_depthwise_convolutions_and_no_other_op():
     from partition.builder import GraphBuilder
-    from tuner.calibration import DEPTHWISE_ALIGN_CAP, NUMERIC
+    from tuner.calibration import ALIGN_CAP, DEPTHWISE_ALIGN_CAP, NO_ALIGN, NUMERIC
     b = GraphBuilder.for_model("align", 0)
     x = b.input("x", [1, 336, 14, 14])
     y = b.relu(b.conv(x, 336, 3, groups=14, name="g24"), name="act")
@@ -655,7 +655,12 @@ def test_host_sample_reads_channel_align_from_grouped_and_depthwise_convolutions
     assert by["dw58"].channel_align == 2 and f["dw58"]["log_channel_align"] == 1.0
     # a dense convolution off the block runs as fast per FLOP: not a feature of its
     for name in ("dense", "to58", "act"):
-        assert by[name].channel_align == 0 and f[name]["log_channel_align"] == -1.0
+        assert by[name].channel_align == 0
+    assert f["dense"]["log_channel_align"] == f["to58"]["log_channel_align"] == -1.0
+    # an op that is no convolution sits above every convolution's alignment (format 12), so one
+    # split takes the off-block convolutions apart from everything else
+    assert f["act"]["log_channel_align"] == NO_ALIGN > np.log2(ALIGN_CAP)
+    assert max(v["log_channel_align"] for k, v in f.items() if k != "act") < NO_ALIGN
 
 
 # ------------------------------------------------------------------ rows weighted by model
