@@ -250,9 +250,11 @@ def host_sample(node: Any, host: Any, source: Any = None, users: Any = None,
         # grouped and depthwise convolutions only. Off the block a grouped one falls to a GEMM per
         # group; a depthwise one's kernel is 4-13x slower in context on 2 mod 4 channels than on
         # a few more (``calibrate_probes.depthwise_probe_graph``), hence its cap. A dense one
-        # stays as fast per FLOP (a 1x1 of 120 channels 75.8 us, of 128 73.9), and on dense
-        # convolutions too the feature let the fit's seed put 40-wide groups anywhere from 0.58
-        # to 1.55x their time (offline, collection 21), on the grouped ones 0.58-0.86x
+        # loses less (1x1 ones of 56 and 58 channels at 28 x 28 ran 149 and 146 GFLOP/s, 64 ran
+        # 196; 120 at 14 x 14 166, 128 188), and on dense convolutions too the feature let the
+        # fit's seed put 40-wide groups anywhere from 0.58 to 1.55x their time (offline,
+        # collection 21), on the grouped ones 0.58-0.86x; as a column of its own (capped at 16) it
+        # left ShuffleNetV2 x1.0 where it was (runs.md, sixteenth session)
         align = channel_align(width, out_c, groups) if groups > 1 else 0
         if width == 1:
             align = min(align, DEPTHWISE_ALIGN_CAP)

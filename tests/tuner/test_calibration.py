@@ -653,7 +653,7 @@ def test_host_sample_reads_channel_align_from_grouped_and_depthwise_convolutions
     # a depthwise one: 336 channels are 16-aligned, capped; 58 are 2 mod 4 (onnxruntime's slow kernel)
     assert DEPTHWISE_ALIGN_CAP == 4 and by["dw"].channel_align == 4 and f["dw"]["log_channel_align"] == 2.0
     assert by["dw58"].channel_align == 2 and f["dw58"]["log_channel_align"] == 1.0
-    # a dense convolution off the block runs as fast per FLOP: not a feature of its
+    # a dense convolution off the block loses little per FLOP: not a feature of its
     for name in ("dense", "to58", "act"):
         assert by[name].channel_align == 0
     assert f["dense"]["log_channel_align"] == f["to58"]["log_channel_align"] == -1.0
