@@ -500,7 +500,8 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
-                  "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"]}
+                  "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"],
+                  "slow_as_a_whole": False}
     assert phases_of(ps[:2])["slow"] == []
     from dataclasses import replace
     real = cc.profile_models
@@ -525,6 +526,26 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     cap = capsys.readouterr()
     assert json.loads(cap.out)["phases"]["slow"] == ["bert_tiny"]
     assert sum(line.startswith("warning:") for line in cap.err.splitlines()) == 1
+
+
+def test_a_calibration_with_most_models_read_slow_is_said_to_predict_high():
+    """K35, K37 and K38 (docs/TUNING.md, sixteenth session): 52-55 of 88 models read slow, the
+    median model predicted 8-16 % high. With the median model itself read slow, phases_of says the
+    run was slow as a whole and the warning says the calibration predicts high, in one line; with
+    a few read slow it says the others' rows carry them, as before."""
+    from types import SimpleNamespace
+    from tuner.cli.cmd_calibrate import phase_warning, phases_of
+    speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
+    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0) for i, s in enumerate(speedups)]
+    ph = phases_of(ps)
+    assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
+    text = phase_warning({**ph, "left_out": ["m2"]})
+    assert "\n" not in text and text.startswith("warning: 4 model(s)") and "1 of them ran slower" in text
+    assert "predicts high" in text and "carry" not in text and text.endswith("rerun calibrate when the machine is steady")
+    few = phases_of(ps[:2] + ps[4:5] + ps[6:])           # one of four read slow
+    assert few["slow"] == ["m4"] and few["slow_as_a_whole"] is False
+    assert "the others' rows carry it" in phase_warning({**few, "left_out": []})
+    assert phases_of([])["slow_as_a_whole"] is False
 
 
 def test_slower_than_most_is_relative_to_the_faster_phase_not_the_best_nor_the_median():
