@@ -135,7 +135,7 @@ def test_gemm_probes_are_compute_bound_on_the_dense_probes_weights():
     np.testing.assert_allclose(y, x @ fc.inputs[1].data.T + fc.inputs[2].data, rtol=1e-5, atol=1e-5)
 
 
-def test_vocab_probes_project_a_few_hundred_inputs_to_tens_of_thousands_of_outputs(probes):
+def test_vocab_probes_project_512_to_2048_inputs_to_32_to_64_k_outputs(probes):
     """The vocabulary probes are compute-bound GEMMs whose outputs outnumber their inputs 16-128
     times (an LM head at prefill), on weights the shared pool holds: each layer a view of it."""
     from tuner.calibrate_probes import DENSE_LAYERS, pool_size

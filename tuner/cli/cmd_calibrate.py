@@ -281,17 +281,16 @@ def phases_of(profiled) -> dict:
     profiled again, and the models whose profile is from a slower phase
     (``calibrate_context.slower_than_most``), which the calibration carries unless it leaves them
     out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``), and whether most models were."""
-    from tuner.calibrate_context import PHASE_GAP, phase_reference, slower_than_most
+    from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
-    ref = phase_reference(sp)
+    slow = slower_than_most(sp)
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
             "slowest": min(sp, key=sp.get, default=None), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
-            "speedup_reference": _finite(ref),
-            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slower_than_most(sp),
-            # the median model itself read slow: at least half of them (``phase_warning``)
-            "slow_as_a_whole": bool(sp) and bool(mid < PHASE_GAP * ref)}
+            "speedup_reference": _finite(phase_reference(sp)),
+            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slow,
+            "slow_as_a_whole": 2 * len(slow) > len(sp)}   # most models read slow (``phase_warning``)
 
 
 def _finite(v: float) -> float | None:
