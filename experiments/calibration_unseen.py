@@ -61,7 +61,7 @@ def calibration_bus(cal) -> float:
 
 
 def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: float | None = None,
-               bus: tuple[bytes, list] | None = None
+               bus: tuple[bytes, list] | None = None, floor_s: float = float("inf")
                ) -> tuple[dict[str, tuple[float, float, float, float]], dict[str, str]]:
     """(path -> (lowest block median, fastest run) of onnxruntime on the file, seconds, the
     machine's phase just before that block (``calibrate_context.parallel_speedup``), and the
@@ -74,10 +74,12 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
     most (``calibrate_context.slower_than_most``, the rule ``calibrate --host`` warns by), or than
     ``reference``, the faster phase of the calibration's own timing (``calibration_phase``): one
     timing had all 15 files at 1.49-1.58x against 1.8x for the calibration, so no file stood out
-    among the others and 3 of them came out beyond 20 % (2026-11-29, GH9 of runs.md)."""
+    among the others and 3 of them came out beyond 20 % (2026-11-29, GH9 of runs.md). Each block waits a little for the machine's fast phase, as the
+    calibration's did (``calibrate_context.PhaseGate``, from ``floor_s``: the calibration's lowest
+    probe latency, ``calibration_floor``)."""
     import onnx
-    from tuner.calibrate_context import _plain_blocks, parallel_speedup, phase_probe, slower_than_most
-    probe = phase_probe()
+    from tuner.calibrate_context import PhaseGate, _plain_blocks, phase_probe, slower_than_most
+    gate = PhaseGate(phase_probe(), floor_s=floor_s)
     blocks: dict[str, list] = {p: [] for p in paths}
     phase: dict[str, list] = {p: [] for p in paths}
     buses: dict[str, list] = {p: [] for p in paths}
@@ -96,7 +98,7 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
         for path in todo:
             try:  # onnxruntime opens the path itself: a file with external data works too
                 inputs = onnx.load(path, load_external_data=False).graph.input
-                phase[path].append(parallel_speedup(model=probe))
+                phase[path].append(gate.read().speedup)
                 buses[path].append(bus_s)
                 blocks[path] += _plain_blocks(str(path), inputs, 3, 0, 0.2, 7, 200, 1)
             except Exception as e:  # noqa: BLE001 - one file onnxruntime cannot run is reported
@@ -119,6 +121,14 @@ def calibration_phase(cal) -> float:
     whole = cal.meta.get("whole_models") or {}
     return phase_reference({m: float(v["parallel_speedup"]) for m, v in whole.items()
                             if isinstance(v, dict) and isinstance(v.get("parallel_speedup"), (int, float))})
+
+
+def calibration_floor(cal) -> float:
+    """The lowest phase probe latency of a host calibration's timing (seconds; inf for a file
+    without it, or of another probe than ``calibrate_context.PHASE_PROBE``)."""
+    from tuner.calibrate_context import PHASE_PROBE
+    v = cal.meta.get("phase_probe_floor_s")
+    return float(v) if cal.meta.get("phase_probe") == PHASE_PROBE and isinstance(v, (int, float)) else float("inf")
 
 
 def sources(names: list[str], seen: bool, tmp: str) -> tuple[list[tuple[str, str, object]], dict[str, str]]:
@@ -190,7 +200,7 @@ def main(argv=None) -> int:
         g = None
         reference, bus_ref = calibration_phase(cal), calibration_bus(cal)
         times, failed = measured_s([p for _, p in models], reference=reference,
-                                   bus=bus_probe() if np.isfinite(bus_ref) else None)
+                                   bus=bus_probe() if np.isfinite(bus_ref) else None, floor_s=calibration_floor(cal))
     rows = []
     for label, path in models:  # in the order given, then the models that could not be read
         if path in failed:

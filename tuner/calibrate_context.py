@@ -114,6 +114,10 @@ class Profiled:
     # the same measured before each block of plain runs (the first, the profile's), in order: the
     # phase each block ``whole_s`` is the lowest median of was timed in
     block_speedups: tuple[float, ...] = ()
+    # the phase probe's latency with the default options in those readings (``PhaseReading``), and
+    # in the kept profile's: whether they were in the fast phase (``PhaseGate.is_fast``)
+    block_probe_s: tuple[float, ...] = ()
+    probe_s: float = float("nan")
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
     # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
     # costed on the if and loop nodes, so the rows add up to the latency less this
@@ -341,8 +345,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                    budget_s: float | None = None, min_time_s: float = 0.2, min_runs: int = 7,
                    max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
                    overhead_s: float | None = None, on_step: Callable[[str], None] | None = None,
-                   slow_passes: int = 0, slow_budget_s: float | None = None, control: Any = None
-                   ) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   slow_passes: int = 0, slow_budget_s: float | None = None, control: Any = None,
+                   gate: PhaseGate | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
@@ -372,12 +376,19 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     Then up to ``slow_passes`` more passes over the models still profiled in a slower phase than
     most (``slower_than_most``), each model's block started before ``slow_budget_s`` (from the start).
     ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
-    share of it (``Profiled.control_s``) stays out of its rows."""
+    share of it (``Profiled.control_s``) stays out of its rows.
+    Each of those measurements is a ``gate``'s reading (``PhaseGate``; without one, a gate on the
+    phase probe that never waits): before a later block of a model with no block in the fast phase
+    yet it waits for that phase (not in the first pass: waiting at every model there spent the
+    whole share of a calibration's budget in a slow period, K40 of runs.md, and left the later
+    passes 15 models); such a model, or one profiled out of the fast phase, also gets the slow
+    passes, and a model profiled out of it is profiled again at a fast reading."""
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:
         overhead_s = profiler_overhead_s()
-    probe = phase_probe()
+    if gate is None:
+        gate = PhaseGate(phase_probe(), max_wait_s=0.0)
     out: list[Profiled] = []
     failed: list[tuple[str, str]] = []
     # out[i]'s exported file and graph inputs; the directory goes at the return, or with the object
@@ -398,12 +409,13 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             continue
         spent = over(budget_s)
         try:
-            sp = float("nan") if spent else parallel_speedup(model=probe)
+            r = PhaseReading(float("nan"), float("nan")) if spent else gate.read(wait=False)
             p = replace(_profile_one(label, g, data, inputs, rounds=1 if spent else rounds, warmup=warmup, seed=seed,
                                      min_time_s=0.0 if spent else min_time_s,
                                      min_runs=min(3, min_runs) if spent else min_runs, max_runs=max_runs, blocks_n=1,
-                                     overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS), speedup=sp,
-                        block_speedups=(sp,), control_s=control.of_graph(g) if control is not None else 0.0)
+                                     overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS),
+                        speedup=r.speedup, block_speedups=(r.speedup,), block_probe_s=(r.default_s,),
+                        probe_s=r.default_s, control_s=control.of_graph(g) if control is not None else 0.0)
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -427,14 +439,16 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             path, inputs = saved[i]
             with open(path, "rb") as f:
                 data = f.read()
-            sp = parallel_speedup(model=probe)
-            if p.speedup < PHASE_GAP * sp:  # profiled in a slower phase than now: profile again
+            r = gate.read(wait=not fast_block(p))
+            sp = r.speedup
+            # profiled in a slower phase than now, by the speed-up or out of the fast phase: profile again
+            if p.speedup < PHASE_GAP * sp or (not gate.is_fast(p.probe_s) and gate.is_fast(r.default_s)):
                 q = replace(_profile_one(p.model, graph_of[p.model], data, inputs, rounds, warmup, seed,
                                          min_time_s, min_runs, max_runs, 1, overhead_s), speedup=sp,
-                            control_s=p.control_s)
+                            probe_s=r.default_s, control_s=p.control_s)
                 out[i] = replace(q, whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s),
                                  runs=p.runs + q.runs, reprofiled=p.reprofiled + 1,
-                                 block_speedups=p.block_speedups + (sp,))
+                                 block_speedups=p.block_speedups + (sp,), block_probe_s=p.block_probe_s + (r.default_s,))
                 return
             wall = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
         except Exception:  # noqa: BLE001 - it ran in the first pass; a later failure keeps that pass
@@ -443,7 +457,11 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             gc.collect()
             tick(p.model)
         out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
-                         runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,))
+                         runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,),
+                         block_probe_s=p.block_probe_s + (r.default_s,))
+
+    def fast_block(p: Profiled) -> bool:
+        return any(gate.is_fast(v) for v in p.block_probe_s)
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
@@ -455,6 +473,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     # 63 models, the small ones, at 1.5-1.65x against 1.82x for most after three passes)
     for _ in range(slow_passes):
         slow = set(slower_than_most({p.model: p.speedup for p in out}))
+        slow |= {p.model for p in out if not (fast_block(p) and gate.is_fast(p.probe_s))}
         if not slow or over(slow_budget_s):
             break
         for i in [i for i, p in enumerate(out) if p.model in slow]:
@@ -629,18 +648,96 @@ def _speedup_model() -> bytes:
     return graph_to_onnx(b.finish([x])).SerializeToString()
 
 
-def parallel_speedup(runs: int = 30, model: bytes | None = None) -> float:
-    """onnxruntime's latency of a small model (``_speedup_model``) on one intra-op thread over its
-    latency with the default session options (medians of ``runs`` runs after 20 warm-ups, one
-    session open at a time; with 5 the first pairs after other work came out near 1.0 in the fast
-    phase, and the first of a process still can: ``phase_probe``); about 1.0 when the default is
-    one thread."""
+@dataclass(frozen=True)
+class PhaseReading:
+    """One measurement of the phase probe (``phase_reading``): its median latency on one intra-op
+    thread and with the default session options (seconds)."""
+    one_s: float
+    default_s: float
+
+    @property
+    def speedup(self) -> float:
+        return self.one_s / self.default_s
+
+
+def phase_reading(runs: int = 30, model: bytes | None = None) -> PhaseReading:
+    """onnxruntime's latency of a small model (``_speedup_model``) on one intra-op thread and with
+    the default session options (medians of ``runs`` runs after 20 warm-ups, one session open at a
+    time; with 5 the first pairs after other work came out near 1.0 in the fast phase, and the
+    first of a process still can: ``phase_probe``)."""
     import onnx
     data = model if model is not None else _speedup_model()
     inputs = onnx.load_from_string(data).graph.input
     n = max(1, runs)
     one, default = (float(np.median(_plain_blocks(data, inputs, 20, 0, 0.0, n, n, 1, threads=t)[0])) for t in (1, None))
-    return one / default
+    return PhaseReading(one, default)
+
+
+def parallel_speedup(runs: int = 30, model: bytes | None = None) -> float:
+    """``phase_reading``'s one-thread latency over the default one: about 1.0 when the default is
+    one thread."""
+    return phase_reading(runs=runs, model=model).speedup
+
+
+# The fast phase in absolute terms. The speed-up is a ratio, and its one-thread half slows too: on
+# a 2-core EPYC (2026-11-30, 900 readings in 5 minutes: experiments/phase_levels.py, its results)
+# the probe's default latency sat at three levels, 0.225-0.235 ms (fast), 0.25-0.26 (middle) and
+# 0.28-0.45 (slow), and a reading with its one thread at 0.43-0.45 ms in place of 0.36 read
+# 1.6-1.8x at a default latency of 0.27-0.28, when resnet50 ran 75 ms against 39. Against their
+# fast-level medians, models ran 1.05-1.27x at the middle level and 0.93-2.50x at the slow one
+# (mobilenet_v2 1.84x, resnet18 1.13x), so no one factor brings a slow block back to the fast
+# phase. A reading is in the fast phase when its default latency is within FAST_GAP of the lowest
+# reading so far: 1.08 keeps the fast level (at most 1.05x its floor) and leaves the middle one
+# (1.11x) out.
+FAST_GAP = 1.08
+# the share of the passes' budget a calibration's gate may spend waiting (``cmd_calibrate``): in a
+# calm phase it waits for nothing, and when the phases change every few seconds the waiting must
+# leave the passes time
+GATE_SHARE = 0.25
+# The phases changed every few seconds there (runs of fast readings 1.4 s long on average, at most
+# 7 s; of middle ones 1.6 s; of slow ones 3.7 s, one 68 s), so waiting a little finds a fast one:
+# a gate waits at most this long before it lets a block be timed anyway.
+GATE_WAIT_S = 2.0
+# A slow phase can also last minutes (K39, runs.md: most of a 4-minute calibration at 1.2-1.9x
+# the floor, and a gate that waited at every model spent its whole share of the budget in the
+# first pass). After this many waits in a row that found no fast reading, a gate reads once
+# without waiting until a reading is fast again.
+GATE_MISSES = 3
+
+
+class PhaseGate:
+    """Readings of the phase probe that wait for the machine's fast phase (``FAST_GAP``).
+
+    ``read(wait=True)`` measures until a reading is fast, ``max_wait_s`` has passed, or the gate's
+    ``total_wait_s`` is spent, and returns the last reading; ``read(wait=False)`` measures once, and
+    so does ``read()`` after ``GATE_MISSES`` waits in a row that ended slow, until a fast reading.
+    ``floor_s`` is the lowest default latency read so far (start it at a calibration's to hold a
+    later timing to the same machine speed); ``waited_s`` the time spent waiting in all."""
+
+    def __init__(self, probe: bytes, floor_s: float = float("inf"), max_wait_s: float | None = None,
+                 total_wait_s: float = float("inf")):
+        self.probe, self.floor_s, self.total_wait_s = probe, floor_s, total_wait_s
+        self.max_wait_s = GATE_WAIT_S if max_wait_s is None else max_wait_s
+        self.waited_s = 0.0
+        self.misses = 0   # waits in a row that ended slow
+
+    def is_fast(self, default_s: float) -> bool:
+        return bool(default_s <= FAST_GAP * self.floor_s)
+
+    def read(self, wait: bool = True) -> PhaseReading:
+        wait = wait and self.misses < GATE_MISSES
+        t0: float | None = None   # the end of the first reading: what comes after it is waiting
+        while True:
+            r = phase_reading(model=self.probe)
+            self.floor_s = min(self.floor_s, r.default_s)
+            now = time.perf_counter()
+            t0 = now if t0 is None else t0
+            spent = now - t0
+            fast = self.is_fast(r.default_s)
+            if not wait or fast or spent >= self.max_wait_s or self.waited_s + spent >= self.total_wait_s:
+                self.waited_s += spent
+                self.misses = 0 if fast else self.misses + int(wait)
+                return r
 
 
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
@@ -700,4 +797,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
            "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference", "slower_than_most",
-           "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP", "PHASE_PROBE"]
+           "phase_reading", "PhaseReading", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP",
+           "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES"]

@@ -109,7 +109,11 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
     from tuner.cli.cmd_calibrate import SLOW_PASSES
     from tuner.calibrate_control import measure_control
     control = measure_control()  # as calibrate --host: control flow's own cost, out of the rows
-    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control)
+    # as calibrate --host, a later block waits for the machine's fast phase (no budget here, so no
+    # share of one to stop at)
+    from tuner.calibrate_context import PhaseGate, phase_probe
+    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control,
+                                      gate=PhaseGate(phase_probe()))
     return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key, control
 
 

@@ -515,7 +515,7 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
         mod.main([str(path)])  # neither models nor --seen
     # a model still timed in a slower phase than the others after every pass is counted apart, and
     # so is one timed with the memory bus slower or faster than during the calibration (its bus probe)
-    def timed(paths, reference=None, bus=None):
+    def timed(paths, reference=None, bus=None, floor_s=float("inf")):
         assert bus == ("probe", [])
         return {p: (1e-5, 1e-5, 1.0 if i == 1 else 1.8, [1e-3, 1e-3, 1.6e-3, 0.7e-3, 1.2e-3][i])
                 for i, p in enumerate(paths)}, {}

@@ -21,7 +21,7 @@ import math
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -91,7 +91,7 @@ def run(args) -> int:
             raise CLIError("calibrate: --models and --ops go with --host")
         summary = _device(args)
     ph = summary.get("phases")
-    if ph and ph["slow"]:  # on stderr with --json too; the JSON has them under "phases"
+    if ph and (ph["slow"] or ph["slow_as_a_whole"]):  # on stderr with --json too; the JSON has them under "phases"
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -159,7 +159,8 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import DEFAULT_REST, PHASE_PROBE, profile_models, row_samples
+    from tuner.calibrate_context import (DEFAULT_REST, GATE_SHARE, PHASE_PROBE, PhaseGate, phase_probe,
+                                         profile_models, row_samples)
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -169,6 +170,9 @@ def _host(args) -> dict:
               leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as cf_bar:
         control = measure_control(on_step=lambda _: cf_bar.update(1))
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
+    # every block waits a little for the machine's fast phase (calibrate_context.PhaseGate), and the
+    # lowest probe latency read is kept in the file: how fast this machine runs in that phase
+    gate = PhaseGate(phase_probe(), total_wait_s=GATE_SHARE * LATER_PASSES * budget)   # profile_models' own
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
@@ -183,7 +187,7 @@ def _host(args) -> dict:
         # one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=LATER_PASSES * budget, blocks=passes,
                                           on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=SLOW_PASSES_END * budget,
-                                          control=control)
+                                          control=control, gate=gate)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     # each row with the bytes a run of its model touches; a one-node row below with its own (it ran alone)
@@ -220,7 +224,8 @@ def _host(args) -> dict:
                                         "kernels_s": float(sum(p.kernel_s.values())), "runs": p.runs,
                                         "load": list(p.load), "parallel_speedup": _finite(p.speedup),
                                         "reprofiled": p.reprofiled,
-                                        "block_speedups": [_finite(v) for v in p.block_speedups]} for p in profiled}}
+                                        "block_speedups": [_finite(v) for v in p.block_speedups],
+                                        "block_probe_s": [_finite(v) for v in p.block_probe_s]} for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
     # counts once in its model's time
@@ -230,7 +235,7 @@ def _host(args) -> dict:
               "rows": rows, "reference_host": reference_host_of(host)}
     # a model profiled in a slower phase leaves the fit when it ran slower than the other models'
     # fit predicts (tuner.calibration.SLOW_MODEL_EXCESS)
-    phases = phases_of(profiled)
+    phases = phases_of(profiled, gate.is_fast)
     excess = slow_phase_excess(samples, seconds, row_models, phases["slow"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
@@ -241,7 +246,7 @@ def _host(args) -> dict:
                                 "whole_models": facts["whole_models"], "rest": DEFAULT_REST,
                                 "slow_phase_excess": excess, "left_out": left_out,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
-                                "phase_probe": PHASE_PROBE,
+                                "phase_probe": PHASE_PROBE, "phase_probe_floor_s": _finite(gate.floor_s),
                                 "timing": "each model alone: plain session (latency), then profiled session; "
                                           "3 passes of plain blocks",
                                 "load_average": {"before": list(load_before), "after": list(load_after)},
@@ -257,7 +262,8 @@ def _host(args) -> dict:
             "onnxruntime": ort.__version__,
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
-            "phases": {**phases, "left_out": left_out}}
+            "phases": {**phases, "left_out": left_out, "probe_floor_s": _finite(gate.floor_s),
+                       "waited_s": gate.waited_s}}
 
 
 def phase_warning(ph: dict) -> str:
@@ -265,32 +271,43 @@ def phase_warning(ph: dict) -> str:
     (``phases_of``, with ``left_out``). When most were, the models kept ran slow too: on a 2-core
     EPYC, three calibrations with 52-55 of 88 models read slow predicted the median model 8-16 %
     high, one of them VGG-16-BN +94 % (docs/TUNING.md, the sixteenth session), where the others'
-    rows carry a few slow ones."""
+    rows carry a few slow ones. Most models can be timed out of the fast phase while their
+    speed-ups read fast (K39: 79 of 88 with no block in it, 42 read slow by the speed-up)."""
+    from tuner.calibrate_context import FAST_GAP
     out = ph.get("left_out", [])
-    carry = (", but most models were profiled in a slower phase, so the ones kept ran slow too and the calibration "
+    never = ph.get("no_fast_block", [])
+    never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
+             f"({ph['probe_floor_s'] * 1e3:.3f} ms)" if never and ph.get("probe_floor_s") else "")
+    slowest = (f" (slowest {ph['slowest']}: onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x "
+               f"against {ph['speedup_reference']:.2f}x in its faster phase)" if ph["slow"] else "")
+    left = (f"; {len(out)} of them ran slower than the other models predict and were left out of the fit"
+            if ph["slow"] else "")
+    carry = (", but most models were timed in a slower phase, so the ones kept ran slow too and the calibration "
              "predicts high" if ph.get("slow_as_a_whole") else ", the others' rows carry it")
-    return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine (slowest "
-            f"{ph['slowest']}: onnxruntime's threads sped a small model up {ph['speedup_min']:.2f}x against "
-            f"{ph['speedup_reference']:.2f}x in its faster phase); {len(out)} of them ran slower than the other "
-            f"models predict and were left out of the fit{carry}: rerun calibrate when the machine is steady")
+    return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
+            f"{carry}: rerun calibrate when the machine is steady")
 
 
-def phases_of(profiled) -> dict:
+def phases_of(profiled, is_fast: Callable[[float], bool] | None = None) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
     the lowest, median and highest speed-up, the faster phase's (``phase_reference``), the models
     profiled again, and the models whose profile is from a slower phase
     (``calibrate_context.slower_than_most``), which the calibration carries unless it leaves them
-    out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``), and whether most models were."""
+    out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``); with ``is_fast`` (a
+    ``calibrate_context.PhaseGate``'s rule on the probe's latency), the models with no block in the
+    fast phase; and whether most models were in either list."""
     from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     slow = slower_than_most(sp)
+    never = sorted(p.model for p in profiled if not any(is_fast(v) for v in p.block_probe_s)) if is_fast else []
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
             "slowest": min(sp, key=sp.get, default=None), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
             "speedup_reference": _finite(phase_reference(sp)),
-            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slow,
-            "slow_as_a_whole": 2 * len(slow) > len(sp)}   # most models read slow (``phase_warning``)
+            "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slow, "no_fast_block": never,
+            # most models read slow (``phase_warning``)
+            "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled)}
 
 
 def _finite(v: float) -> float | None:
