@@ -74,9 +74,10 @@ def measured_s(paths: list[str], passes: int = 3, most: int = 8, reference: floa
     most (``calibrate_context.slower_than_most``, the rule ``calibrate --host`` warns by), or than
     ``reference``, the faster phase of the calibration's own timing (``calibration_phase``): one
     timing had all 15 files at 1.49-1.58x against 1.8x for the calibration, so no file stood out
-    among the others and 3 of them came out beyond 20 % (2026-11-29, GH9 of runs.md). Each block waits a little for the machine's fast phase, as the
-    calibration's did (``calibrate_context.PhaseGate``, from ``floor_s``: the calibration's lowest
-    probe latency, ``calibration_floor``)."""
+    among the others and 3 of them came out beyond 20 % (2026-11-29, GH9 of runs.md). Each block
+    waits a little for the machine's fast phase, as the calibration's later blocks do
+    (``calibrate_context.PhaseGate``, from ``floor_s``: the calibration's lowest probe latency,
+    ``calibration_floor``)."""
     import onnx
     from tuner.calibrate_context import PhaseGate, _plain_blocks, phase_probe, slower_than_most
     gate = PhaseGate(phase_probe(), floor_s=floor_s)

@@ -448,7 +448,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                             probe_s=r.default_s, control_s=p.control_s)
                 out[i] = replace(q, whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s),
                                  runs=p.runs + q.runs, reprofiled=p.reprofiled + 1,
-                                 block_speedups=p.block_speedups + (sp,), block_probe_s=p.block_probe_s + (r.default_s,))
+                                 block_speedups=p.block_speedups + (sp,),
+                                 block_probe_s=p.block_probe_s + (r.default_s,))
                 return
             wall = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
         except Exception:  # noqa: BLE001 - it ran in the first pass; a later failure keeps that pass

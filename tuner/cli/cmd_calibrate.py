@@ -170,9 +170,10 @@ def _host(args) -> dict:
               leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as cf_bar:
         control = measure_control(on_step=lambda _: cf_bar.update(1))
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
-    # every block waits a little for the machine's fast phase (calibrate_context.PhaseGate), and the
-    # lowest probe latency read is kept in the file: how fast this machine runs in that phase
-    gate = PhaseGate(phase_probe(), total_wait_s=GATE_SHARE * LATER_PASSES * budget)   # profile_models' own
+    # a later block of a model with no block in the machine's fast phase yet waits a little for it
+    # (calibrate_context.PhaseGate), and the lowest probe latency read is kept in the file: how fast
+    # this machine runs in that phase
+    gate = PhaseGate(phase_probe(), total_wait_s=GATE_SHARE * LATER_PASSES * budget)
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
