@@ -439,7 +439,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             path, inputs = saved[i]
             with open(path, "rb") as f:
                 data = f.read()
-            r = gate.read(wait=not fast_block(p))
+            r = gate.read(wait=not gate.timed_fast(p))
             sp = r.speedup
             # profiled in a slower phase than now, by the speed-up or out of the fast phase: profile again
             if p.speedup < PHASE_GAP * sp or (not gate.is_fast(p.probe_s) and gate.is_fast(r.default_s)):
@@ -461,9 +461,6 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                          runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,),
                          block_probe_s=p.block_probe_s + (r.default_s,))
 
-    def fast_block(p: Profiled) -> bool:
-        return any(gate.is_fast(v) for v in p.block_probe_s)
-
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
             if over(budget_s):
@@ -474,7 +471,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     # 63 models, the small ones, at 1.5-1.65x against 1.82x for most after three passes)
     for _ in range(slow_passes):
         slow = set(slower_than_most({p.model: p.speedup for p in out}))
-        slow |= {p.model for p in out if not (fast_block(p) and gate.is_fast(p.probe_s))}
+        slow |= {p.model for p in out if not (gate.timed_fast(p) and gate.is_fast(p.probe_s))}
         if not slow or over(slow_budget_s):
             break
         for i in [i for i, p in enumerate(out) if p.model in slow]:
@@ -724,6 +721,10 @@ class PhaseGate:
 
     def is_fast(self, default_s: float) -> bool:
         return bool(default_s <= FAST_GAP * self.floor_s)
+
+    def timed_fast(self, p: "Profiled") -> bool:
+        """Whether any block of ``p`` was timed after a fast reading (``Profiled.block_probe_s``)."""
+        return any(self.is_fast(v) for v in p.block_probe_s)
 
     def read(self, wait: bool = True) -> PhaseReading:
         wait = wait and self.misses < GATE_MISSES

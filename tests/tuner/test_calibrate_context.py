@@ -578,12 +578,12 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_predict_high_thoug
     gate = PhaseGate(b"", floor_s=0.226e-3)
     blocks = {"m0": (0.23e-3, 0.30e-3), "m1": (0.29e-3,), "m2": (0.36e-3, 0.27e-3), "m3": (0.30e-3, 0.29e-3)}
     ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b) for m, b in blocks.items()]
-    ph = phases_of(ps, gate.is_fast)
+    ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
     text = phase_warning({**ph, "left_out": [], "probe_floor_s": gate.floor_s})
     assert "\n" not in text and "3 had no block" in text and "0.226 ms" in text and "predicts high" in text
     assert "left out" not in text    # no model read slow by the speed-up, so none was a candidate
-    assert phases_of(ps[:1] + ps[3:], gate.is_fast)["slow_as_a_whole"] is False   # one of two: not most
+    assert phases_of(ps[:1] + ps[3:], gate)["slow_as_a_whole"] is False   # one of two: not most
 
 
 def test_slower_than_most_is_relative_to_the_faster_phase_not_the_best_nor_the_median():

@@ -21,7 +21,7 @@ import math
 import os
 import sys
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -236,7 +236,7 @@ def _host(args) -> dict:
               "rows": rows, "reference_host": reference_host_of(host)}
     # a model profiled in a slower phase leaves the fit when it ran slower than the other models'
     # fit predicts (tuner.calibration.SLOW_MODEL_EXCESS)
-    phases = phases_of(profiled, gate.is_fast)
+    phases = phases_of(profiled, gate)
     excess = slow_phase_excess(samples, seconds, row_models, phases["slow"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
@@ -289,19 +289,19 @@ def phase_warning(ph: dict) -> str:
             f"{carry}: rerun calibrate when the machine is steady")
 
 
-def phases_of(profiled, is_fast: Callable[[float], bool] | None = None) -> dict:
+def phases_of(profiled, gate: Any = None) -> dict:
     """The machine's phases over the profiles the fit keeps (``calibrate_context.parallel_speedup``):
     the lowest, median and highest speed-up, the faster phase's (``phase_reference``), the models
     profiled again, and the models whose profile is from a slower phase
     (``calibrate_context.slower_than_most``), which the calibration carries unless it leaves them
-    out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``); with ``is_fast`` (a
-    ``calibrate_context.PhaseGate``'s rule on the probe's latency), the models with no block in the
-    fast phase; and whether most models were in either list."""
+    out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``); with the calibration's ``gate``
+    (``calibrate_context.PhaseGate``: its rule on the probe's latency), the models with no block in
+    the fast phase; and whether most models were in either list."""
     from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     slow = slower_than_most(sp)
-    never = sorted(p.model for p in profiled if not any(is_fast(v) for v in p.block_probe_s)) if is_fast else []
+    never = sorted(p.model for p in profiled if not gate.timed_fast(p)) if gate is not None else []
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
             "slowest": min(sp, key=sp.get, default=None), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
