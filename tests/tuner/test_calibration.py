@@ -4,6 +4,7 @@ say ``calibrated``, device rows are read (and malformed ones refused in one line
 import json
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -515,9 +516,9 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
         mod.main([str(path)])  # neither models nor --seen
     # a model still timed in a slower phase than the others after every pass is counted apart, and
     # so is one timed with the memory bus slower or faster than during the calibration (its bus probe)
-    def timed(paths, reference=None, bus=None, floor_s=float("inf")):
+    def timed(paths, bus=None, floor_s=float("inf")):
         assert bus == ("probe", [])
-        return {p: (1e-5, 1e-5, 1.0 if i == 1 else 1.8, [1e-3, 1e-3, 1.6e-3, 0.7e-3, 1.2e-3][i])
+        return {p: (1e-5, 1e-5, 1.8, [1e-3, 1e-3, 1.6e-3, 0.7e-3, 1.2e-3][i], 3e-4 if i == 1 else 2e-4, i != 1)
                 for i, p in enumerate(paths)}, {}
     monkeypatch.setattr(mod, "measured_s", timed)
     monkeypatch.setattr(mod, "calibration_bus", lambda c: 1e-3)
@@ -533,10 +534,46 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
     assert out["calibration_bus_s"] == 1e-3
     assert mod.main([str(path), *five]) == 0
     text = capsys.readouterr().out
-    assert "slower phase of the machine than the calibration's after every pass: bert_tiny\n" in text
+    assert "out of the machine's fast phase after every pass (the phase probe over 1.08x this timing's " \
+           "lowest latency): bert_tiny\n" in text
     assert "memory bus slower or faster than during the calibration (its 4096x4096 probe over the " \
            "calibration's): ssd_detector (1.60x), resnet18 (0.70x)" in text
     assert "within 20 % of the 2 timed in the calibration's phase and bus" in text
+
+
+def test_calibration_unseen_times_a_file_again_until_a_block_is_timed_in_the_fast_phase(monkeypatch):
+    """calibration_unseen.measured_s holds its files to the calibration's machine speed: a file
+    whose kept block followed a phase reading over FAST_GAP times the floor is timed again (up to
+    ``most`` passes in all) and its fast block kept; a file read fast is timed ``passes`` times;
+    one never read fast is flagged. The rule is PhaseGate's, not the speed-up's (whose readings
+    here all say 1.8x)."""
+    import tuner.calibrate_context as cc
+    mod = _calibration_unseen()
+    zoo = str(Path(__file__).resolve().parents[2] / "tests" / "data" / "zoo" / "activations_mlp.ts.onnx")
+    files = [zoo + "#fast", zoo + "#late", zoo + "#never"]   # one real file, three names
+    fast, slow = 2.0e-4, 3.0e-4
+    script = iter([fast, slow, slow] * 3 + [fast, slow] + [slow] * 3)   # passes 1-3, pass 4, passes 5-7
+    last = {}
+
+    def reading(runs=30, model=None):
+        last["s"] = next(script)
+        return cc.PhaseReading(1.8 * last["s"], last["s"])
+
+    def blocks(path, inputs, *a, **k):
+        timed[path] = timed.get(path, 0) + 1
+        return [[1e-3 * (1.0 if last["s"] == fast else 1.5)] * 7]
+    timed: dict = {}
+    monkeypatch.setattr(cc, "phase_reading", reading)
+    monkeypatch.setattr(cc, "phase_probe", lambda: b"probe")
+    monkeypatch.setattr(cc, "_plain_blocks", blocks)
+    monkeypatch.setattr(cc, "GATE_WAIT_S", 0.0)   # one reading a block: the script's order
+    monkeypatch.setattr("onnx.load", lambda p, **k: SimpleNamespace(graph=SimpleNamespace(input=[])))
+    times, errors = mod.measured_s(files, passes=3, most=7, floor_s=fast)
+    assert not errors and timed == {files[0]: 3, files[1]: 4, files[2]: 7}
+    median, best, speedup, bus, probe_s, in_fast = times[files[1]]
+    assert (median, probe_s, in_fast, speedup) == (pytest.approx(1e-3), fast, True, pytest.approx(1.8))
+    assert times[files[0]][4:] == (fast, True) and times[files[2]][4:] == (slow, False)
+    assert times[files[2]][0] == pytest.approx(1.5e-3) and np.isnan(bus)
 
 
 
