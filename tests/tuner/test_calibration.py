@@ -567,6 +567,7 @@ def test_calibration_unseen_times_a_file_again_until_a_block_is_timed_in_the_fas
     monkeypatch.setattr(cc, "phase_probe", lambda: b"probe")
     monkeypatch.setattr(cc, "_plain_blocks", blocks)
     monkeypatch.setattr(cc, "GATE_WAIT_S", 0.0)   # one reading a block: the script's order
+    monkeypatch.setattr(mod, "RETIME_WAIT_S", 0.0)
     monkeypatch.setattr("onnx.load", lambda p, **k: SimpleNamespace(graph=SimpleNamespace(input=[])))
     times, errors = mod.measured_s(files, passes=3, most=7, floor_s=fast)
     assert not errors and timed == {files[0]: 3, files[1]: 4, files[2]: 7}
@@ -574,6 +575,13 @@ def test_calibration_unseen_times_a_file_again_until_a_block_is_timed_in_the_fas
     assert (median, probe_s, in_fast, speedup) == (pytest.approx(1e-3), fast, True, pytest.approx(1.8))
     assert times[files[0]][4:] == (fast, True) and times[files[2]][4:] == (slow, False)
     assert times[files[2]][0] == pytest.approx(1.5e-3) and np.isnan(bus)
+    # the passes that time again wait for a fast reading (up to RETIME_WAIT_S), the first ones do not
+    script = iter([slow] * 3 + [slow, slow, fast])
+    timed.clear()
+    monkeypatch.setattr(mod, "RETIME_WAIT_S", 60.0)
+    times, _ = mod.measured_s(files[:1], passes=3, most=4, floor_s=fast)
+    assert timed == {files[0]: 4} and times[files[0]][4:] == (fast, True)
+    assert times[files[0]][0] == pytest.approx(1e-3)
 
 
 
