@@ -6,7 +6,9 @@ and with the default options), then a block of the model's plain runs (``_plain_
 calibration times one). Prints how the probe's default latency splits into levels against its
 lowest reading (fast: within ``FAST_GAP``; middle: within 1.2x; slow: above), how long each level
 lasts, and each model's median latency at the middle and slow levels over its fast-level median:
-whether one factor could bring a slow block back to the fast phase (docs/TUNING.md, ``PhaseGate``).
+whether one factor could bring a slow block back to the fast phase (docs/TUNING.md, ``PhaseGate``);
+and the exponent by which a block's latency follows the probe's (``PHASE_EXPONENT``), with the
+spread of the blocks at each level before and after that correction.
 
     python experiments/phase_levels.py --seconds 300 [--jsonl readings.jsonl] [--json]
     python experiments/phase_levels.py --from experiments/results/phase_levels/readings.jsonl
@@ -51,7 +53,20 @@ def summary(readings: list[dict]) -> dict:
     ratios = {m: {lv: (float(np.median(v[lv]) / np.median(v["fast"])) if v[lv] and v["fast"] else None)
                   for lv in ("middle", "slow")} | {"fast_s": float(np.median(v["fast"])) if v["fast"] else None}
               for m, v in models.items()}
-    return {"readings": len(readings), "floor_s": floor,
+    # a block over its model's fast median against the probe over its floor, both in logs: the
+    # least-squares exponent through (1, 1) (calibrate_context.PHASE_EXPONENT), and each level's
+    # blocks between the 10th and 90th percentile, as measured and brought to the fast phase by it
+    pairs = [(np.log(r["default_s"] / floor), np.log(r["model_s"] / ratios[r["model"]]["fast_s"]), lv)
+             for r, lv in zip(readings, levels) if ratios[r["model"]]["fast_s"]]
+    x, y = (np.array([p[i] for p in pairs]) for i in (0, 1))
+    exponent = float(x @ y / (x @ x)) if len(pairs) and x @ x > 0 else None
+
+    def spread(v):
+        return [float(np.exp(np.percentile(v, 10))), float(np.exp(np.percentile(v, 90)))] if len(v) else None
+    by_level = {lv: np.array([p[2] == lv for p in pairs], dtype=bool) for lv in ("fast", "middle", "slow")}
+    return {"readings": len(readings), "floor_s": floor, "exponent": exponent,
+            "spread": {lv: spread(y[m]) for lv, m in by_level.items()},
+            "spread_corrected": {lv: spread(y[m] - (exponent or 0.0) * x[m]) for lv, m in by_level.items()},
             "share": {k: levels.count(k) / len(levels) for k in spans},
             "mean_span_s": {k: float(np.mean(v)) if v else None for k, v in spans.items()},
             "max_span_s": {k: float(max(v)) if v else None for k, v in spans.items()},
@@ -96,6 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     for k in ("fast", "middle", "slow"):
         print(f"  {k:6s} {s['share'][k]:5.1%} of readings, runs of {s['mean_span_s'][k] or 0:.1f} s on average, "
               f"at most {s['max_span_s'][k] or 0:.0f} s")
+    if s["exponent"] is not None:
+        print(f"a block over its model's fast median ~ (the probe over its floor) ** {s['exponent']:.2f}; "
+              "blocks between the 10th and 90th percentile, as measured -> brought to the fast phase:")
+        for k in ("fast", "middle", "slow"):
+            a_, b_ = s["spread"][k] or (float("nan"),) * 2, s["spread_corrected"][k] or (float("nan"),) * 2
+            print(f"  {k:6s} {a_[0]:.2f}-{a_[1]:.2f}x -> {b_[0]:.2f}-{b_[1]:.2f}x")
     print(f"{'model':30s} {'fast ms':>8s} {'middle':>7s} {'slow':>7s}")
     for m, v in s["models"].items():
         f = lambda x: f"{x:6.2f}x" if x else "     - "  # noqa: E731

@@ -159,8 +159,8 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import (DEFAULT_REST, GATE_SHARE, PHASE_PROBE, PhaseGate, phase_probe,
-                                         profile_models, row_samples)
+    from tuner.calibrate_context import (DEFAULT_REST, GATE_SHARE, PHASE_EXPONENT, PHASE_PROBE, PhaseGate,
+                                         phase_probe, profile_models, row_samples)
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -226,7 +226,9 @@ def _host(args) -> dict:
                                         "load": list(p.load), "parallel_speedup": _finite(p.speedup),
                                         "reprofiled": p.reprofiled,
                                         "block_speedups": [_finite(v) for v in p.block_speedups],
-                                        "block_probe_s": [_finite(v) for v in p.block_probe_s]} for p in profiled}}
+                                        "block_probe_s": [_finite(v) for v in p.block_probe_s],
+                                        "block_s": [_finite(v) for v in p.block_s],
+                                        "phase_factor": p.phase_factor} for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
     # counts once in its model's time
@@ -248,6 +250,7 @@ def _host(args) -> dict:
                                 "slow_phase_excess": excess, "left_out": left_out,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
                                 "phase_probe": PHASE_PROBE, "phase_probe_floor_s": _finite(gate.floor_s),
+                                "phase_exponent": PHASE_EXPONENT,
                                 "timing": "each model alone: plain session (latency), then profiled session; "
                                           "3 passes of plain blocks",
                                 "load_average": {"before": list(load_before), "after": list(load_after)},
@@ -273,7 +276,10 @@ def phase_warning(ph: dict) -> str:
     EPYC, three calibrations with 52-55 of 88 models read slow predicted the median model 8-16 %
     high, one of them VGG-16-BN +94 % (docs/TUNING.md, the sixteenth session), where the others'
     rows carry a few slow ones. Most models can be timed out of the fast phase while their
-    speed-ups read fast (K39: 79 of 88 with no block in it, 42 read slow by the speed-up)."""
+    speed-ups read fast (K39: 79 of 88 with no block in it, 42 read slow by the speed-up). The
+    models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
+    are named with the largest correction: the correction centres a slow period's models, each
+    still within 0.69-1.39x (experiments/results/phase_levels/)."""
     from tuner.calibrate_context import FAST_GAP
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
@@ -283,10 +289,14 @@ def phase_warning(ph: dict) -> str:
                f"against {ph['speedup_reference']:.2f}x in its faster phase)" if ph["slow"] else "")
     left = (f"; {len(out)} of them ran slower than the other models predict and were left out of the fit"
             if ph["slow"] else "")
-    carry = (", but most models were timed in a slower phase, so the ones kept ran slow too and the calibration "
-             "predicts high" if ph.get("slow_as_a_whole") else ", the others' rows carry it")
+    moved = ph.get("phase_corrected", [])
+    moved = (f"; {len(moved)} were brought to the fast phase by the phase probe's latency (times x"
+             f"{ph['phase_factor_min']:.2f} at least), which takes out the bias of a slow period but not its spread"
+             if moved else "")
+    carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
+             else ", the others' rows carry it")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}: rerun calibrate when the machine is steady")
+            f"{carry}{moved}: rerun calibrate when the machine is steady")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -296,7 +306,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
     (``calibrate_context.slower_than_most``), which the calibration carries unless it leaves them
     out of the fit (``tuner.calibration.SLOW_MODEL_EXCESS``); with the calibration's ``gate``
     (``calibrate_context.PhaseGate``: its rule on the probe's latency), the models with no block in
-    the fast phase; and whether most models were in either list."""
+    the fast phase; whether most models were in either list; and the models whose times were
+    brought to the fast phase (``calibrate_context.phase_corrected``), with the lowest factor."""
     from tuner.calibrate_context import phase_reference, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
@@ -308,7 +319,10 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "speedup_reference": _finite(phase_reference(sp)),
             "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slow, "no_fast_block": never,
             # most models read slow (``phase_warning``)
-            "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled)}
+            "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled),
+            # brought to the fast phase (``calibrate_context.phase_corrected``)
+            "phase_corrected": sorted(p.model for p in profiled if getattr(p, "phase_factor", 1.0) < 1.0),
+            "phase_factor_min": _finite(min((getattr(p, "phase_factor", 1.0) for p in profiled), default=1.0))}
 
 
 def _finite(v: float) -> float | None:
