@@ -743,10 +743,16 @@ def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONEN
 
 
 def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT) -> "Profiled":
-    """``p`` with each block brought to the fast phase (``phase_factor`` of its reading against
-    ``floor_s``) before the lowest is kept (``whole_s``, ``best_s`` by the same factor), and its
-    profile's kernels by the factor of the profile's reading. ``p`` unchanged without ``block_s``."""
+    """``p`` with its blocks brought to the fast phase (``phase_factor`` of each one's reading
+    against ``floor_s``) before the lowest is kept (``whole_s``, ``best_s`` by the same factor), and
+    its profile's kernels by the factor of the profile's reading, when no block was timed in the
+    fast phase. A model with a block timed there keeps its lowest block as measured: the lowest of
+    corrected blocks is biased low (the correction is a median, and the lowest of several picks
+    the one it cut most: K47 of runs.md, 74 models corrected where 56 had no fast block). ``p``
+    unchanged without ``block_s``."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
+        return p
+    if any(phase_factor(v, floor_s, exponent) == 1.0 and np.isfinite(v) for v in p.block_probe_s):
         return p
     whole = min(b * phase_factor(v, floor_s, exponent) for b, v in zip(p.block_s, p.block_probe_s))
     f = whole / p.whole_s if p.whole_s > 0 else 1.0

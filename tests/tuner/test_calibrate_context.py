@@ -777,15 +777,19 @@ def test_a_block_out_of_the_fast_phase_is_brought_to_it_by_the_probes_latency():
     assert cc.phase_factor(2 * fl, fl, exponent=1.0) == pytest.approx(0.5)
     assert cc.phase_factor(float("nan"), fl) == cc.phase_factor(2 * fl, float("inf")) == 1.0
     p = cc.Profiled("m", (), whole_s=10e-3, best_s=9e-3, profiled_run_s=12e-3, runs=30,
-                    kernel_s={"a": 4e-3, "b": 2e-3}, unnamed_s={"b": 1e-3}, block_probe_s=(4 * fl, 2 * fl, fl),
+                    kernel_s={"a": 4e-3, "b": 2e-3}, unnamed_s={"b": 1e-3}, block_probe_s=(4 * fl, 2 * fl, 3 * fl),
                     probe_s=4 * fl, block_s=(10e-3, 13e-3, 12e-3))
     q = cc.phase_corrected(p, fl, exponent=1.0)
-    # blocks 10 ms at 4x the floor (2.5 ms corrected), 13 ms at 2x (6.5), 12 ms in the fast phase (12)
+    # blocks 10 ms at 4x the floor (2.5 ms corrected), 13 ms at 2x (6.5), 12 ms at 3x (4)
     assert q.whole_s == pytest.approx(2.5e-3) and q.phase_factor == pytest.approx(0.25)
     assert q.best_s == pytest.approx(9e-3 * 0.25) and q.block_s == p.block_s and q.runs == 30
     assert q.kernel_s == pytest.approx({"a": 1e-3, "b": 0.5e-3}) and q.unnamed_s == pytest.approx({"b": 0.25e-3})
     calm = replace(p, block_probe_s=(fl, fl, fl), probe_s=fl)
     assert cc.phase_corrected(calm, fl) is calm
+    # one block in the fast phase: the blocks stay as measured (the lowest of corrected ones is
+    # biased low), though the others would correct below it
+    one_fast = replace(p, block_probe_s=(4 * fl, 2 * fl, fl))
+    assert cc.phase_corrected(one_fast, fl) is one_fast
     unpaired = replace(p, block_s=())    # a Profiled of an older run: no blocks to correct
     assert cc.phase_corrected(unpaired, fl) is unpaired
 
