@@ -726,10 +726,11 @@ GATE_MISSES = 3
 # exponent of the 900 readings of experiments/results/phase_levels/ (``phase_levels.py --from``).
 # It centres the blocks (between the 10th and 90th percentile, 1.03-1.22x -> 0.95-1.13x at the
 # middle level, 1.03-2.05x -> 0.72-1.36x at the slow one) but leaves their spread: the gate's
-# waiting comes first, this takes the bias out of the blocks it could not wait for. Refitted offline
-# on six calibrations' timings with their checks (runs.md, eighteenth session), 318 model
-# predictions: beyond 15 % 32 -> 12, beyond 20 % 9 -> 6; K46, timed almost wholly out of the fast
-# phase (86 of 88 models), its median model +11 -> -3 %.
+# waiting comes first, this takes the bias out of a model it could not wait for (``phase_corrected``).
+# Refitted offline on six calibrations' timings with their checks (runs.md, eighteenth session; each
+# model's lowest block by the factor of its lowest reading), 318 model predictions: beyond 15 %
+# 32 -> 12, beyond 20 % 9 -> 6; K46, timed almost wholly out of the fast phase (86 of 88 models),
+# its median model +11 -> -3 %.
 PHASE_EXPONENT = 0.71
 
 
@@ -743,25 +744,27 @@ def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONEN
 
 
 def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT) -> "Profiled":
-    """``p`` with its blocks brought to the fast phase (``phase_factor`` of each one's reading
-    against ``floor_s``) before the lowest is kept (``whole_s``, ``best_s`` by the same factor), and
-    its profile's kernels by the factor of the profile's reading, when no block was timed in the
-    fast phase. A model with a block timed there keeps its lowest block as measured: the lowest of
-    corrected blocks is biased low (the correction is a median, and the lowest of several picks
-    the one it cut most: K47 of runs.md, 74 models corrected where 56 had no fast block). ``p``
-    unchanged without ``block_s``."""
+    """``p`` brought to the fast phase when none of its blocks was timed in it: its latency is the
+    block read nearest the fast phase (the lowest reading) times that reading's ``phase_factor``
+    against ``floor_s`` (``best_s`` by the same ratio), its profile's kernels times the factor of
+    the profile's reading. The correction is a median over models and its spread grows with the
+    distance from the floor (0.95-1.13x of the fast median at the middle level, 0.72-1.36x at the
+    slow one): the lowest of all corrected blocks picks the one cut most (K47 of runs.md: resnet18's
+    18.05 ms block at 1.95x the floor became 11.2 ms, against 17.4 measured; its block at 1.17x,
+    20.96 ms, becomes 18.8). A model with a block timed in the fast phase, or without ``block_s``,
+    is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
-    if any(phase_factor(v, floor_s, exponent) == 1.0 and np.isfinite(v) for v in p.block_probe_s):
+    read = [(v, b) for v, b in zip(p.block_probe_s, p.block_s) if np.isfinite(v)]
+    if not read or any(phase_factor(v, floor_s, exponent) == 1.0 for v, _ in read):
         return p
-    whole = min(b * phase_factor(v, floor_s, exponent) for b, v in zip(p.block_s, p.block_probe_s))
+    v, b = min(read)
+    whole = b * phase_factor(v, floor_s, exponent)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
     k = phase_factor(p.probe_s, floor_s, exponent)
-    if f == 1.0 and k == 1.0:
-        return p
     return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f,
-                   kernel_s={n: v * k for n, v in p.kernel_s.items()},
-                   unnamed_s={n: v * k for n, v in p.unnamed_s.items()})
+                   kernel_s={n: x * k for n, x in p.kernel_s.items()},
+                   unnamed_s={n: x * k for n, x in p.unnamed_s.items()})
 
 
 class PhaseGate:
