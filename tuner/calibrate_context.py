@@ -118,9 +118,9 @@ class Profiled:
     # in the kept profile's: whether they were in the fast phase (``PhaseGate.is_fast``)
     block_probe_s: tuple[float, ...] = ()
     probe_s: float = float("nan")
-    # each block's median run (s), paired with ``block_probe_s``; ``whole_s`` is the lowest of
-    # them, each brought to the fast phase (``phase_corrected``), and ``phase_factor`` that over the
-    # lowest as measured (1.0: a block timed in the fast phase kept, or no correction)
+    # each block's median run (s), paired with ``block_probe_s``; ``whole_s`` is the lowest of them
+    # as measured or, when none was timed in the fast phase, the one read nearest it brought there
+    # (``phase_corrected``), and ``phase_factor`` is ``whole_s`` over the lowest as measured
     block_s: tuple[float, ...] = ()
     phase_factor: float = 1.0
     reprofiled: int = 0     # profiled again in a later pass, the machine faster then (``PHASE_GAP``)
@@ -398,7 +398,9 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     yet it waits for that phase (not in the first pass: waiting at every model there spent the
     whole share of a calibration's budget in a slow period, K40 of runs.md, and left the later
     passes 15 models); such a model, or one profiled out of the fast phase, also gets the slow
-    passes, and a model profiled out of it is profiled again at a fast reading."""
+    passes, and a model profiled out of it is profiled again at a fast reading. A model with no
+    block in the fast phase after every pass is brought to it by the probe's latency
+    (``phase_corrected``, against the gate's lowest reading)."""
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:

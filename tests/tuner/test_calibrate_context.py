@@ -600,7 +600,7 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     assert ph["phase_corrected"] == ["m1", "m2", "m3"] and ph["phase_factor_min"] == 0.88
     text = phase_warning({**ph, "left_out": [], "probe_floor_s": gate.floor_s})
     assert "\n" not in text and "3 had no block" in text and "0.226 ms" in text and "slower phase" in text
-    assert "3 were brought to the fast phase by the phase probe's latency (times x0.88 at least)" in text
+    assert "3 were brought to the fast phase by the phase probe's latency (the largest cut x0.88)" in text
     assert "left out" not in text    # no model read slow by the speed-up, so none was a candidate
     assert phases_of(ps[:1] + ps[3:], gate)["slow_as_a_whole"] is False   # one of two: not most
 

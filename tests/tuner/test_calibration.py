@@ -516,7 +516,7 @@ def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_p
         mod.main([str(path)])  # neither models nor --seen
     # a model still timed in a slower phase than the others after every pass is counted apart, and
     # so is one timed with the memory bus slower or faster than during the calibration (its bus probe)
-    def timed(paths, bus=None, floor_s=float("inf")):
+    def timed(paths, bus=None, floor_s=float("inf"), bus_ref=float("nan")):
         assert bus == ("probe", [])
         return {p: (1e-5, 1e-5, 1.8, [1e-3, 1e-3, 1.6e-3, 0.7e-3, 1.2e-3][i], 3e-4 if i == 1 else 2e-4, i != 1)
                 for i, p in enumerate(paths)}, {}
@@ -546,7 +546,7 @@ def test_calibration_unseen_times_a_file_again_until_a_block_is_timed_in_the_fas
     whose kept block followed a phase reading over FAST_GAP times the floor is timed again (up to
     ``most`` passes in all) and its fast block kept; a file read fast is timed ``passes`` times;
     one never read fast is flagged. The rule is PhaseGate's, not the speed-up's (whose readings
-    here all say 1.8x)."""
+    here all say 1.8x). So is a file whose kept block's pass ran off the calibration's memory bus."""
     import tuner.calibrate_context as cc
     mod = _calibration_unseen()
     zoo = str(Path(__file__).resolve().parents[2] / "tests" / "data" / "zoo" / "activations_mlp.ts.onnx")
@@ -582,6 +582,22 @@ def test_calibration_unseen_times_a_file_again_until_a_block_is_timed_in_the_fas
     times, _ = mod.measured_s(files[:1], passes=3, most=4, floor_s=fast)
     assert timed == {files[0]: 4} and times[files[0]][4:] == (fast, True)
     assert times[files[0]][0] == pytest.approx(1e-3)
+    # a pass whose bus probe is off the calibration's by more than BUS_GAP: its block is timed
+    # again too, though its phase reading was fast (the bus probe is timed before each pass)
+    monkeypatch.setattr(mod, "RETIME_WAIT_S", 0.0)
+    bus_ms = iter([1.3e-3, 1.3e-3, 1.3e-3, 1.0e-3])
+    script = iter([fast] * 4)
+    timed.clear()
+
+    def with_bus(path, inputs, *a, **k):   # a block on the slow bus runs 1.3x
+        if path == "bus":
+            last["bus"] = next(bus_ms)
+            return [[last["bus"]] * 5]
+        return [[b * last["bus"] / 1e-3 for b in blocks(path, inputs)[0]]]
+    monkeypatch.setattr(cc, "_plain_blocks", with_bus)
+    times, _ = mod.measured_s(files[:1], passes=3, most=5, bus=("bus", []), floor_s=fast, bus_ref=1.0e-3)
+    assert timed == {files[0]: 4} and times[files[0]][3] == pytest.approx(1.0e-3)
+    assert mod.bus_moved(1.3e-3, 1e-3) and not mod.bus_moved(1.2e-3, 1e-3) and not mod.bus_moved(1.3e-3, float("nan"))
 
 
 

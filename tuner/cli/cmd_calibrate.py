@@ -278,8 +278,8 @@ def phase_warning(ph: dict) -> str:
     rows carry a few slow ones. Most models can be timed out of the fast phase while their
     speed-ups read fast (K39: 79 of 88 with no block in it, 42 read slow by the speed-up). The
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
-    are named with the largest correction: the correction centres a slow period's models, each
-    still within 0.69-1.39x (experiments/results/phase_levels/)."""
+    are counted with the largest cut: the correction centres a slow period's blocks, which still
+    spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
     from tuner.calibrate_context import FAST_GAP
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
@@ -290,8 +290,8 @@ def phase_warning(ph: dict) -> str:
     left = (f"; {len(out)} of them ran slower than the other models predict and were left out of the fit"
             if ph["slow"] else "")
     moved = ph.get("phase_corrected", [])
-    moved = (f"; {len(moved)} were brought to the fast phase by the phase probe's latency (times x"
-             f"{ph['phase_factor_min']:.2f} at least), which takes out the bias of a slow period but not its spread"
+    moved = (f"; {len(moved)} were brought to the fast phase by the phase probe's latency (the largest cut "
+             f"x{ph['phase_factor_min']:.2f}), which takes out the bias of a slow period but not its spread"
              if moved else "")
     carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
              else ", the others' rows carry it")
