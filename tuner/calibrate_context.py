@@ -748,20 +748,22 @@ def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONEN
 def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT) -> "Profiled":
     """``p`` brought to the fast phase when none of its blocks was timed in it: its latency is the
     block read nearest the fast phase (the lowest reading) times that reading's ``phase_factor``
-    against ``floor_s`` (``best_s`` by the same ratio), its profile's kernels times the factor of
-    the profile's reading. The correction is a median over models and its spread grows with the
-    distance from the floor (0.95-1.13x of the fast median at the middle level, 0.72-1.36x at the
-    slow one): the lowest of all corrected blocks picks the one cut most (K47 of runs.md: resnet18's
-    18.05 ms block at 1.95x the floor became 11.2 ms, against 17.4 measured; its block at 1.17x,
-    20.96 ms, becomes 18.8). A model with a block timed in the fast phase, or without ``block_s``,
-    is ``p`` itself."""
+    against ``floor_s``, or its lowest block as measured when that is lower (``best_s`` by the same
+    ratio), its profile's kernels times the factor of the profile's reading. The correction is a
+    median over models and its spread grows with the distance from the floor (0.95-1.13x of the
+    fast median at the middle level, 0.72-1.36x at the slow one): the lowest of all corrected
+    blocks picks the one cut most (K47 of runs.md: resnet18's 18.05 ms block at 1.95x the floor
+    became 11.2 ms, against 17.4 measured; its block at 1.17x, 20.96 ms, becomes 18.8). And a
+    reading does not always tell its block (K49: resnet50's block read nearest, at 1.14x, ran
+    76.0 ms, its others 41.8 and 47.3), so the correction never raises the lowest block. A model
+    with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
     read = [(v, b) for v, b in zip(p.block_probe_s, p.block_s) if np.isfinite(v)]
     if not read or any(phase_factor(v, floor_s, exponent) == 1.0 for v, _ in read):
         return p
     v, b = min(read)
-    whole = b * phase_factor(v, floor_s, exponent)
+    whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
     k = phase_factor(p.probe_s, floor_s, exponent)
     return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f,

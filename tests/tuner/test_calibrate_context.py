@@ -791,6 +791,10 @@ def test_a_block_out_of_the_fast_phase_is_brought_to_it_by_the_probes_latency():
     # biased low), though the others would correct below it
     one_fast = replace(p, block_probe_s=(4 * fl, 2 * fl, fl))
     assert cc.phase_corrected(one_fast, fl) is one_fast
+    # the block read nearest the fast phase ran slowest (K49's resnet50): the lowest as measured
+    misread = replace(p, block_probe_s=(1.2 * fl, 2 * fl, 3 * fl), block_s=(20e-3, 13e-3, 12e-3), whole_s=12e-3)
+    m = cc.phase_corrected(misread, fl, exponent=1.0)
+    assert m.whole_s == pytest.approx(12e-3) and m.phase_factor == pytest.approx(1.0)
     unpaired = replace(p, block_s=())    # a Profiled of an older run: no blocks to correct
     assert cc.phase_corrected(unpaired, fl) is unpaired
 
