@@ -534,7 +534,7 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     monkeypatch.setattr(cc, "profile_models", one_slow)
     out = tmp_path / "c.json"
     assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "mobilenet_v3_small", "-o", str(out),
-                 "--rounds", "1", "--time-budget", "10"]) == 0
+                 "--rounds", "1", "--time-budget", "30"]) == 0
     err = capsys.readouterr().err.strip().splitlines()
     warn = [line for line in err if line.startswith("warning:")]
     assert len(warn) == 1 and "slowest bert_tiny" in warn[0] and "1.50x" in warn[0]
@@ -546,7 +546,7 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     floor = meta["phase_probe_floor_s"]
     assert floor == min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t) and 0 < floor < 0.1
     assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "mobilenet_v3_small", "-o", str(out),
-                 "--rounds", "1", "--time-budget", "10", "--json"]) == 0
+                 "--rounds", "1", "--time-budget", "30", "--json"]) == 0
     cap = capsys.readouterr()
     ph = json.loads(cap.out)["phases"]
     assert ph["slow"] == ["bert_tiny"] and 0 < ph["probe_floor_s"] < 0.1 and ph["waited_s"] >= 0
