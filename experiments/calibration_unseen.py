@@ -2,13 +2,14 @@
 "the same must hold on real models the calibration never saw") or on those it timed: each model's
 predicted all-on-host latency, as ``accel-tune tune --calibration CAL.json --json`` reports it
 (``baselines.all_host.latency_s``), against onnxruntime's latency of the *file itself* on this
-machine (default session options, one session open at a
-time; 3 passes over all the files, each a fresh session with a block of runs of at least 0.2 s and
-7 runs, the lowest block median: the way ``calibrate --host`` times a model,
-``tuner.calibrate_context``; up to 8 passes for a file whose block was timed out of the machine's
-fast phase or off the calibration's memory bus, ``measured_s``). A file whose kept block was timed out of that phase after every pass
-(the phase probe over ``FAST_GAP`` times the calibration's lowest latency), or with the memory bus slower or faster than during the calibration (its 64 MB
-fully connected probe, timed before each pass: ``BUS_GAP``), is named and counted apart as well.
+machine (default session options, one session open at a time; 3 passes over all the files, each
+a fresh session with a block of runs of at least 0.2 s and 7 runs, the lowest block median: the
+way ``calibrate --host`` times a model, ``tuner.calibrate_context``; up to 8 passes for a file
+whose block was timed out of the machine's fast phase or off the calibration's memory bus,
+``measured_s``). A file whose kept block was still timed out of that phase after every pass (the
+phase probe over ``FAST_GAP`` times the calibration's lowest latency), or with the memory bus
+slower or faster than during the calibration (its 64 MB fully connected probe, timed before each
+pass: ``BUS_GAP``), is named and counted apart as well.
 
     accel-tune calibrate --host -o host.cal.json            # the built-in models and ../shared/models
     python experiments/zoo/export.py /tmp/full --set hf-full # DistilBERT-base, GPT-2, ViT-B/16 (needs torch)
