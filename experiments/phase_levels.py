@@ -35,8 +35,8 @@ MIDDLE = 1.2   # readings up to this over the floor (and above FAST_GAP) are the
 
 
 def level(default_s: float, floor_s: float) -> str:
-    from tuner.calibrate_context import FAST_GAP
-    return "fast" if default_s <= FAST_GAP * floor_s else "middle" if default_s <= MIDDLE * floor_s else "slow"
+    from tuner.calibrate_context import in_fast_phase
+    return "fast" if in_fast_phase(default_s, floor_s) else "middle" if default_s <= MIDDLE * floor_s else "slow"
 
 
 def summary(readings: list[dict]) -> dict:

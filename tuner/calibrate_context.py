@@ -736,13 +736,19 @@ GATE_MISSES = 3
 PHASE_EXPONENT = 0.71
 
 
+def in_fast_phase(probe_s: float, floor_s: float) -> bool:
+    """The one rule for a phase reading in the fast phase: its default latency within ``FAST_GAP``
+    of the lowest (``PhaseGate.is_fast``, ``phase_factor``); a reading that is no number is not."""
+    return bool(probe_s <= FAST_GAP * floor_s)
+
+
 def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONENT) -> float:
     """What a block timed after a phase reading of ``probe_s`` is multiplied by to bring it to the
-    fast phase: (``floor_s`` / ``probe_s``) ** ``exponent`` out of the fast phase (over ``FAST_GAP``
-    times the floor), 1 in it or when either is not a finite positive number."""
+    fast phase: (``floor_s`` / ``probe_s``) ** ``exponent`` out of the fast phase
+    (``in_fast_phase``), 1 in it or when either is not a finite positive number."""
     if not (np.isfinite(probe_s) and np.isfinite(floor_s) and probe_s > 0 and floor_s > 0):
         return 1.0
-    return float((floor_s / probe_s) ** exponent) if probe_s > FAST_GAP * floor_s else 1.0
+    return 1.0 if in_fast_phase(probe_s, floor_s) else float((floor_s / probe_s) ** exponent)
 
 
 def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT) -> "Profiled":
@@ -760,7 +766,7 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
     read = [(v, b) for v, b in zip(p.block_probe_s, p.block_s) if np.isfinite(v)]
-    if not read or any(phase_factor(v, floor_s, exponent) == 1.0 for v, _ in read):
+    if not read or any(in_fast_phase(v, floor_s) for v, _ in read):
         return p
     v, b = min(read)
     whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
@@ -788,7 +794,7 @@ class PhaseGate:
         self.misses = 0   # waits in a row that ended slow
 
     def is_fast(self, default_s: float) -> bool:
-        return bool(default_s <= FAST_GAP * self.floor_s)
+        return in_fast_phase(default_s, self.floor_s)
 
     def timed_fast(self, p: "Profiled") -> bool:
         """Whether any block of ``p`` was timed after a fast reading (``Profiled.block_probe_s``)."""
@@ -869,4 +875,4 @@ __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models
            "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference", "slower_than_most",
            "phase_reading", "PhaseReading", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S", "PHASE_GAP",
            "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
-           "phase_corrected"]
+           "phase_corrected", "in_fast_phase"]

@@ -518,7 +518,7 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     import tuner.calibrate_context as cc
     from tuner.cli import main
     from tuner.cli.cmd_calibrate import phases_of
-    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r)
+    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0)
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
@@ -566,7 +566,7 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     from types import SimpleNamespace
     from tuner.cli.cmd_calibrate import phase_warning, phases_of
     speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
-    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0) for i, s in enumerate(speedups)]
+    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0) for i, s in enumerate(speedups)]
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
     text = phase_warning({**ph, "left_out": ["m2"]})

@@ -321,8 +321,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
             # most models read slow (``phase_warning``)
             "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled),
             # brought to the fast phase (``calibrate_context.phase_corrected``)
-            "phase_corrected": sorted(p.model for p in profiled if getattr(p, "phase_factor", 1.0) < 1.0),
-            "phase_factor_min": _finite(min((getattr(p, "phase_factor", 1.0) for p in profiled), default=1.0))}
+            "phase_corrected": sorted(p.model for p in profiled if p.phase_factor < 1.0),
+            "phase_factor_min": _finite(min((p.phase_factor for p in profiled), default=1.0))}
 
 
 def _finite(v: float) -> float | None:
