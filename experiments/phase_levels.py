@@ -8,7 +8,8 @@ lowest reading (fast: within ``FAST_GAP``; middle: within 1.2x; slow: above), ho
 lasts, and each model's median latency at the middle and slow levels over its fast-level median:
 whether one factor could bring a slow block back to the fast phase (docs/TUNING.md, ``PhaseGate``);
 and the exponent by which a block's latency follows the probe's (``PHASE_EXPONENT``), with the
-spread of the blocks at each level before and after that correction.
+spread of the blocks at each level before and after that correction; and each model's own
+exponent, with the spread were each model corrected by its own (what one exponent cannot take out).
 
     python experiments/phase_levels.py --seconds 300 [--jsonl readings.jsonl] [--json]
     python experiments/phase_levels.py --from experiments/results/phase_levels/readings.jsonl
@@ -61,12 +62,23 @@ def summary(readings: list[dict]) -> dict:
     x, y = (np.array([p[i] for p in pairs]) for i in (0, 1))
     exponent = float(x @ y / (x @ x)) if len(pairs) and x @ x > 0 else None
 
+    # each model's own exponent, and the spread were each corrected by its own: how much of the
+    # spread one exponent for all models leaves is the models' differing slowdowns
+    names = np.array([r["model"] for r in readings if ratios[r["model"]]["fast_s"]])
+    own = np.zeros(len(pairs))
+    for m in set(names):
+        i = names == m
+        e_m = float(x[i] @ y[i] / (x[i] @ x[i])) if x[i] @ x[i] > 0 else 0.0
+        ratios[m]["exponent"] = e_m
+        own[i] = e_m
+
     def spread(v):
         return [float(np.exp(np.percentile(v, 10))), float(np.exp(np.percentile(v, 90)))] if len(v) else None
     by_level = {lv: np.array([p[2] == lv for p in pairs], dtype=bool) for lv in ("fast", "middle", "slow")}
     return {"readings": len(readings), "floor_s": floor, "exponent": exponent,
             "spread": {lv: spread(y[m]) for lv, m in by_level.items()},
             "spread_corrected": {lv: spread(y[m] - (exponent or 0.0) * x[m]) for lv, m in by_level.items()},
+            "spread_own": {lv: spread(y[m] - own[m] * x[m]) for lv, m in by_level.items()},
             "share": {k: levels.count(k) / len(levels) for k in spans},
             "mean_span_s": {k: float(np.mean(v)) if v else None for k, v in spans.items()},
             "max_span_s": {k: float(max(v)) if v else None for k, v in spans.items()},
@@ -116,11 +128,14 @@ def main(argv: list[str] | None = None) -> int:
               "blocks between the 10th and 90th percentile, as measured -> brought to the fast phase:")
         for k in ("fast", "middle", "slow"):
             a_, b_ = s["spread"][k] or (float("nan"),) * 2, s["spread_corrected"][k] or (float("nan"),) * 2
-            print(f"  {k:6s} {a_[0]:.2f}-{a_[1]:.2f}x -> {b_[0]:.2f}-{b_[1]:.2f}x")
-    print(f"{'model':30s} {'fast ms':>8s} {'middle':>7s} {'slow':>7s}")
+            c_ = s["spread_own"][k] or (float("nan"),) * 2
+            print(f"  {k:6s} {a_[0]:.2f}-{a_[1]:.2f}x -> {b_[0]:.2f}-{b_[1]:.2f}x "
+                  f"(each model by its own exponent: {c_[0]:.2f}-{c_[1]:.2f}x)")
+    print(f"{'model':30s} {'fast ms':>8s} {'middle':>7s} {'slow':>7s} {'exponent':>8s}")
     for m, v in s["models"].items():
         f = lambda x: f"{x:6.2f}x" if x else "     - "  # noqa: E731
-        print(f"{m:30s} {(v['fast_s'] or float('nan')) * 1e3:8.3f} {f(v['middle'])} {f(v['slow'])}")
+        e = f"{v['exponent']:8.2f}" if "exponent" in v else "       -"
+        print(f"{m:30s} {(v['fast_s'] or float('nan')) * 1e3:8.3f} {f(v['middle'])} {f(v['slow'])} {e}")
     return 0
 
 

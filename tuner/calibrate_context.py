@@ -390,7 +390,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     of a later pass (``PHASE_GAP``) is profiled again then, and the new profile kept (comparing the
     two profiles' run times instead kept a 17 ms memory-bound probe's slow-phase profile by noise).
     Then up to ``slow_passes`` more passes over the models still profiled in a slower phase than
-    most (``slower_than_most``), each model's block started before ``slow_budget_s`` (from the start).
+    most (``slower_than_most``), those with the fewest blocks first, each model's block started
+    before ``slow_budget_s`` (from the start).
     ``control``: the measured cost of control flow (``calibrate_control.ControlCost``); each model's
     share of it (``Profiled.control_s``) stays out of its rows.
     Each of those measurements is a ``gate``'s reading (``PhaseGate``; without one, a gate on the
@@ -487,13 +488,17 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             again(i)
     # then only the models still profiled in a slower phase than most, while the slow-pass budget
     # lasts: a slower phase can come back at the same model on every pass (one calibration, 17 of
-    # 63 models, the small ones, at 1.5-1.65x against 1.82x for most after three passes)
+    # 63 models, the small ones, at 1.5-1.65x against 1.82x for most after three passes). Those
+    # with the fewest blocks first: in a slow period the budget ends the second pass part way, and
+    # in order the slow passes gave the first models a third block while the last kept one (K51
+    # and K52 of runs.md: 70 and 45 of 88 models, among them every large GEMM probe, one block
+    # each, read out of the fast phase and 1.7-2.9x their calm latency)
     for _ in range(slow_passes):
         slow = set(slower_than_most({p.model: p.speedup for p in out}))
         slow |= {p.model for p in out if not (gate.timed_fast(p) and gate.is_fast(p.probe_s))}
         if not slow or over(slow_budget_s):
             break
-        for i in [i for i, p in enumerate(out) if p.model in slow]:
+        for i in sorted((i for i, p in enumerate(out) if p.model in slow), key=lambda i: (len(out[i].block_s), i)):
             if over(slow_budget_s):
                 break
             again(i)

@@ -572,7 +572,8 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     text = phase_warning({**ph, "left_out": ["m2"]})
     assert "\n" not in text and text.startswith("warning: 4 model(s)") and "1 of them ran slower" in text
     assert "most models were timed in a slower phase" in text and "carry" not in text
-    assert text.endswith("rerun calibrate when the machine is steady")
+    assert text.endswith("rerun calibrate when the machine is steady, or with --reference an earlier calibration "
+                         "made then")
     few = phases_of(ps[:2] + ps[4:5] + ps[6:])           # one of four read slow
     assert few["slow"] == ["m4"] and few["slow_as_a_whole"] is False
     assert phases_of(ps[:2] + ps[4:6])["slow_as_a_whole"] is False   # two of four: half, not most
@@ -870,3 +871,73 @@ def test_phase_levels_splits_readings_by_the_gates_rule_and_rates_each_model_per
     for lv in ("fast", "middle", "slow"):
         assert s["spread_corrected"][lv] == pytest.approx([1.0, 1.0])
     assert mod.main(["--from", str(f)]) == 0 and "** 1.29;" in capsys.readouterr().out
+    # two models slowing by different exponents (0.3 and 1.2): one exponent for both leaves a spread,
+    # each model's own exponent is found and takes it out
+    two = [{**r, "model": m, "model_s": 1e-3 * (r["default_s"] / 0.23e-3) ** e} for r in rows
+           for m, e in (("long", 0.3), ("short", 1.2))]
+    s = mod.summary(two)
+    assert s["models"]["long"]["exponent"] == pytest.approx(0.3) and s["models"]["short"]["exponent"] == pytest.approx(1.2)
+    assert s["exponent"] == pytest.approx(0.75)
+    lo, hi = s["spread_corrected"]["slow"]
+    assert lo < 0.9 and hi > 1.1 and s["spread_own"]["slow"] == pytest.approx([1.0, 1.0])
+
+
+def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys):
+    """calibrate --host --reference: the gate starts at the reference's floor, so a run that never
+    reads that low has every model brought to it (phase_corrected), the file and --json say so,
+    and the warning gives this run's lowest reading against the reference's."""
+    import json
+    import tuner.calibrate_context as cc
+    from tuner.calibration import fit_calibration, machine_fingerprint, roofline_sample
+    from tuner.cli import main
+    ref = {"peak_flops": 50e9, "mem_bytes_per_s": 20e9, "op_overhead_s": 2e-6}
+    s = [roofline_sample("add", 1e3 * (i + 1), 8e3 * (i + 1), 1e3, 1e3, 2, 1, 1, 1, ref["peak_flops"],
+                         ref["mem_bytes_per_s"], ref["op_overhead_s"]) for i in range(20)]
+    floor = 1e-6   # far under any reading of the probe (0.2 ms or more)
+    fit_calibration(s, [x.analytical_s for x in s], kind="host", hardware="t", rows=[], reference_host=ref,
+                    fingerprint=machine_fingerprint()["fingerprint"], rounds=5,
+                    meta={"phase_probe": cc.PHASE_PROBE, "phase_probe_floor_s": floor}).save(tmp_path / "ref.json")
+    out = tmp_path / "c.json"
+    assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "-o", str(out), "--rounds", "1",
+                 "--time-budget", "30", "--reference", str(tmp_path / "ref.json"), "--json"]) == 0
+    cap = capsys.readouterr()
+    ph = json.loads(cap.out)["phases"]
+    meta = json.loads(out.read_text())["meta"]
+    assert meta["phase_probe_floor_s"] == ph["probe_floor_s"] == floor
+    own = min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t)
+    assert meta["phase_reference"] == ph["reference"] == {"file": str(tmp_path / "ref.json"), "probe_floor_s": floor,
+                                                          "own_floor_s": own}
+    assert ph["no_fast_block"] == ph["phase_corrected"] == ["bert_tiny", "byoc_demo"]
+    for v in meta["whole_models"].values():
+        # the block read nearest the floor, by its factor against the reference's floor, never above the lowest
+        t, b = min(zip(v["block_probe_s"], v["block_s"]))
+        assert v["median_s"] == pytest.approx(min(b * cc.phase_factor(t, floor), min(v["block_s"])))
+        assert v["phase_factor"] < 1
+    warn = [line for line in cap.err.splitlines() if line.startswith("warning:")]
+    assert len(warn) == 1 and f"lowest reading {own * 1e3:.3f} ms against the reference's 0.001" in warn[0]
+    assert "--reference" not in warn[0]
+
+
+def test_the_slow_passes_visit_the_models_with_the_fewest_blocks_first(monkeypatch):
+    """When the budget ends the second pass part way (K51, K52: the last 70 and 45 of 88 models one
+    block each), the slow passes give the models left with one block theirs before a third to the
+    first ones. A clock that each block of plain runs moves by one second."""
+    pytest.importorskip("onnxruntime")
+    from types import SimpleNamespace
+    import tuner.calibrate_context as cc
+    from partition import models
+    clock = [0.0]
+
+    def blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n, **kw):
+        clock[0] += 1.0
+        return [[1e-3, 1e-3]] * blocks_n
+    monkeypatch.setattr(cc, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(cc, "_plain_blocks", blocks)
+    monkeypatch.setattr(cc, "phase_reading", lambda **kw: _reading(1.5, 0.3e-3))
+    gate = cc.PhaseGate(b"", floor_s=0.2e-3, max_wait_s=0.0)   # every reading out of the fast phase
+    g = models.get("byoc_demo")
+    # the first pass ends at 4 s; the second starts a's and b's blocks by 5.5 s; the slow pass starts
+    # two more by 7.5 s
+    out, _ = cc.profile_models([(m, g) for m in "abcd"], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0,
+                               blocks=3, budget_s=5.5, slow_passes=1, slow_budget_s=7.5, gate=gate)
+    assert [len(p.block_s) for p in out] == [2, 2, 2, 2]

@@ -880,3 +880,42 @@ def test_a_host_calibration_costs_an_op_by_the_bytes_of_the_model_it_runs_in():
     # a device file has nothing to bind
     dev = replace(cal, kind="device", _state={})
     assert dev.for_graph(big) is dev
+
+
+def test_a_reference_calibration_lends_its_phase_floor_or_says_why_not(tmp_path):
+    """calibrate --host --reference: the lowest latency of the phase probe in an earlier host
+    calibration of this machine; a device file, another machine's, or one without this probe's floor
+    is refused in one line, and so is --reference without --host."""
+    from tuner.calibrate_context import PHASE_PROBE
+    from tuner.cli import CLIError
+    from tuner.cli.cmd_calibrate import reference_floor_s
+    here = machine_fingerprint()["fingerprint"]
+    cal, path = host_cal(tmp_path)
+    with pytest.raises(CLIError, match="no lowest latency of this version's phase probe"):
+        reference_floor_s(str(path), here)
+    good = replace(cal, meta={**cal.meta, "phase_probe": PHASE_PROBE, "phase_probe_floor_s": 2.25e-4}, _state={})
+    good.save(tmp_path / "ref.json")
+    assert reference_floor_s(str(tmp_path / "ref.json"), here) == 2.25e-4
+    for floor in (0.0, -1.0, "fast", None):
+        bad = replace(good, meta={**good.meta, "phase_probe_floor_s": floor}, _state={})
+        bad.save(tmp_path / "bad.json")
+        with pytest.raises(CLIError, match="phase_probe_floor_s"):
+            reference_floor_s(str(tmp_path / "bad.json"), here)
+    other = replace(good, meta={**good.meta, "phase_probe": "another probe"}, _state={})
+    other.save(tmp_path / "other.json")
+    with pytest.raises(CLIError, match="this version's phase probe"):
+        reference_floor_s(str(tmp_path / "other.json"), here)
+    with pytest.raises(CLIError, match="measured on another machine"):
+        reference_floor_s(str(tmp_path / "ref.json"), "0" * 64)
+    s, t = synthetic(30, 0)
+    dev = fit_calibration(s, t, kind="device", fingerprint=sim.load_hw("cloud-npu").fingerprint(),
+                          hardware="cloud-npu", rows=[], rounds=5)
+    dev.save(tmp_path / "dev.json")
+    with pytest.raises(CLIError, match="is a device calibration"):
+        reference_floor_s(str(tmp_path / "dev.json"), here)
+    with pytest.raises(CalibrationError, match="not found"):
+        reference_floor_s(str(tmp_path / "none.json"), here)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("")
+    assert main(["calibrate", "--measurements", str(rows), "--hw", "edge-npu", "--reference",
+                 str(tmp_path / "ref.json"), "-o", str(tmp_path / "o.json")]) == 2

@@ -11,6 +11,8 @@ partition and sweep.
   cannot run whole. The fit gives every model the same say (``tuner.calibration.model_weights``).
   What onnxruntime's Loop and If cost of their own is timed first (``tuner.calibrate_control``:
   loops against the same work unrolled) and kept in the file for every ``if`` and ``loop``.
+  ``--reference CAL.json``: an earlier host calibration of this machine lends its phase probe's
+  lowest latency, so a run spent in a slower phase of the machine is brought to that speed.
 - ``--measurements ROWS.jsonl --hw H``: measured device rows (``tuner.calibrate_device``); rows
   without ``measured_s`` are measured by ``--measurer CMD``.
 """
@@ -73,6 +75,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=5, metavar="N",
                    help="with --host: profiled runs of each whole model, one model at a time (kernel medians "
                         "kept; one once 0.75 of the time budget is spent; default 5)")
+    p.add_argument("--reference", metavar="CAL.json",
+                   help="with --host: an earlier host calibration of this machine, made when it was steady; the "
+                        "lowest latency its phase probe read (the machine's fast phase) holds this one to that speed "
+                        "when this run never reaches it")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_progress_arg(p)
     return p
@@ -87,8 +93,8 @@ def run(args) -> int:
     else:
         if not args.hw:
             raise CLIError("calibrate: --measurements needs --hw (the hardware the rows were measured on)")
-        if args.models or args.ops:
-            raise CLIError("calibrate: --models and --ops go with --host")
+        if args.models or args.ops or args.reference:
+            raise CLIError("calibrate: --models, --ops and --reference go with --host")
         summary = _device(args)
     ph = summary.get("phases")
     if ph and (ph["slow"] or ph["slow_as_a_whole"]):  # on stderr with --json too; the JSON has them under "phases"
@@ -151,6 +157,8 @@ def _host(args) -> dict:
         raise CLIError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
     if not (args.min_time >= 0 and math.isfinite(args.min_time)):
         raise CLIError(f"--min-time must be >= 0 seconds, got {args.min_time}")
+    reference_floor = reference_floor_s(args.reference, machine_fingerprint()["fingerprint"]) if args.reference \
+        else float("inf")
     import onnxruntime as ort
     ort.set_default_logger_severity(3)  # its "unused initializer" notes are not the user's business
     t0 = time.perf_counter()
@@ -172,8 +180,9 @@ def _host(args) -> dict:
     budget = max(1.0, args.time_budget - (time.perf_counter() - t0))
     # a later block of a model with no block in the machine's fast phase yet waits a little for it
     # (calibrate_context.PhaseGate), and the lowest probe latency read is kept in the file: how fast
-    # this machine runs in that phase
-    gate = PhaseGate(phase_probe(), total_wait_s=GATE_SHARE * LATER_PASSES * budget)
+    # this machine runs in that phase. A reference's starts it: a run that never reaches that speed
+    # has every model brought to it (calibrate_context.phase_corrected)
+    gate = PhaseGate(phase_probe(), floor_s=reference_floor, total_wait_s=GATE_SHARE * LATER_PASSES * budget)
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
@@ -239,6 +248,10 @@ def _host(args) -> dict:
     # a model profiled in a slower phase leaves the fit when it ran slower than the other models'
     # fit predicts (tuner.calibration.SLOW_MODEL_EXCESS)
     phases = phases_of(profiled, gate)
+    # the reference's floor, and this run's own lowest reading: whether it reached the reference's speed
+    own = min((v for p in profiled for v in p.block_probe_s if math.isfinite(v)), default=float("nan"))
+    reference = {"file": os.path.abspath(args.reference), "probe_floor_s": reference_floor,
+                 "own_floor_s": _finite(own)} if args.reference else None
     excess = slow_phase_excess(samples, seconds, row_models, phases["slow"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
@@ -250,6 +263,7 @@ def _host(args) -> dict:
                                 "slow_phase_excess": excess, "left_out": left_out,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
                                 "phase_probe": PHASE_PROBE, "phase_probe_floor_s": _finite(gate.floor_s),
+                                "phase_reference": reference,
                                 "phase_exponent": PHASE_EXPONENT,
                                 "timing": "each model alone: plain session (latency), then profiled session; "
                                           "3 passes of plain blocks",
@@ -267,7 +281,26 @@ def _host(args) -> dict:
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
             "phases": {**phases, "left_out": left_out, "probe_floor_s": _finite(gate.floor_s),
-                       "waited_s": gate.waited_s}}
+                       "waited_s": gate.waited_s, "reference": reference}}
+
+
+def reference_floor_s(path: str, fingerprint: str) -> float:
+    """The phase probe's lowest latency in the host calibration at ``path`` (``--reference``): one
+    measured on this machine (``fingerprint``), with this version's probe. One-line errors otherwise."""
+    from tuner.calibrate_context import PHASE_PROBE
+    from tuner.calibration import read_calibration
+    cal = read_calibration(path)
+    if cal.kind != "host":
+        raise CLIError(f"calibrate: --reference {path} is a {cal.kind} calibration; give a host calibration of "
+                       "this machine")
+    if cal.fingerprint != fingerprint:
+        raise CLIError(f"calibrate: --reference {path} was measured on another machine ({cal.hardware})")
+    floor = cal.meta.get("phase_probe_floor_s")
+    if cal.meta.get("phase_probe") != PHASE_PROBE or not isinstance(floor, (int, float)) \
+            or not (math.isfinite(floor) and floor > 0):
+        raise CLIError(f"calibrate: --reference {path} has no lowest latency of this version's phase probe "
+                       "(meta.phase_probe_floor_s); use a calibration made by this version")
+    return float(floor)
 
 
 def phase_warning(ph: dict) -> str:
@@ -280,7 +313,7 @@ def phase_warning(ph: dict) -> str:
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
     are counted with the largest cut: the correction centres a slow period's blocks, which still
     spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
-    from tuner.calibrate_context import FAST_GAP
+    from tuner.calibrate_context import FAST_GAP, in_fast_phase
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
     never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
@@ -295,8 +328,14 @@ def phase_warning(ph: dict) -> str:
              if moved else "")
     carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
              else ", the others' rows carry it")
+    ref = ph.get("reference")
+    reached = (f"; this run's lowest reading {ref['own_floor_s'] * 1e3:.3f} ms against the reference's "
+               f"{ref['probe_floor_s'] * 1e3:.3f}" if ref and ref.get("own_floor_s")
+               and not in_fast_phase(ref["own_floor_s"], ref["probe_floor_s"]) else "")
+    advice = ("rerun calibrate when the machine is steady" if ref else
+              "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{moved}: rerun calibrate when the machine is steady")
+            f"{carry}{moved}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
