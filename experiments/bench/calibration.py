@@ -112,9 +112,9 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
     # as calibrate --host, a later block waits for the machine's fast phase (no budget here, so no
     # share of one to stop at)
     from tuner.calibrate_context import PhaseGate, phase_probe
-    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control,
-                                      gate=PhaseGate(phase_probe()))
-    return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key, control
+    gate = PhaseGate(phase_probe())
+    profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control, gate=gate)
+    return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key, control, gate
 
 
 def fit(samples, meas, ref, weights=None, control=None):
@@ -126,9 +126,10 @@ def fit(samples, meas, ref, weights=None, control=None):
                            reference_host=ref, weights=weights, control=control)
 
 
-def left_out_models(profiled, graphs, ref_host, ref) -> list[str]:
+def left_out_models(profiled, graphs, ref_host, ref, gate) -> list[str]:
     """The models ``calibrate --host`` leaves out of its fit (``tuner.calibration.slow_phase_excess``,
-    ``left_out_by_excess``), judged on the rows with the default rest."""
+    ``left_out_by_excess``; its candidates by the timing's ``gate``), judged on the rows with the
+    default rest."""
     from tuner.calibrate_context import (DEFAULT_REST, UNNAMED_TO_NEXT, per_node_rest, row_samples, row_weights,
                                          with_rest)
     from tuner.calibration import left_out_by_excess, slow_phase_excess
@@ -137,7 +138,7 @@ def left_out_models(profiled, graphs, ref_host, ref) -> list[str]:
     rows = [r for p in prof for r in p.rows]
     return left_out_by_excess(slow_phase_excess(
         row_samples(rows, ref_host, graphs), [r.seconds for r in rows], [r.model for r in rows],
-        phases_of(profiled)["slow"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench", rows=[],
+        phases_of(profiled, gate)["suspects"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench", rows=[],
         reference_host=ref))
 
 
@@ -281,8 +282,9 @@ def main(argv=None) -> int:
     ref_host = sim.hw.config.HostConfig()
     ref = reference_host_of(ref_host)
     sources = args.models or default_sources()
-    graphs, profiled, failed, wall, fam_of_key, control = host_data(sources, args.rounds, probes=not args.models)
-    left_out = left_out_models(profiled, graphs, ref_host, ref)
+    graphs, profiled, failed, wall, fam_of_key, control, gate = host_data(sources, args.rounds,
+                                                                          probes=not args.models)
+    left_out = left_out_models(profiled, graphs, ref_host, ref, gate)
     modes = {}
     for mode in REST_MODES:
         modes[mode] = evaluate(mode, graphs, profiled, failed, fam_of_key, ref_host, ref, args.presets[0],
@@ -467,8 +469,8 @@ def report(r: dict) -> None:
     else:
         device_report(dv)
     print(f"(load average before {r['config']['load_before'][0]:.1f}, after {r['config']['load_after'][0]:.1f} "
-          f"on {r['config']['cpu_count']} CPUs; wall {r['config']['wall_s']:.0f} s; left out of the fits, profiled in "
-          f"a slower phase and slower than the other models predict: {', '.join(h.get('left_out', [])) or 'none'})")
+          f"on {r['config']['cpu_count']} CPUs; wall {r['config']['wall_s']:.0f} s; left out of the fits, timed out of "
+          f"the fast phase and slower than the other models predict: {', '.join(h.get('left_out', [])) or 'none'})")
     k = h["held_out_by_op_kind"]
     print(f"TARGET 1 (host, held out by op kind: calibrated median <= half the analytical): "
           f"{k['calibrated']['median']:.1%} vs {k['analytical']['median']:.1%} -> "

@@ -523,7 +523,8 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
                   "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"],
-                  "no_fast_block": [], "slow_as_a_whole": False, "phase_corrected": [], "phase_factor_min": 1.0}
+                  "no_fast_block": [], "suspects": ["c"], "slow_as_a_whole": False, "phase_corrected": [],
+                  "phase_factor_min": 1.0}
     assert phases_of(ps[:2])["slow"] == []
     from dataclasses import replace
     real = cc.profile_models
@@ -570,7 +571,8 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
     text = phase_warning({**ph, "left_out": ["m2"]})
-    assert "\n" not in text and text.startswith("warning: 4 model(s)") and "1 of them ran slower" in text
+    assert "\n" not in text and text.startswith("warning: 4 model(s)")
+    assert "1 of the 4 timed out of the fast phase ran slower" in text
     assert "most models were timed in a slower phase" in text and "carry" not in text
     assert text.endswith("rerun calibrate when the machine is steady, or with --reference an earlier calibration "
                          "made then")
@@ -594,15 +596,19 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     gate = PhaseGate(b"", floor_s=0.226e-3)
     blocks = {"m0": (0.23e-3, 0.30e-3), "m1": (0.29e-3,), "m2": (0.36e-3, 0.27e-3), "m3": (0.30e-3, 0.29e-3)}
     factors = {"m0": 1.0, "m1": 0.88, "m2": 0.91, "m3": 0.88}
-    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, phase_factor=factors[m])
+    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, probe_s=b[-1], phase_factor=factors[m])
           for m, b in blocks.items()]
     ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
+    # the fit's leave-out candidates by the gate's rule: m0 too, profiled after its slow reading
+    assert ph["suspects"] == ["m0", "m1", "m2", "m3"]
     assert ph["phase_corrected"] == ["m1", "m2", "m3"] and ph["phase_factor_min"] == 0.88
     text = phase_warning({**ph, "left_out": [], "probe_floor_s": gate.floor_s})
     assert "\n" not in text and "3 had no block" in text and "0.226 ms" in text and "slower phase" in text
     assert "3 were brought to the fast phase by the phase probe's latency (the largest cut x0.88)" in text
-    assert "left out" not in text    # no model read slow by the speed-up, so none was a candidate
+    assert "left out" not in text    # none ran slower than the others predict
+    assert "1 of the 4 timed out of the fast phase ran slower" in phase_warning({**ph, "left_out": ["m2"],
+                                                                             "probe_floor_s": gate.floor_s})
     assert phases_of(ps[:1] + ps[3:], gate)["slow_as_a_whole"] is False   # one of two: not most
 
 
@@ -640,10 +646,10 @@ def test_a_timing_slow_throughout_is_seen_against_the_calibrations_faster_phase(
 
 def test_calibrate_leaves_out_a_slow_phase_model_that_ran_slower_than_the_others_predict(tmp_path, capsys,
                                                                                         monkeypatch):
-    """Three copies of one network, their rows timed alike: one profiled in a slower phase by the
-    reading and timed 3x slower, one read slow but timed as usual, one read fast. Against a fit of
-    the others' rows the first adds up to 3x the prediction and leaves the fit
-    (``SLOW_MODEL_EXCESS``), the second (1x) stays: the reading alone does not say whether a
+    """Three copies of one network, their rows timed alike: one timed out of the fast phase (the
+    gate's rule: every reading far over the floor) and 3x slower, one out of it but as usual, one
+    in it. Against a fit of the others' rows the first adds up to 3x the prediction and leaves the
+    fit (``SLOW_MODEL_EXCESS``), the second (1x) stays: the reading alone does not say whether a
     timing was slowed. The file and --json say which, and the warning counts them."""
     import json
     from dataclasses import replace
@@ -667,9 +673,11 @@ def test_calibrate_leaves_out_a_slow_phase_model_that_ran_slower_than_the_others
         res = []
         for p in out:
             f = 3.0 if p.model == "mobilenet_v3_small" else 1.0
-            sp = 1.2 if p.model in ("mobilenet_v3_small", "read_slow") else 1.8
+            out_of_phase = p.model in ("mobilenet_v3_small", "read_slow")
+            sp, probe = (1.2, 1.0) if out_of_phase else (1.8, 1e-9)   # 1 s: far over any floor
             rows = tuple(replace(r, seconds=0.05 * f * host_sample(r.node, host).analytical_s) for r in p.rows)
-            res.append(replace(p, speedup=sp, whole_s=sum(r.per_run_s for r in rows), rows=rows))
+            res.append(replace(p, speedup=sp, whole_s=sum(r.per_run_s for r in rows), rows=rows, probe_s=probe,
+                               block_probe_s=(probe,) * len(p.block_probe_s)))
         return res, failed
     monkeypatch.setattr(cc, "profile_models", slowed)
     out = tmp_path / "c.json"
@@ -683,7 +691,7 @@ def test_calibrate_leaves_out_a_slow_phase_model_that_ran_slower_than_the_others
     assert excess["read_slow"] == pytest.approx(1.0, rel=0.05) and excess["read_slow"] < 1 + SLOW_MODEL_EXCESS
     assert meta["left_out"] == ["mobilenet_v3_small"] == json.loads(cap.out)["phases"]["left_out"]
     warn = [line for line in cap.err.splitlines() if line.startswith("warning:")]
-    assert len(warn) == 1 and "2 model(s)" in warn[0] and "1 of them ran slower" in warn[0]
+    assert len(warn) == 1 and "2 model(s)" in warn[0] and "1 of the 2 timed out of the fast phase ran slower" in warn[0]
 
 
 def _gate_readings(monkeypatch, defaults, clock_step=None):
