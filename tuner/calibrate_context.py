@@ -495,7 +495,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     # each, read out of the fast phase and 1.7-2.9x their calm latency)
     for _ in range(slow_passes):
         slow = set(slower_than_most({p.model: p.speedup for p in out}))
-        slow |= {p.model for p in out if not (gate.timed_fast(p) and gate.is_fast(p.probe_s))}
+        slow |= {p.model for p in out if not gate.in_phase(p)}
         if not slow or over(slow_budget_s):
             break
         for i in sorted((i for i, p in enumerate(out) if p.model in slow), key=lambda i: (len(out[i].block_s), i)):
@@ -804,6 +804,11 @@ class PhaseGate:
     def timed_fast(self, p: "Profiled") -> bool:
         """Whether any block of ``p`` was timed after a fast reading (``Profiled.block_probe_s``)."""
         return any(self.is_fast(v) for v in p.block_probe_s)
+
+    def in_phase(self, p: "Profiled") -> bool:
+        """Whether ``p`` has a block timed in the fast phase and its profile taken in it: a model
+        the slow passes leave, and no candidate for the fit's leave-out (``cmd_calibrate``)."""
+        return self.timed_fast(p) and self.is_fast(p.probe_s)
 
     def read(self, wait: bool = True) -> PhaseReading:
         wait = wait and self.misses < GATE_MISSES
