@@ -138,8 +138,8 @@ def left_out_models(profiled, graphs, ref_host, ref, gate) -> list[str]:
     rows = [r for p in prof for r in p.rows]
     return left_out_by_excess(slow_phase_excess(
         row_samples(rows, ref_host, graphs), [r.seconds for r in rows], [r.model for r in rows],
-        phases_of(profiled, gate)["suspects"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench", rows=[],
-        reference_host=ref))
+        phases_of(profiled, gate)["suspects"], row_weights(rows), kind="host", fingerprint="bench", hardware="bench",
+        rows=[], reference_host=ref))
 
 
 def held_out(samples, meas, groups_of, ref, weights=None) -> np.ndarray:

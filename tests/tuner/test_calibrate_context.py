@@ -884,7 +884,8 @@ def test_phase_levels_splits_readings_by_the_gates_rule_and_rates_each_model_per
     two = [{**r, "model": m, "model_s": 1e-3 * (r["default_s"] / 0.23e-3) ** e} for r in rows
            for m, e in (("long", 0.3), ("short", 1.2))]
     s = mod.summary(two)
-    assert s["models"]["long"]["exponent"] == pytest.approx(0.3) and s["models"]["short"]["exponent"] == pytest.approx(1.2)
+    assert s["models"]["long"]["exponent"] == pytest.approx(0.3)
+    assert s["models"]["short"]["exponent"] == pytest.approx(1.2)
     assert s["exponent"] == pytest.approx(0.75)
     lo, hi = s["spread_corrected"]["slow"]
     assert lo < 0.9 and hi > 1.1 and s["spread_own"]["slow"] == pytest.approx([1.0, 1.0])
