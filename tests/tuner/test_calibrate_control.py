@@ -106,10 +106,18 @@ def test_a_loop_probe_does_its_unrolled_twins_work(trips, with_if):
 
 def test_measured_on_this_machine_a_trip_and_an_if_cost_something():
     """The probes timed for real: a trip and an if each cost more than nothing and less than a
-    millisecond (about 0.5 and 1 us on the 2-core VM of 2026-11-29)."""
+    millisecond (about 0.5 and 1 us on the 2-core VM of 2026-11-29). A differential timing of half
+    a microsecond can come out at nothing under the suite's load (2026-12-01, a fresh
+    environment's run: trip_s 0), so up to three measurements; one must be in range."""
     pytest.importorskip("onnxruntime")
-    c = measure_control(min_time_s=0.02, min_runs=50, max_runs=500, blocks=2)
-    assert 0 < c.trip_s < 1e-3 and 0 < c.if_s < 1e-3 and c.loop_s < 1e-3
+    got = []
+    for _ in range(3):
+        c = measure_control(min_time_s=0.02, min_runs=50, max_runs=500, blocks=2)
+        got.append((c.trip_s, c.if_s, c.loop_s))
+        if 0 < c.trip_s < 1e-3 and 0 < c.if_s < 1e-3 and c.loop_s < 1e-3:
+            break
+    else:
+        pytest.fail(f"no measurement of (trip_s, if_s, loop_s) in range: {got}")
 
 
 def test_the_rows_of_a_model_with_control_flow_add_up_to_its_latency_less_its_control_flow():
