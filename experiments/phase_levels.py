@@ -57,14 +57,14 @@ def summary(readings: list[dict]) -> dict:
     # a block over its model's fast median against the probe over its floor, both in logs: the
     # least-squares exponent through (1, 1) (calibrate_context.PHASE_EXPONENT), and each level's
     # blocks between the 10th and 90th percentile, as measured and brought to the fast phase by it
-    pairs = [(np.log(r["default_s"] / floor), np.log(r["model_s"] / ratios[r["model"]]["fast_s"]), lv)
+    pairs = [(np.log(r["default_s"] / floor), np.log(r["model_s"] / ratios[r["model"]]["fast_s"]), lv, r["model"])
              for r, lv in zip(readings, levels) if ratios[r["model"]]["fast_s"]]
     x, y = (np.array([p[i] for p in pairs]) for i in (0, 1))
     exponent = float(x @ y / (x @ x)) if len(pairs) and x @ x > 0 else None
 
     # each model's own exponent, and the spread were each corrected by its own: how much of the
     # spread one exponent for all models leaves is the models' differing slowdowns
-    names = np.array([r["model"] for r in readings if ratios[r["model"]]["fast_s"]])
+    names = np.array([p[3] for p in pairs])
     own = np.zeros(len(pairs))
     for m in set(names):
         i = names == m

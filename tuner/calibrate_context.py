@@ -789,7 +789,8 @@ class PhaseGate:
     ``total_wait_s`` is spent, and returns the last reading; ``read(wait=False)`` measures once, and
     so does ``read()`` after ``GATE_MISSES`` waits in a row that ended slow, until a fast reading.
     ``floor_s`` is the lowest default latency read so far (start it at a calibration's to hold a
-    later timing to the same machine speed); ``waited_s`` the time spent waiting in all."""
+    later timing to the same machine speed, or at an earlier calibration's: ``--reference``);
+    ``lowest_s`` the lowest it read itself; ``waited_s`` the time spent waiting in all."""
 
     def __init__(self, probe: bytes, floor_s: float = float("inf"), max_wait_s: float | None = None,
                  total_wait_s: float = float("inf")):
@@ -797,6 +798,7 @@ class PhaseGate:
         self.max_wait_s = GATE_WAIT_S if max_wait_s is None else max_wait_s
         self.waited_s = 0.0
         self.misses = 0   # waits in a row that ended slow
+        self.lowest_s = float("inf")   # the lowest default latency this gate read itself
 
     def is_fast(self, default_s: float) -> bool:
         return in_fast_phase(default_s, self.floor_s)
@@ -816,6 +818,7 @@ class PhaseGate:
         while True:
             r = phase_reading(model=self.probe)
             self.floor_s = min(self.floor_s, r.default_s)
+            self.lowest_s = min(self.lowest_s, r.default_s)
             now = time.perf_counter()
             t0 = now if t0 is None else t0
             spent = now - t0

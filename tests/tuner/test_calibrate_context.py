@@ -725,6 +725,7 @@ def test_the_phase_gate_waits_for_a_reading_near_the_lowest_default_latency(monk
     r = gate.read()
     assert r.default_s == 0.235e-3 and r.speedup == pytest.approx(1.5) and taken == [0.36e-3, 0.25e-3, 0.235e-3]
     assert gate.waited_s > 0 and gate.floor_s == 0.23e-3
+    assert gate.lowest_s == 0.235e-3   # its own readings' lowest, not the floor it started at
     assert gate.read(wait=False).default_s == 0.40e-3 and not gate.is_fast(0.40e-3)
     before = gate.waited_s
     assert gate.read().default_s == 0.22e-3 and gate.floor_s == 0.22e-3 and gate.waited_s == before
@@ -913,7 +914,9 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     ph = json.loads(cap.out)["phases"]
     meta = json.loads(out.read_text())["meta"]
     assert meta["phase_probe_floor_s"] == ph["probe_floor_s"] == floor
-    own = min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t)
+    # this run's own lowest reading: at most any block's (the gate's waits read the probe too)
+    own = ph["reference"]["own_floor_s"]
+    assert floor < own <= min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t)
     assert meta["phase_reference"] == ph["reference"] == {"file": str(tmp_path / "ref.json"), "probe_floor_s": floor,
                                                           "own_floor_s": own}
     assert ph["no_fast_block"] == ph["phase_corrected"] == ["bert_tiny", "byoc_demo"]

@@ -252,9 +252,8 @@ def _host(args) -> dict:
     # networks +38 to +67 %; refitted on the gate's rule, 16 / 9 / 15 -> 16 / 15 / 21)
     phases = phases_of(profiled, gate)
     # the reference's floor, and this run's own lowest reading: whether it reached the reference's speed
-    own = min((v for p in profiled for v in p.block_probe_s if math.isfinite(v)), default=float("nan"))
     reference = {"file": os.path.abspath(args.reference), "probe_floor_s": reference_floor,
-                 "own_floor_s": _finite(own)} if args.reference else None
+                 "own_floor_s": _finite(gate.lowest_s)} if args.reference else None
     excess = slow_phase_excess(samples, seconds, row_models, phases["suspects"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
