@@ -61,6 +61,7 @@ The plain latency is what ``tune --calibration``'s all-on-host latency is compar
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -127,6 +128,12 @@ class Profiled:
     # seconds of one run spent on control flow itself (``calibrate_control.ControlCost.of_graph``):
     # costed on the if and loop nodes, so the rows add up to the latency less this
     control_s: float = 0.0
+    # the sha256 of the ONNX bytes timed: which model an earlier calibration's latency is of
+    # (``phase_corrected``'s ``reference_s``)
+    sha256: str = ""
+    # no block timed in the fast phase, its latency an earlier calibration's of the same bytes on
+    # this machine (``phase_corrected``)
+    from_reference: bool = False
 
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
@@ -362,7 +369,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                    max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
                    overhead_s: float | None = None, on_step: Callable[[str], None] | None = None,
                    slow_passes: int = 0, slow_budget_s: float | None = None, control: Any = None,
-                   gate: PhaseGate | None = None) -> tuple[list[Profiled], list[tuple[str, str]]]:
+                   gate: PhaseGate | None = None, reference: Mapping[str, float] | None = None
+                   ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
 
@@ -401,7 +409,9 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     passes 15 models); such a model, or one profiled out of the fast phase, also gets the slow
     passes, and a model profiled out of it is profiled again at a fast reading. A model with no
     block in the fast phase after every pass is brought to it by the probe's latency
-    (``phase_corrected``, against the gate's lowest reading)."""
+    (``phase_corrected``, against the gate's lowest reading), or takes ``reference``'s latency of
+    the same bytes (sha256 of the ONNX bytes -> seconds: an earlier calibration of this machine
+    that timed it in the fast phase, ``calibrate --host --reference``)."""
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:
@@ -503,7 +513,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                 break
             again(i)
     tmp.cleanup()
-    out = [phase_corrected(p, gate.floor_s) for p in out]
+    ref = reference or {}
+    out = [phase_corrected(p, gate.floor_s, reference_s=ref.get(p.sha256)) for p in out]
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
     return out, failed
@@ -756,7 +767,8 @@ def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONEN
     return 1.0 if in_fast_phase(probe_s, floor_s) else float((floor_s / probe_s) ** exponent)
 
 
-def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT) -> "Profiled":
+def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT,
+                    reference_s: float | None = None) -> "Profiled":
     """``p`` brought to the fast phase when none of its blocks was timed in it: its latency is the
     block read nearest the fast phase (the lowest reading) times that reading's ``phase_factor``
     against ``floor_s``, or its lowest block as measured when that is lower (``best_s`` by the same
@@ -766,13 +778,25 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     blocks picks the one cut most (K47 of runs.md: resnet18's 18.05 ms block at 1.95x the floor
     became 11.2 ms, against 17.4 measured; its block at 1.17x, 20.96 ms, becomes 18.8). And a
     reading does not always tell its block (K49: resnet50's block read nearest, at 1.14x, ran
-    76.0 ms, its others 41.8 and 47.3), so the correction never raises the lowest block. A model
-    with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
+    76.0 ms, its others 41.8 and 47.3), so the correction never raises the lowest block.
+    ``reference_s``, the latency of the same bytes timed in the fast phase by an earlier
+    calibration of this machine, is a measurement in place of that median: the latency is it, or
+    the lowest block when that is lower, and the kernels are scaled alike (``from_reference``).
+    Each model slows by its own exponent, 0.85-1.16x of its fast median at the slow level
+    (experiments/results/phase_levels/); K57 of runs.md, timed against bursts of memory traffic:
+    16 / 14 / 20 models within 20 % with the exponent, 17 / 15 / 21 with K55's latencies.
+    A model with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
     read = [(v, b) for v, b in zip(p.block_probe_s, p.block_s) if np.isfinite(v)]
     if not read or any(in_fast_phase(v, floor_s) for v, _ in read):
         return p
+    if reference_s is not None and np.isfinite(reference_s) and reference_s > 0:
+        whole = min(reference_s, p.whole_s)
+        f = whole / p.whole_s if p.whole_s > 0 else 1.0
+        return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f, from_reference=True,
+                       kernel_s={n: x * f for n, x in p.kernel_s.items()},
+                       unnamed_s={n: x * f for n, x in p.unnamed_s.items()})
     v, b = min(read)
     whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
@@ -880,7 +904,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     rows = tuple(InContext(label, n, 0.0, ker[n.name] / runs_of[n.name], runs_of[n.name])
                  for n in {n.name: n for n in nodes}.values() if n.name in runs_of)
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
-                 len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of)
+                 len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of,
+                 sha256=hashlib.sha256(data).hexdigest())
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in
 
 

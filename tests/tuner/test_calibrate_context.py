@@ -518,13 +518,13 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     import tuner.calibrate_context as cc
     from tuner.cli import main
     from tuner.cli.cmd_calibrate import phases_of
-    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0)
+    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0, from_reference=False)
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
                   "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"],
                   "no_fast_block": [], "suspects": ["c"], "slow_as_a_whole": False, "phase_corrected": [],
-                  "phase_factor_min": 1.0}
+                  "from_reference": [], "phase_factor_min": 1.0}
     assert phases_of(ps[:2])["slow"] == []
     from dataclasses import replace
     real = cc.profile_models
@@ -567,7 +567,7 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     from types import SimpleNamespace
     from tuner.cli.cmd_calibrate import phase_warning, phases_of
     speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
-    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0) for i, s in enumerate(speedups)]
+    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False) for i, s in enumerate(speedups)]
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
     text = phase_warning({**ph, "left_out": ["m2"]})
@@ -596,8 +596,8 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     gate = PhaseGate(b"", floor_s=0.226e-3)
     blocks = {"m0": (0.23e-3, 0.30e-3), "m1": (0.29e-3,), "m2": (0.36e-3, 0.27e-3), "m3": (0.30e-3, 0.29e-3)}
     factors = {"m0": 1.0, "m1": 0.88, "m2": 0.91, "m3": 0.88}
-    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, probe_s=b[-1], phase_factor=factors[m])
-          for m, b in blocks.items()]
+    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, probe_s=b[-1], phase_factor=factors[m],
+                          from_reference=False) for m, b in blocks.items()]
     ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
     # the fit's leave-out candidates by the gate's rule: m0 too, profiled after its slow reading
@@ -809,6 +809,32 @@ def test_a_block_out_of_the_fast_phase_is_brought_to_it_by_the_probes_latency():
     assert cc.phase_corrected(unpaired, fl) is unpaired
 
 
+def test_a_model_with_no_fast_block_takes_an_earlier_calibrations_latency_of_it():
+    """phase_corrected with ``reference_s`` (the latency an earlier calibration of this machine timed
+    the same bytes at in the fast phase): that measurement in place of the exponent's estimate, or
+    the lowest block when that is lower, the kernels scaled alike; a model with a block in the fast
+    phase, or a reference that is no positive number, is corrected as without one."""
+    from dataclasses import replace
+    import tuner.calibrate_context as cc
+    fl = 0.23e-3
+    p = cc.Profiled("m", (), whole_s=10e-3, best_s=9e-3, profiled_run_s=12e-3, runs=30,
+                    kernel_s={"a": 4e-3, "b": 2e-3}, unnamed_s={"b": 1e-3}, block_probe_s=(4 * fl, 2 * fl),
+                    probe_s=4 * fl, block_s=(10e-3, 13e-3))
+    q = cc.phase_corrected(p, fl, exponent=1.0, reference_s=8e-3)
+    assert q.from_reference and q.whole_s == pytest.approx(8e-3) and q.phase_factor == pytest.approx(0.8)
+    assert q.best_s == pytest.approx(9e-3 * 0.8) and q.block_s == p.block_s
+    assert q.kernel_s == pytest.approx({"a": 3.2e-3, "b": 1.6e-3}) and q.unnamed_s == pytest.approx({"b": 0.8e-3})
+    # timed lower now than the reference then: its own lowest block, as measured
+    r = cc.phase_corrected(p, fl, exponent=1.0, reference_s=11e-3)
+    assert r.from_reference and r.whole_s == 10e-3 and r.phase_factor == 1.0 and r.kernel_s == p.kernel_s
+    without = cc.phase_corrected(p, fl, exponent=1.0)
+    assert not without.from_reference and without.whole_s == pytest.approx(6.5e-3)
+    for bad in (float("nan"), 0.0, -1.0, None):
+        assert cc.phase_corrected(p, fl, exponent=1.0, reference_s=bad) == without
+    one_fast = replace(p, block_probe_s=(4 * fl, fl))
+    assert cc.phase_corrected(one_fast, fl, reference_s=1e-3) is one_fast
+
+
 def test_profile_models_brings_a_model_timed_only_out_of_the_fast_phase_to_it(monkeypatch):
     """A model read at twice the floor before each of its blocks: its latency is a block of it
     corrected (``phase_corrected``), its rows add up to that; a model read fast keeps its lowest
@@ -895,18 +921,28 @@ def test_phase_levels_splits_readings_by_the_gates_rule_and_rates_each_model_per
 def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys):
     """calibrate --host --reference: the gate starts at the reference's floor, so a run that never
     reads that low has every model brought to it (phase_corrected), the file and --json say so,
-    and the warning gives this run's lowest reading against the reference's."""
+    and the warning gives this run's lowest reading against the reference's. A model the reference
+    timed in the fast phase, the same bytes, takes that latency instead, and is no candidate for the
+    fit's leave-out (a measurement in the fast phase)."""
+    import hashlib
     import json
+    import onnxruntime as ort
     import tuner.calibrate_context as cc
+    from partition import models
     from tuner.calibration import fit_calibration, machine_fingerprint, roofline_sample
     from tuner.cli import main
     ref = {"peak_flops": 50e9, "mem_bytes_per_s": 20e9, "op_overhead_s": 2e-6}
     s = [roofline_sample("add", 1e3 * (i + 1), 8e3 * (i + 1), 1e3, 1e3, 2, 1, 1, 1, ref["peak_flops"],
                          ref["mem_bytes_per_s"], ref["op_overhead_s"]) for i in range(20)]
     floor = 1e-6   # far under any reading of the probe (0.2 ms or more)
+    # it timed bert_tiny's very bytes in the fast phase (sha256), byoc_demo's other bytes
+    bert = hashlib.sha256(cc.exported(models.get("bert_tiny"))[0]).hexdigest()
+    whole = {"bert_tiny": {"median_s": 2e-6, "timed_fast": True, "sha256": bert},
+             "byoc_demo": {"median_s": 2e-6, "timed_fast": True, "sha256": "0" * 64}}
     fit_calibration(s, [x.analytical_s for x in s], kind="host", hardware="t", rows=[], reference_host=ref,
                     fingerprint=machine_fingerprint()["fingerprint"], rounds=5,
-                    meta={"phase_probe": cc.PHASE_PROBE, "phase_probe_floor_s": floor}).save(tmp_path / "ref.json")
+                    meta={"phase_probe": cc.PHASE_PROBE, "phase_probe_floor_s": floor, "whole_models": whole,
+                          "onnxruntime": ort.__version__}).save(tmp_path / "ref.json")
     out = tmp_path / "c.json"
     assert main(["calibrate", "--host", "--models", "byoc_demo", "bert_tiny", "-o", str(out), "--rounds", "1",
                  "--time-budget", "30", "--reference", str(tmp_path / "ref.json"), "--json"]) == 0
@@ -918,8 +954,12 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     own = ph["reference"]["own_floor_s"]
     assert floor < own <= min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t)
     assert meta["phase_reference"] == ph["reference"] == {"file": str(tmp_path / "ref.json"), "probe_floor_s": floor,
-                                                          "own_floor_s": own}
-    assert ph["no_fast_block"] == ph["phase_corrected"] == ["bert_tiny", "byoc_demo"]
+                                                          "own_floor_s": own, "latencies": 2, "taken": ["bert_tiny"]}
+    assert ph["no_fast_block"] == ["bert_tiny", "byoc_demo"] and ph["suspects"] == ["byoc_demo"]
+    assert ph["phase_corrected"] == ["byoc_demo"] and ph["from_reference"] == ["bert_tiny"]
+    b = meta["whole_models"].pop("bert_tiny")
+    assert b["median_s"] == 2e-6 and b["from_reference"] and not b["timed_fast"] and b["sha256"] == bert
+    assert b["phase_factor"] == pytest.approx(2e-6 / min(b["block_s"]))
     for v in meta["whole_models"].values():
         # the block read nearest the floor, by its factor against the reference's floor, never above the lowest
         t, b = min(zip(v["block_probe_s"], v["block_s"]))
@@ -927,6 +967,7 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
         assert v["phase_factor"] < 1
     warn = [line for line in cap.err.splitlines() if line.startswith("warning:")]
     assert len(warn) == 1 and f"lowest reading {own * 1e3:.3f} ms against the reference's 0.001" in warn[0]
+    assert "; 1 took the latency the reference timed them at in the fast phase" in warn[0]
     assert "--reference" not in warn[0]
 
 

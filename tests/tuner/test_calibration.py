@@ -885,36 +885,50 @@ def test_a_host_calibration_costs_an_op_by_the_bytes_of_the_model_it_runs_in():
 def test_a_reference_calibration_lends_its_phase_floor_or_says_why_not(tmp_path):
     """calibrate --host --reference: the lowest latency of the phase probe in an earlier host
     calibration of this machine; a device file, another machine's, or one without this probe's floor
-    is refused in one line, and so is --reference without --host."""
+    is refused in one line, and so is --reference without --host. With it, the latency of each model
+    it timed in the fast phase itself, by the sha256 of the bytes timed, when it was timed with the
+    running onnxruntime: a model it brought to that phase, or took from its own reference, lends
+    none (an estimate, an older run's), nor does a file of another onnxruntime."""
     from tuner.calibrate_context import PHASE_PROBE
     from tuner.cli import CLIError
-    from tuner.cli.cmd_calibrate import reference_floor_s
+    from tuner.cli.cmd_calibrate import read_reference
     here = machine_fingerprint()["fingerprint"]
+
+    def floor_of(path, fingerprint):
+        return read_reference(path, fingerprint, "1.0")[0]
     cal, path = host_cal(tmp_path)
     with pytest.raises(CLIError, match="no lowest latency of this version's phase probe"):
-        reference_floor_s(str(path), here)
+        floor_of(str(path), here)
     good = replace(cal, meta={**cal.meta, "phase_probe": PHASE_PROBE, "phase_probe_floor_s": 2.25e-4}, _state={})
     good.save(tmp_path / "ref.json")
-    assert reference_floor_s(str(tmp_path / "ref.json"), here) == 2.25e-4
+    assert read_reference(str(tmp_path / "ref.json"), here, "1.0") == (2.25e-4, {})   # no model timed
+    fast = {"median_s": 3e-3, "timed_fast": True, "sha256": "aa"}
+    whole = {"m1": fast, "m2": {**fast, "timed_fast": False, "sha256": "bb"}, "m3": {**fast, "sha256": ""},
+             "m4": {**fast, "sha256": "dd", "median_s": -1.0}, "m5": {"median_s": 1e-3},
+             "m6": {**fast, "sha256": "ff", "median_s": 2e-3}}
+    lend = replace(good, meta={**good.meta, "onnxruntime": "1.0", "whole_models": whole}, _state={})
+    lend.save(tmp_path / "lend.json")
+    assert read_reference(str(tmp_path / "lend.json"), here, "1.0") == (2.25e-4, {"aa": 3e-3, "ff": 2e-3})
+    assert read_reference(str(tmp_path / "lend.json"), here, "1.1") == (2.25e-4, {})
     for floor in (0.0, -1.0, "fast", None):
         bad = replace(good, meta={**good.meta, "phase_probe_floor_s": floor}, _state={})
         bad.save(tmp_path / "bad.json")
         with pytest.raises(CLIError, match="phase_probe_floor_s"):
-            reference_floor_s(str(tmp_path / "bad.json"), here)
+            floor_of(str(tmp_path / "bad.json"), here)
     other = replace(good, meta={**good.meta, "phase_probe": "another probe"}, _state={})
     other.save(tmp_path / "other.json")
     with pytest.raises(CLIError, match="this version's phase probe"):
-        reference_floor_s(str(tmp_path / "other.json"), here)
+        floor_of(str(tmp_path / "other.json"), here)
     with pytest.raises(CLIError, match="measured on another machine"):
-        reference_floor_s(str(tmp_path / "ref.json"), "0" * 64)
+        floor_of(str(tmp_path / "ref.json"), "0" * 64)
     s, t = synthetic(30, 0)
     dev = fit_calibration(s, t, kind="device", fingerprint=sim.load_hw("cloud-npu").fingerprint(),
                           hardware="cloud-npu", rows=[], rounds=5)
     dev.save(tmp_path / "dev.json")
     with pytest.raises(CLIError, match="is a device calibration"):
-        reference_floor_s(str(tmp_path / "dev.json"), here)
+        floor_of(str(tmp_path / "dev.json"), here)
     with pytest.raises(CalibrationError, match="not found"):
-        reference_floor_s(str(tmp_path / "none.json"), here)
+        floor_of(str(tmp_path / "none.json"), here)
     rows = tmp_path / "rows.jsonl"
     rows.write_text("")
     assert main(["calibrate", "--measurements", str(rows), "--hw", "edge-npu", "--reference",

@@ -157,9 +157,9 @@ def _host(args) -> dict:
         raise CLIError(f"--time-budget must be > 0 seconds, got {args.time_budget}")
     if not (args.min_time >= 0 and math.isfinite(args.min_time)):
         raise CLIError(f"--min-time must be >= 0 seconds, got {args.min_time}")
-    reference_floor = reference_floor_s(args.reference, machine_fingerprint()["fingerprint"]) if args.reference \
-        else float("inf")
     import onnxruntime as ort
+    reference_floor, reference_s = (read_reference(args.reference, machine_fingerprint()["fingerprint"],
+                                                   ort.__version__) if args.reference else (float("inf"), {}))
     ort.set_default_logger_severity(3)  # its "unused initializer" notes are not the user's business
     t0 = time.perf_counter()
     host = sim.load_hw(args.hw).host if args.hw else sim.hw.config.HostConfig()
@@ -197,7 +197,7 @@ def _host(args) -> dict:
         # one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=LATER_PASSES * budget, blocks=passes,
                                           on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=SLOW_PASSES_END * budget,
-                                          control=control, gate=gate)
+                                          control=control, gate=gate, reference=reference_s)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     # each row with the bytes a run of its model touches; a one-node row below with its own (it ran alone)
@@ -237,7 +237,9 @@ def _host(args) -> dict:
                                         "block_speedups": [_finite(v) for v in p.block_speedups],
                                         "block_probe_s": [_finite(v) for v in p.block_probe_s],
                                         "block_s": [_finite(v) for v in p.block_s],
-                                        "phase_factor": p.phase_factor} for p in profiled}}
+                                        "phase_factor": p.phase_factor, "sha256": p.sha256,
+                                        "timed_fast": gate.timed_fast(p), "from_reference": p.from_reference}
+                              for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
     # counts once in its model's time
@@ -253,7 +255,8 @@ def _host(args) -> dict:
     phases = phases_of(profiled, gate)
     # the reference's floor, and this run's own lowest reading: whether it reached the reference's speed
     reference = {"file": os.path.abspath(args.reference), "probe_floor_s": reference_floor,
-                 "own_floor_s": _finite(gate.lowest_s)} if args.reference else None
+                 "own_floor_s": _finite(gate.lowest_s), "latencies": len(reference_s),
+                 "taken": phases["from_reference"]} if args.reference else None
     excess = slow_phase_excess(samples, seconds, row_models, phases["suspects"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
     weights = without_models(weights, row_models, [r["op"] for r in rows], left_out)
@@ -286,9 +289,12 @@ def _host(args) -> dict:
                        "waited_s": gate.waited_s, "reference": reference}}
 
 
-def reference_floor_s(path: str, fingerprint: str) -> float:
-    """The phase probe's lowest latency in the host calibration at ``path`` (``--reference``): one
-    measured on this machine (``fingerprint``), with this version's probe. One-line errors otherwise."""
+def read_reference(path: str, fingerprint: str, onnxruntime: str) -> tuple[float, dict[str, float]]:
+    """What the host calibration at ``path`` (``--reference``) lends this one: the phase probe's
+    lowest latency, and the latency of each model it timed in the fast phase (sha256 of the ONNX
+    bytes -> seconds, ``calibrate_context.phase_corrected``), the latter only when it was timed with
+    this ``onnxruntime`` version. One measured on this machine (``fingerprint``), with this
+    version's probe; one-line errors otherwise."""
     from tuner.calibrate_context import PHASE_PROBE
     from tuner.calibration import read_calibration
     cal = read_calibration(path)
@@ -302,7 +308,14 @@ def reference_floor_s(path: str, fingerprint: str) -> float:
             or not (math.isfinite(floor) and floor > 0):
         raise CLIError(f"calibrate: --reference {path} has no lowest latency of this version's phase probe "
                        "(meta.phase_probe_floor_s); use a calibration made by this version")
-    return float(floor)
+    whole = cal.meta.get("whole_models") if cal.meta.get("onnxruntime") == onnxruntime else None
+    # a model it timed in the fast phase itself; one it brought there, or took from its own
+    # reference, is an estimate or an older run's
+    latencies = {v["sha256"]: float(v["median_s"]) for v in (whole if isinstance(whole, dict) else {}).values()
+                 if isinstance(v, dict) and v.get("timed_fast") is True and isinstance(v.get("sha256"), str)
+                 and v["sha256"] and isinstance(v.get("median_s"), (int, float)) and math.isfinite(v["median_s"])
+                 and v["median_s"] > 0}
+    return float(floor), latencies
 
 
 def phase_warning(ph: dict) -> str:
@@ -329,6 +342,8 @@ def phase_warning(ph: dict) -> str:
     moved = (f"; {len(moved)} were brought to the fast phase by the phase probe's latency (the largest cut "
              f"x{ph['phase_factor_min']:.2f}), which takes out the bias of a slow period but not its spread"
              if moved else "")
+    took = ph.get("from_reference", [])
+    took = (f"; {len(took)} took the latency the reference timed them at in the fast phase" if took else "")
     carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
              else ", the others' rows carry it")
     ref = ph.get("reference")
@@ -338,7 +353,7 @@ def phase_warning(ph: dict) -> str:
     advice = ("rerun calibrate when the machine is steady" if ref else
               "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{moved}{reached}: {advice}")
+            f"{carry}{moved}{took}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -357,7 +372,9 @@ def phases_of(profiled, gate: Any = None) -> dict:
     never = sorted(p.model for p in profiled if not gate.timed_fast(p)) if gate is not None else []
     # the models the fit may leave out (``slow_phase_excess``): by the gate's rule, those with no
     # block in the fast phase or profiled out of it; without a gate, those read slow by the speed-up
-    suspects = sorted(p.model for p in profiled if not gate.in_phase(p)) if gate is not None else slow
+    # a model that took an earlier calibration's latency (``--reference``) was timed in the fast phase then
+    suspects = sorted(p.model for p in profiled if not gate.in_phase(p) and not p.from_reference) \
+        if gate is not None else slow
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
             "slowest": min(sp, key=sp.get, default=None), "speedup_median": _finite(mid),
             "speedup_max": _finite(max(sp.values(), default=float("nan"))),
@@ -367,8 +384,11 @@ def phases_of(profiled, gate: Any = None) -> dict:
             # most models read slow (``phase_warning``)
             "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled),
             # brought to the fast phase (``calibrate_context.phase_corrected``)
-            "phase_corrected": sorted(p.model for p in profiled if p.phase_factor < 1.0),
-            "phase_factor_min": _finite(min((p.phase_factor for p in profiled), default=1.0))}
+            "phase_corrected": sorted(p.model for p in profiled if p.phase_factor < 1.0 and not p.from_reference),
+            # or to the latency an earlier calibration timed them at in the fast phase
+            "from_reference": sorted(p.model for p in profiled if p.from_reference),
+            "phase_factor_min": _finite(min((p.phase_factor for p in profiled if not p.from_reference),
+                                            default=1.0))}
 
 
 def _finite(v: float) -> float | None:
