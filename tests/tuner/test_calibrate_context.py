@@ -596,8 +596,8 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     gate = PhaseGate(b"", floor_s=0.226e-3)
     blocks = {"m0": (0.23e-3, 0.30e-3), "m1": (0.29e-3,), "m2": (0.36e-3, 0.27e-3), "m3": (0.30e-3, 0.29e-3)}
     factors = {"m0": 1.0, "m1": 0.88, "m2": 0.91, "m3": 0.88}
-    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, probe_s=b[-1], phase_factor=factors[m],
-                          from_reference=False) for m, b in blocks.items()]
+    ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, block_read_s=b, probe_s=b[-1],
+                          phase_factor=factors[m], from_reference=False) for m, b in blocks.items()]
     ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
     # the fit's leave-out candidates by the gate's rule: m0 too, profiled after its slow reading
@@ -809,6 +809,61 @@ def test_a_block_out_of_the_fast_phase_is_brought_to_it_by_the_probes_latency():
     assert cc.phase_corrected(unpaired, fl) is unpaired
 
 
+def test_a_block_is_in_the_fast_phase_only_when_the_readings_on_both_sides_are():
+    """Profiled.block_read_s: the higher of the phase probe's latency before and after each block
+    (the one before when none was read after, or the two do not pair up), and the rules that tell a
+    block's phase go by it: PhaseGate.timed_fast, and phase_corrected's reading of the block."""
+    from dataclasses import replace
+    import tuner.calibrate_context as cc
+    fl, nan = 0.23e-3, float("nan")
+    p = cc.Profiled("m", (), whole_s=10e-3, best_s=9e-3, profiled_run_s=12e-3, runs=30, block_probe_s=(fl, 2 * fl),
+                    probe_s=fl, block_s=(10e-3, 13e-3), block_after_s=(2 * fl, nan))
+    assert p.block_read_s == (2 * fl, 2 * fl)
+    gate = cc.PhaseGate(b"", floor_s=fl)
+    assert not gate.timed_fast(p) and gate.timed_fast(replace(p, block_after_s=(fl, nan)))
+    assert gate.timed_fast(replace(p, block_after_s=())) and gate.timed_fast(replace(p, block_after_s=(2 * fl,)))
+    # the block read fast before it ran as slow as the other: both corrected by 2x the floor, the lower kept
+    q = cc.phase_corrected(p, fl, exponent=1.0)
+    assert q.whole_s == pytest.approx(5e-3) and q.phase_factor == pytest.approx(0.5)
+    assert cc.phase_corrected(replace(p, block_after_s=(fl, nan)), fl) == replace(p, block_after_s=(fl, nan))
+
+
+def test_profile_models_reads_the_phase_right_after_each_block_when_its_gate_does(monkeypatch):
+    """A gate with ``read_after`` reads the probe's default latency once after each block of plain
+    runs (before the first pass's profile: a session's order is block, reading, profile), and
+    profile_models keeps it beside the reading before (``block_after_s``); a gate without reads
+    none, and the readings stay nan. The after-readings lower the gate's floor like any other."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    fast, slow = 0.23e-3, 0.46e-3
+    order = []
+    real_blocks, real_profile = cc._plain_blocks, cc._fastest_profile
+    monkeypatch.setattr(cc, "_plain_blocks", lambda *a, **k: order.append("block") or real_blocks(*a, **k))
+    monkeypatch.setattr(cc, "_fastest_profile", lambda *a, **k: order.append("profile") or real_profile(*a, **k))
+    after = iter([slow, 0.2e-3, fast, slow])
+
+    def read_after(model, runs=30):
+        order.append("after")
+        return next(after)
+    monkeypatch.setattr(cc, "default_latency", read_after)
+    _gate_readings(monkeypatch, [fast] * 20)
+    g = models.get("byoc_demo")
+    gate = cc.PhaseGate(b"", max_wait_s=0.0, read_after=True)
+    out, _ = cc.profile_models([("a", g), ("b", g)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0,
+                               blocks=2, gate=gate)
+    assert order[:6] == ["block", "after", "profile", "block", "after", "profile"]
+    a, b = out
+    assert a.block_after_s == (slow, fast) and b.block_after_s == (0.2e-3, slow)
+    assert gate.floor_s == gate.lowest_s == 0.2e-3
+    # a: fast before both blocks, slow after the first: its second block is its fast one
+    assert a.block_read_s == (slow, fast) and b.block_read_s == (fast, slow)
+    monkeypatch.setattr(cc, "default_latency", lambda *a, **k: pytest.fail("read after without read_after"))
+    out, _ = cc.profile_models([("a", g)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0, blocks=2,
+                               gate=cc.PhaseGate(b"", max_wait_s=0.0))
+    assert len(out[0].block_after_s) == 2 and all(v != v for v in out[0].block_after_s)
+
+
 def test_a_model_with_no_fast_block_takes_an_earlier_calibrations_latency_of_it():
     """phase_corrected with ``reference_s`` (the latency an earlier calibration of this machine timed
     the same bytes at in the fast phase): that measurement in place of the exponent's estimate, or
@@ -962,7 +1017,8 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     assert b["phase_factor"] == pytest.approx(2e-6 / min(b["block_s"]))
     for v in meta["whole_models"].values():
         # the block read nearest the floor, by its factor against the reference's floor, never above the lowest
-        t, b = min(zip(v["block_probe_s"], v["block_s"]))
+        read = [max(x, y) for x, y in zip(v["block_probe_s"], v["block_after_s"])]   # before and after a block
+        t, b = min(zip(read, v["block_s"]))
         assert v["median_s"] == pytest.approx(min(b * cc.phase_factor(t, floor), min(v["block_s"])))
         assert v["phase_factor"] < 1
     warn = [line for line in cap.err.splitlines() if line.startswith("warning:")]

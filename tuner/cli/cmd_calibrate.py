@@ -181,8 +181,10 @@ def _host(args) -> dict:
     # a later block of a model with no block in the machine's fast phase yet waits a little for it
     # (calibrate_context.PhaseGate), and the lowest probe latency read is kept in the file: how fast
     # this machine runs in that phase. A reference's starts it: a run that never reaches that speed
-    # has every model brought to it (calibrate_context.phase_corrected)
-    gate = PhaseGate(phase_probe(), floor_s=reference_floor, total_wait_s=GATE_SHARE * LATER_PASSES * budget)
+    # has every model brought to it (calibrate_context.phase_corrected). It reads the probe again
+    # right after each block too: a block is in the fast phase when the readings on both sides are
+    gate = PhaseGate(phase_probe(), floor_s=reference_floor, total_wait_s=GATE_SHARE * LATER_PASSES * budget,
+                     read_after=True)
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
@@ -236,6 +238,7 @@ def _host(args) -> dict:
                                         "reprofiled": p.reprofiled,
                                         "block_speedups": [_finite(v) for v in p.block_speedups],
                                         "block_probe_s": [_finite(v) for v in p.block_probe_s],
+                                        "block_after_s": [_finite(v) for v in p.block_after_s],
                                         "block_s": [_finite(v) for v in p.block_s],
                                         "phase_factor": p.phase_factor, "sha256": p.sha256,
                                         "timed_fast": gate.timed_fast(p), "from_reference": p.from_reference}
