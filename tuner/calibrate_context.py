@@ -808,7 +808,7 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     the lowest block when that is lower, and the kernels are scaled alike (``from_reference``).
     Each model slows by its own exponent, 0.85-1.16x of its fast median at the slow level
     (experiments/results/phase_levels/); K57 of runs.md, timed against bursts of memory traffic:
-    16 / 14 / 20 models within 20 % with the exponent, 17 / 15 / 21 with K55's latencies.
+    16 / 14 / 20 models within 20 % with the exponent, 17 / 15 / 20 with K55's latencies.
     A model with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
@@ -951,6 +951,5 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
 __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models", "share_rest", "per_node_rest",
            "with_rest", "row_weights", "parallel_speedup", "phase_probe", "phase_reference", "slower_than_most",
            "phase_reading", "PhaseReading", "default_latency", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S",
-           "PHASE_GAP",
-           "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
+           "PHASE_GAP", "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
            "phase_corrected", "in_fast_phase"]

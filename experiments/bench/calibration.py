@@ -110,9 +110,9 @@ def host_data(sources: list[str], rounds: int, probes: bool = True):
     from tuner.calibrate_control import measure_control
     control = measure_control()  # as calibrate --host: control flow's own cost, out of the rows
     # as calibrate --host, a later block waits for the machine's fast phase (no budget here, so no
-    # share of one to stop at)
+    # share of one to stop at), and each block is read on both sides
     from tuner.calibrate_context import PhaseGate, phase_probe
-    gate = PhaseGate(phase_probe())
+    gate = PhaseGate(phase_probe(), read_after=True)
     profiled, failed = profile_models(graphs, rounds=rounds, slow_passes=SLOW_PASSES, control=control, gate=gate)
     return graphs, profiled, failed, time.perf_counter() - t0, fam_of_key, control, gate
 
