@@ -52,7 +52,7 @@ def main(argv=None) -> int:
             if t0 >= end:
                 return 0
             if log:
-                log.write(f"{t0:.1f} {burst:.1f}\n")
+                log.write(f"{t0:.3f} {burst:.3f}\n")
                 log.flush()
             while time.time() - t0 < burst and time.time() < end:
                 np.copyto(dst, src)

@@ -1054,3 +1054,29 @@ def test_the_slow_passes_visit_the_models_with_the_fewest_blocks_first(monkeypat
     out, _ = cc.profile_models([(m, g) for m in "abcd"], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0,
                                blocks=3, budget_s=5.5, slow_passes=1, slow_budget_s=7.5, gate=gate)
     assert [len(p.block_s) for p in out] == [2, 2, 2, 2]
+
+
+def test_contention_bursts_are_seeded_and_the_script_stops_and_refuses_bad_input(tmp_path, capsys):
+    """experiments/contention.py: the (gap, burst) lengths are exponential with the given means and
+    the same for the same seed; --seconds ends it, with one log line per burst started; a length
+    that is not positive is refused in one line."""
+    import importlib.util
+    import itertools
+    path = Path(__file__).resolve().parents[2] / "experiments" / "contention.py"
+    spec = importlib.util.spec_from_file_location("contention", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    pairs = list(itertools.islice(mod.bursts(0.5, 2.0, 3), 4000))
+    assert pairs[:5] == list(itertools.islice(mod.bursts(0.5, 2.0, 3), 5))
+    assert pairs[:5] != list(itertools.islice(mod.bursts(0.5, 2.0, 4), 5))
+    gaps, ons = np.array(pairs).T
+    assert gaps.min() > 0 and ons.min() > 0
+    assert np.mean(gaps) == pytest.approx(2.0, rel=0.1) and np.mean(ons) == pytest.approx(0.5, rel=0.1)
+    log = tmp_path / "bursts.log"
+    assert mod.main(["--on", "0.05", "--off", "0.05", "--seconds", "0.6", "--log", str(log)]) == 0
+    lines = log.read_text().splitlines()
+    assert lines and all(len(line.split()) == 2 and float(line.split()[1]) >= 0 for line in lines)
+    for bad in (["--on", "0"], ["--off", "-1"], ["--seconds", "0"]):
+        assert mod.main(bad) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "must be > 0" in err
