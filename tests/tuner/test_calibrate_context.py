@@ -556,9 +556,10 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     assert ph["slow"] == ["bert_tiny"] and 0 < ph["probe_floor_s"] < 0.1 and ph["waited_s"] >= 0
     meta = json.loads(out.read_text())["meta"]   # the second run's file
     floor = meta["phase_probe_floor_s"]
-    never = [m for m, v in meta["whole_models"].items()   # no block with both readings fast
-             if not any(t and u and max(t, u) <= cc.FAST_GAP * floor for t, u in zip(v["block_probe_s"],
-                                                                                     v["block_after_s"]))]
+    # no block with the readings on both sides fast (the one before alone when none was read after)
+    never = [m for m, v in meta["whole_models"].items()
+             if not any(t and (max(t, u) if u else t) <= cc.FAST_GAP * floor
+                        for t, u in zip(v["block_probe_s"], v["block_after_s"]))]
     assert ph["probe_floor_s"] == floor and ph["no_fast_block"] == sorted(never)
     assert sum(line.startswith("warning:") for line in cap.err.splitlines()) == 1
 
@@ -571,7 +572,8 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     from types import SimpleNamespace
     from tuner.cli.cmd_calibrate import phase_warning, phases_of
     speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
-    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False) for i, s in enumerate(speedups)]
+    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False)
+          for i, s in enumerate(speedups)]
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
     text = phase_warning({**ph, "left_out": ["m2"]})
@@ -1021,7 +1023,7 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     assert b["phase_factor"] == pytest.approx(2e-6 / min(b["block_s"]))
     for v in meta["whole_models"].values():
         # the block read nearest the floor, by its factor against the reference's floor, never above the lowest
-        read = [max(x, y) for x, y in zip(v["block_probe_s"], v["block_after_s"])]   # before and after a block
+        read = [max(x, y) if y else x for x, y in zip(v["block_probe_s"], v["block_after_s"])]   # both sides
         t, b = min(zip(read, v["block_s"]))
         assert v["median_s"] == pytest.approx(min(b * cc.phase_factor(t, floor), min(v["block_s"])))
         assert v["phase_factor"] < 1
