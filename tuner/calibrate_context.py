@@ -144,7 +144,7 @@ class Profiled:
         turn during a block: K59 of runs.md, timed against bursts of memory traffic, ran bert_small
         at 14.5 ms (6.1 calm) and tiny_detector_topk at 6.2 (1.9) after readings at 1.04x the floor."""
         after = self.block_after_s if len(self.block_after_s) == len(self.block_probe_s) else ()
-        return tuple(max(b, a) if a == a else b for b, a in zip(self.block_probe_s, after)) if after \
+        return tuple(max(b, a) if np.isfinite(a) else b for b, a in zip(self.block_probe_s, after)) if after \
             else self.block_probe_s
 
 
@@ -715,20 +715,17 @@ def phase_reading(runs: int = 30, model: bytes | None = None) -> PhaseReading:
     the default session options (medians of ``runs`` runs after 20 warm-ups, one session open at a
     time; with 5 the first pairs after other work came out near 1.0 in the fast phase, and the
     first of a process still can: ``phase_probe``)."""
-    import onnx
     data = model if model is not None else _speedup_model()
-    inputs = onnx.load_from_string(data).graph.input
-    n = max(1, runs)
-    one, default = (float(np.median(_plain_blocks(data, inputs, 20, 0, 0.0, n, n, 1, threads=t)[0])) for t in (1, None))
-    return PhaseReading(one, default)
+    return PhaseReading(default_latency(data, runs, threads=1), default_latency(data, runs))
 
 
-def default_latency(model: bytes, runs: int = 30) -> float:
-    """``phase_reading``'s default-options half alone: the probe's median latency over ``runs`` runs
-    after 20 warm-ups (seconds)."""
+def default_latency(model: bytes, runs: int = 30, threads: int | None = None) -> float:
+    """``phase_reading``'s default-options half alone (or with ``threads`` intra-op threads): the
+    model's median latency over ``runs`` runs after 20 warm-ups (seconds)."""
     import onnx
     inputs = onnx.load_from_string(model).graph.input
-    return float(np.median(_plain_blocks(model, inputs, 20, 0, 0.0, runs, runs, 1)[0]))
+    n = max(1, runs)
+    return float(np.median(_plain_blocks(model, inputs, 20, 0, 0.0, n, n, 1, threads=threads)[0]))
 
 
 def parallel_speedup(runs: int = 30, model: bytes | None = None) -> float:
@@ -815,17 +812,16 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     read = [(v, b) for v, b in zip(p.block_read_s, p.block_s) if np.isfinite(v)]
     if not read or any(in_fast_phase(v, floor_s) for v, _ in read):
         return p
-    if reference_s is not None and np.isfinite(reference_s) and reference_s > 0:
+    taken = reference_s is not None and bool(np.isfinite(reference_s)) and reference_s > 0
+    if taken:
         whole = min(reference_s, p.whole_s)
-        f = whole / p.whole_s if p.whole_s > 0 else 1.0
-        return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f, from_reference=True,
-                       kernel_s={n: x * f for n, x in p.kernel_s.items()},
-                       unnamed_s={n: x * f for n, x in p.unnamed_s.items()})
-    v, b = min(read)
-    whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
+    else:
+        v, b = min(read)
+        whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
-    k = phase_factor(p.probe_s, floor_s, exponent)
-    return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f,
+    # the kernels by the same factor as the latency it measured, or by their own reading's
+    k = f if taken else phase_factor(p.probe_s, floor_s, exponent)
+    return replace(p, whole_s=whole, best_s=p.best_s * f, phase_factor=f, from_reference=taken,
                    kernel_s={n: x * k for n, x in p.kernel_s.items()},
                    unnamed_s={n: x * k for n, x in p.unnamed_s.items()})
 

@@ -374,8 +374,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
     slow = slower_than_most(sp)
     never = sorted(p.model for p in profiled if not gate.timed_fast(p)) if gate is not None else []
     # the models the fit may leave out (``slow_phase_excess``): by the gate's rule, those with no
-    # block in the fast phase or profiled out of it; without a gate, those read slow by the speed-up
-    # a model that took an earlier calibration's latency (``--reference``) was timed in the fast phase then
+    # block in the fast phase or profiled out of it, but for one that took the latency an earlier
+    # calibration timed it at in that phase (``--reference``); without a gate, those read slow by the speed-up
     suspects = sorted(p.model for p in profiled if not gate.in_phase(p) and not p.from_reference) \
         if gate is not None else slow
     return {"speedup_min": _finite(min(sp.values(), default=float("nan"))),
