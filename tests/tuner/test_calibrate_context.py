@@ -674,7 +674,8 @@ def test_calibrate_leaves_out_a_slow_phase_model_that_ran_slower_than_the_others
 
     def slowed(graphs, **kw):
         # each row a fixed share of its analytical time (the copies' own timings differ by the
-        # machine's noise), three times that for the slowed copy
+        # machine's noise), three times that for the slowed copy; the readings after each block too,
+        # or a real slow one (a busy machine) would take the in-phase copy out of the phase
         out, failed = real(graphs, **kw)
         res = []
         for p in out:
@@ -683,7 +684,8 @@ def test_calibrate_leaves_out_a_slow_phase_model_that_ran_slower_than_the_others
             sp, probe = (1.2, 1.0) if out_of_phase else (1.8, 1e-9)   # 1 s: far over any floor
             rows = tuple(replace(r, seconds=0.05 * f * host_sample(r.node, host).analytical_s) for r in p.rows)
             res.append(replace(p, speedup=sp, whole_s=sum(r.per_run_s for r in rows), rows=rows, probe_s=probe,
-                               block_probe_s=(probe,) * len(p.block_probe_s)))
+                               block_probe_s=(probe,) * len(p.block_probe_s),
+                               block_after_s=(probe,) * len(p.block_probe_s)))
         return res, failed
     monkeypatch.setattr(cc, "profile_models", slowed)
     out = tmp_path / "c.json"
