@@ -13,7 +13,8 @@ The class and context features carry over to an op kind the data never saw. A pr
 - ``host``: this machine's CPU timed with onnxruntime (``calibrate --host``). The analytical side
   is the roofline of a *reference* host model stored in the file (``reference_host``), so the
   prediction does not depend on the preset it is used with: it is the measured host. Its
-  fingerprint is the machine's (CPU model and count): loading it on another machine is refused.
+  fingerprint is the machine's (``machine_fingerprint``: the CPU's name and family / model /
+  stepping, instruction sets, caches and count): loading it on another machine is refused.
 - ``device``: measured rows of one hardware preset (``calibrate --measurements``). The analytical
   side is the kernel simulator (default schedule, analytical fidelity) plus the launch latency;
   its fingerprint is ``HardwareConfig.fingerprint()``: loading it for another config is refused.
@@ -424,19 +425,80 @@ def feature_matrix(samples: Sequence[OpSample], ops: Sequence[str]) -> np.ndarra
 
 
 # --------------------------------------------------------------------------------- fingerprints
+# What in /proc/cpuinfo names the silicon, not just its marketing name: a KVM guest may show
+# "AMD EPYC" for a Zen 1 host (AVX2, 8 MB L3: resnet50 113 ms in onnxruntime) and for a Zen 4 one
+# (AVX-512: 38 ms), and a calibration of one loaded on the other was a silent 3x (runs.md,
+# twenty-first session). x86's family / model / stepping, Arm's implementer / part / variant.
+CPU_ID_FIELDS = ("vendor_id", "cpu family", "model", "stepping", "model name",
+                 "CPU implementer", "CPU architecture", "CPU variant", "CPU part")
+# the instruction-set extensions onnxruntime's kernels (MLAS) choose their code by
+CPU_ISA_FLAGS = frozenset({
+    "sse4_1", "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq", "avx512vl",
+    "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16", "amx_int8",
+    "asimd", "asimddp", "asimdhp", "sve", "sve2", "i8mm", "bf16", "sme"})
+
+
+def cpu_identity(cpuinfo: str, caches: Iterable[str] = (), logical_cpus: int = 0, machine: str = "",
+                 processor: str = "") -> dict[str, Any]:
+    """The host as timing depends on it, from the text of ``/proc/cpuinfo`` (its first processor),
+    the cache sizes (``"L3 Unified 8192K"``, from sysfs), the logical CPU count and the
+    architecture; ``processor`` stands in for the model name where there is no cpuinfo."""
+    first: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        if not line.strip():
+            if first:
+                break
+            continue
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    ident = {k: first[k] for k in CPU_ID_FIELDS if first.get(k)}
+    flags = sorted(set((first.get("flags") or first.get("Features") or "").split()) & CPU_ISA_FLAGS)
+    name = ident.get("model name") or processor or "unknown"
+    return {"cpu": name, "logical_cpus": logical_cpus, "machine": machine, "id": ident, "isa": flags,
+            "caches": sorted(caches)}
+
+
+def _caches() -> list[str]:
+    """This machine's cache levels and sizes as sysfs lists them for CPU 0 (none where it does not)."""
+    out = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        names = sorted(d for d in os.listdir(base) if d.startswith("index"))
+    except OSError:
+        return out
+    for d in names:
+        try:
+            level, kind, size = (open(os.path.join(base, d, f)).read().strip() for f in ("level", "type", "size"))
+        except OSError:
+            continue
+        out.append(f"L{level} {kind} {size}")
+    return out
+
+
 def machine_fingerprint() -> dict[str, Any]:
-    """What identifies this machine's host for timing: CPU model, logical CPUs, architecture."""
-    model = platform.processor() or ""
+    """What identifies this machine's host for timing (``cpu_identity``): the CPU's name and
+    family / model / stepping, the instruction sets onnxruntime uses, the cache sizes, the logical
+    CPUs and the architecture; ``fingerprint`` is their sha256, ``hardware`` a line for messages."""
     try:
         with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
+            text = f.read()
     except OSError:
-        pass
-    info = {"cpu": model or "unknown", "logical_cpus": os.cpu_count() or 0, "machine": platform.machine()}
-    return {**info, "fingerprint": hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest()}
+        text = ""
+    info = cpu_identity(text, _caches(), os.cpu_count() or 0, platform.machine(), platform.processor())
+    return {**info, "fingerprint": hashlib.sha256(json.dumps(info, sort_keys=True).encode()).hexdigest(),
+            "hardware": machine_line(info)}
+
+
+def machine_line(info: Mapping[str, Any]) -> str:
+    """``cpu_identity`` in one line: "AMD EPYC (family 23 model 1 stepping 2; avx2 fma; L3 8192K) x2"."""
+    ident = info.get("id", {})
+    step = " ".join(f"{k.replace('cpu ', '').replace('CPU ', '').lower()} {ident[k]}"
+                    for k in ("cpu family", "model", "stepping", "CPU implementer", "CPU part", "CPU variant")
+                    if k in ident)
+    wide = [f for f in info.get("isa", ()) if f.startswith(("avx", "amx", "sve", "sme"))] or list(info.get("isa", ()))
+    last = [c.split()[0] + " " + c.split()[-1] for c in info.get("caches", ()) if c.split()[0] == "L3"]
+    inner = "; ".join(x for x in (step, " ".join(wide), " ".join(last)) if x)
+    return f"{info.get('cpu', 'unknown')}{f' ({inner})' if inner else ''} x{info.get('logical_cpus', 0)}"
 
 
 def data_sha256(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -797,5 +859,6 @@ def _canonical(booster: str) -> str:
 
 __all__ = ["Calibration", "CalibrationError", "OpSample", "host_sample", "roofline_sample", "feature_matrix",
            "feature_names", "fit_calibration", "model_weights", "read_calibration", "load_calibration", "machine_fingerprint",
+           "cpu_identity", "machine_line",
            "data_sha256", "reference_host_of", "FORMAT", "VERSION", "KINDS", "channel_align", "SLOW_MODEL_EXCESS",
            "slow_phase_excess", "left_out_by_excess", "without_models"]

@@ -14,7 +14,8 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import sim  # noqa: E402
 from tuner.calibration import (CalibrationError, fit_calibration, host_sample,  # noqa: E402
-                               load_calibration, machine_fingerprint, read_calibration, roofline_sample)
+                               load_calibration, machine_fingerprint, read_calibration, roofline_sample,
+                               cpu_identity, machine_line)
 from tuner.cli import main  # noqa: E402
 
 ORACLE = Path(__file__).resolve().parents[3] / "shared" / "oracle" / "llm" / "measured_ops.jsonl"
@@ -84,6 +85,63 @@ def test_the_data_hash_depends_on_the_data(tmp_path):
     a = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 1.0}], reference_host=REF, rounds=5)
     b = fit_calibration(s, t, kind="host", fingerprint="f", hardware="h", rows=[{"t": 2.0}], reference_host=REF, rounds=5)
     assert a.data_sha256 != b.data_sha256 and len(a.data_sha256) == 64
+
+
+# the first lines of /proc/cpuinfo of two KVM guests that both call their CPU "AMD EPYC": a Zen 1
+# host (AVX2; resnet50 113 ms in onnxruntime) and a Zen 4 one (AVX-512; 38 ms)
+ZEN1 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 23
+model\t\t: 1
+model name\t: AMD EPYC
+stepping\t: 2
+flags\t\t: fpu sse sse2 sse4_1 sse4_2 avx f16c fma avx2 bmi2 sha_ni
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+"""
+ZEN4 = ZEN1.replace("family\t: 23", "family\t: 25").replace("model\t\t: 1", "model\t\t: 17").replace(
+    "sha_ni", "avx512f avx512bw avx512dq avx512vl avx512_vnni avx512_bf16")
+
+
+def test_a_machine_is_its_cpu_family_model_isa_and_caches_not_only_its_name(tmp_path):
+    """Two guests named "AMD EPYC" (Zen 1 with AVX2, Zen 4 with AVX-512) ran resnet50 at 113 and
+    38 ms: their identities, and so their fingerprints, differ, and a calibration of one is
+    refused on the other in one line that names it. The first processor is read, the flags only
+    as far as onnxruntime's kernels choose by them; an Arm CPU by its implementer and part."""
+    caches = ["L3 Unified 8192K", "L1 Data 32K"]
+    a = cpu_identity(ZEN1, caches, 2, "x86_64")
+    b = cpu_identity(ZEN4, caches, 2, "x86_64")
+    assert a["cpu"] == b["cpu"] == "AMD EPYC"
+    assert a["id"] == {"vendor_id": "AuthenticAMD", "cpu family": "23", "model": "1", "stepping": "2",
+                       "model name": "AMD EPYC"}
+    assert a["isa"] == ["avx", "avx2", "f16c", "fma", "sse4_1", "sse4_2"] and "avx512f" in b["isa"]
+    assert a["caches"] == ["L1 Data 32K", "L3 Unified 8192K"]
+    assert machine_line(a) == "AMD EPYC (family 23 model 1 stepping 2; avx avx2; L3 8192K) x2"
+    assert "avx512f" in machine_line(b) and "family 25 model 17" in machine_line(b)
+    # each field alone moves the identity
+    for other in (cpu_identity(ZEN1, caches[:1], 2, "x86_64"), cpu_identity(ZEN1, caches, 4, "x86_64"),
+                  cpu_identity(ZEN1.replace("stepping\t: 2", "stepping\t: 3"), caches, 2, "x86_64"), b):
+        assert other != a
+    assert cpu_identity(ZEN1 + "garbage line without a colon", caches, 2, "x86_64") == a
+    arm = cpu_identity("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd asimddp sve i8mm crc32\n"
+                       "CPU implementer\t: 0x41\nCPU part\t: 0xd40\n", (), 8, "aarch64", processor="")
+    assert arm["isa"] == ["asimd", "asimddp", "i8mm", "sve"] and arm["id"] == {"CPU implementer": "0x41",
+                                                                                "CPU part": "0xd40"}
+    assert machine_line(arm) == "unknown (implementer 0x41 part 0xd40; sve) x8"
+    assert cpu_identity("", (), 1, "arm64", processor="arm")["cpu"] == "arm"
+    # this machine's: a fingerprint of its identity, stable from call to call
+    here = machine_fingerprint()
+    assert here == machine_fingerprint() and len(here["fingerprint"]) == 64 and here["hardware"].endswith(
+        f"x{here['logical_cpus']}")
+    import hashlib
+    import json
+    fp = {k: hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest() for k, v in (("a", a), ("b", b))}
+    assert fp["a"] != fp["b"]
+    _, path = host_cal(tmp_path, fingerprint=fp["b"])
+    with pytest.raises(CalibrationError, match="another machine"):
+        load_calibration(path, machine=fp["a"])
 
 
 def test_refuses_another_machine_and_another_hardware(tmp_path):

@@ -248,7 +248,7 @@ def _host(args) -> dict:
     # counts once in its model's time
     row_models = [r.model for r in ctx] + [m.op.model for m in measured]
     weights = model_weights(row_models, [r.per_run_s for r in ctx] + [m.seconds for m in measured])
-    fit_kw = {"kind": "host", "fingerprint": fp["fingerprint"], "hardware": f"{fp['cpu']} x{fp['logical_cpus']}",
+    fit_kw = {"kind": "host", "fingerprint": fp["fingerprint"], "hardware": fp["hardware"],
               "rows": rows, "reference_host": reference_host_of(host)}
     # a model timed out of the fast phase (the gate's rule) leaves the fit when it ran slower than
     # the other models' fit predicts (tuner.calibration.SLOW_MODEL_EXCESS). By the speed-up's rule
