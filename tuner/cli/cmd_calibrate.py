@@ -97,7 +97,7 @@ def run(args) -> int:
             raise CLIError("calibrate: --models, --ops and --reference go with --host")
         summary = _device(args)
     ph = summary.get("phases")
-    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"]):  # on stderr with --json too (JSON: "phases")
+    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")):  # on stderr with --json too (JSON: "phases")
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -331,7 +331,7 @@ def phase_warning(ph: dict) -> str:
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
     are counted with the largest cut: the correction centres a slow period's blocks, which still
     spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
-    from tuner.calibrate_context import FAST_GAP, in_fast_phase
+    from tuner.calibrate_context import FAST_GAP, PROFILE_GAP, in_fast_phase
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
     never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
@@ -345,6 +345,9 @@ def phase_warning(ph: dict) -> str:
     moved = (f"; {len(moved)} were brought to the fast phase by the phase probe's latency (the largest cut "
              f"x{ph['phase_factor_min']:.2f}), which takes out the bias of a slow period but not its spread"
              if moved else "")
+    prof = ph.get("profile_slowed", [])
+    prof = (f"; {len(prof)} kept a profile whose kernels ran over {PROFILE_GAP:.1f}x their model's plain latency"
+            if prof else "")
     took = ph.get("from_reference", [])
     took = (f"; {len(took)} took the latency the reference timed them at in the fast phase" if took else "")
     carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
@@ -356,7 +359,7 @@ def phase_warning(ph: dict) -> str:
     advice = ("rerun calibrate when the machine is steady" if ref else
               "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{moved}{took}{reached}: {advice}")
+            f"{carry}{prof}{moved}{took}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -368,7 +371,7 @@ def phases_of(profiled, gate: Any = None) -> dict:
     (``calibrate_context.PhaseGate``: its rule on the probe's latency), the models with no block in
     the fast phase; whether most models were in either list; and the models whose times were
     brought to the fast phase (``calibrate_context.phase_corrected``), with the lowest factor."""
-    from tuner.calibrate_context import phase_reference, slower_than_most
+    from tuner.calibrate_context import phase_reference, profile_slowed, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     slow = slower_than_most(sp)
@@ -384,6 +387,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "speedup_reference": _finite(phase_reference(sp)),
             "reprofiled": sorted(p.model for p in profiled if p.reprofiled), "slow": slow, "no_fast_block": never,
             "suspects": suspects,
+            # profiles slower than their models' blocks (``calibrate_context.profile_slowed``)
+            "profile_slowed": sorted(p.model for p in profiled if profile_slowed(p)) if gate is not None else [],
             # most models read slow (``phase_warning``)
             "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled),
             # brought to the fast phase (``calibrate_context.phase_corrected``)
