@@ -891,8 +891,8 @@ def test_a_profile_slower_than_its_blocks_is_taken_again_and_the_faster_kept(mon
     3.2x its plain latency (0.53-1.06x calm), and its skewed split put the fit's convolutions at
     1.4x. ``profile_slowed`` is that rule (``PROFILE_GAP`` on the kernels, the profiler's cost taken
     off, against the lowest block as measured, whatever the phase reading said); such a model is
-    out of phase for the slow passes and the leave-out, and a later pass profiles it again, keeping
-    the new profile unless it too ran slow with more kernel time than the old one."""
+    out of phase for the slow passes and the leave-out, and it is profiled again at once and in a
+    later pass, the new profile kept unless it too ran slow with more kernel time than the old one."""
     pytest.importorskip("onnxruntime")
     from dataclasses import replace
     import tuner.calibrate_context as cc
@@ -923,22 +923,31 @@ def test_a_profile_slower_than_its_blocks_is_taken_again_and_the_faster_kept(mon
             made.append(q.kernel_s)
             return q
         return one
-    _gate_readings(monkeypatch, [0.2e-3] * 40)
+    _gate_readings(monkeypatch, [0.2e-3] * 60)
     g = models.get("mobilenet_v3_small")
-    run = dict(rounds=1, min_time_s=0.0, min_runs=3, overhead_s=1e-9, blocks=2)
-    monkeypatch.setattr(cc, "_profile_one", scaled([4.0, 0.9]))
-    (out,), _ = cc.profile_models([("m", g)], gate=cc.PhaseGate(b"", max_wait_s=0.0), **run)
+
+    def run(factors, blocks, budget_s=None):
+        made.clear()
+        monkeypatch.setattr(cc, "_profile_one", scaled(factors))
+        (out,), _ = cc.profile_models([("m", g)], gate=cc.PhaseGate(b"", max_wait_s=0.0), rounds=1,
+                                      min_time_s=0.0, min_runs=3, overhead_s=1e-9, blocks=blocks, budget_s=budget_s)
+        return out
+    # taken again at once in the first pass (a slow machine's first pass can take the whole
+    # budget), the faster kept; a later pass then times a plain block
+    out = run([4.0, 0.9], blocks=2)
     assert len(made) == 2 and out.reprofiled == 1 and out.kernel_s == made[1] and not cc.profile_slowed(out)
+    assert len(out.block_s) == 3 and gate.in_phase(replace(out, probe_s=1e-3))
     # the second profile slower still: the first is kept, its rows with it
-    made.clear()
-    monkeypatch.setattr(cc, "_profile_one", scaled([4.0, 8.0]))
-    (out,), _ = cc.profile_models([("m", g)], gate=cc.PhaseGate(b"", max_wait_s=0.0), **run)
+    out = run([4.0, 8.0], blocks=1)
     assert len(made) == 2 and out.reprofiled == 1 and out.kernel_s == made[0] and len(out.block_s) == 2
-    # a profile as fast as its blocks is not taken again
-    made.clear()
-    monkeypatch.setattr(cc, "_profile_one", scaled([0.9, 0.9]))
-    (out,), _ = cc.profile_models([("m", g)], gate=cc.PhaseGate(b"", max_wait_s=0.0), **run)
+    # and a later pass takes it again, keeping a faster one
+    out = run([4.0, 8.0, 0.9], blocks=2)
+    assert len(made) == 3 and out.reprofiled == 2 and out.kernel_s == made[2] and len(out.block_s) == 3
+    # a profile as fast as its blocks is not taken again, nor one timed after the budget is spent
+    out = run([0.9], blocks=2)
     assert len(made) == 1 and out.reprofiled == 0 and len(out.block_s) == 2
+    out = run([4.0], blocks=2, budget_s=0.0)
+    assert len(made) == 1 and out.reprofiled == 0 and len(out.block_s) == 1
 
 
 def test_a_model_with_no_fast_block_takes_an_earlier_calibrations_latency_of_it():
