@@ -45,6 +45,7 @@ import math
 import os
 import platform
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -468,7 +469,7 @@ def _caches() -> list[str]:
         return out
     for d in names:
         try:
-            level, kind, size = (open(os.path.join(base, d, f)).read().strip() for f in ("level", "type", "size"))
+            level, kind, size = (Path(base, d, f).read_text().strip() for f in ("level", "type", "size"))
         except OSError:
             continue
         out.append(f"L{level} {kind} {size}")
@@ -490,7 +491,7 @@ def machine_fingerprint() -> dict[str, Any]:
 
 
 def machine_line(info: Mapping[str, Any]) -> str:
-    """``cpu_identity`` in one line: "AMD EPYC (family 23 model 1 stepping 2; avx2 fma; L3 8192K) x2"."""
+    """``cpu_identity`` in one line: "AMD EPYC (family 23 model 1 stepping 2; avx avx2; L3 8192K) x2"."""
     ident = info.get("id", {})
     step = " ".join(f"{k.replace('cpu ', '').replace('CPU ', '').lower()} {ident[k]}"
                     for k in ("cpu family", "model", "stepping", "CPU implementer", "CPU part", "CPU variant")

@@ -97,7 +97,8 @@ def run(args) -> int:
             raise CLIError("calibrate: --models, --ops and --reference go with --host")
         summary = _device(args)
     ph = summary.get("phases")
-    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")):  # on stderr with --json too (JSON: "phases")
+    # on stderr with --json too (JSON: "phases")
+    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")):
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
