@@ -159,7 +159,10 @@ def test_profiled_rows_cover_the_nodes_and_add_up_to_the_plain_latency():
     from tuner.calibrate_host import CONTROL, walk_nodes
     g = models.get("bert_tiny")
     (p,), failed = profile_models([("bert_tiny", g)], rounds=2, min_time_s=0.0, min_runs=4, blocks=2)
-    assert failed == [] and p.runs == 8 and p.whole_s > 0 and p.best_s <= p.whole_s
+    # 4 runs a block, 2 passes, and a block more for a profile taken again at once (profile_slowed:
+    # a busy machine, the suite's other worker)
+    assert failed == [] and p.runs == 4 * len(p.block_s) and len(p.block_s) >= 2 and 0 < p.whole_s
+    assert p.best_s <= p.whole_s
     want = {n.name for n in walk_nodes(g) if n.op not in CONTROL}
     assert {r.node.name for r in p.rows} == want
     # the plain session's median, not the profiled run's (the profiler's own cost stays out)
@@ -207,7 +210,9 @@ def test_one_session_is_open_at_a_time_and_the_order_is_kept(monkeypatch):
     out, failed = profile_models(graphs, rounds=1, min_time_s=0.0, min_runs=2, blocks=3)
     assert failed == [] and [p.model for p in out] == ["bert_tiny", "byoc_demo"]
     assert most[0] == 1
-    assert all(p.runs == 3 * 2 for p in out)     # one block of 2 runs per pass, 3 passes
+    # one block of 2 runs per pass, 3 passes, and one more for a profile taken again at once
+    # (profile_slowed: under the suite's load a real profile can run slower than its block)
+    assert all(p.runs == 2 * len(p.block_s) and len(p.block_s) >= 3 for p in out)
 
 
 def test_later_passes_keep_the_lowest_block_median(monkeypatch):
