@@ -441,6 +441,13 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     def over(limit: float | None) -> bool:
         return limit is not None and time.perf_counter() - t0 > limit
 
+    def retaken(p: Profiled, g: Any, data: bytes, inputs: list, r: PhaseReading) -> Profiled:
+        """``p`` profiled again (a block and a profile) after the reading ``r``: ``profiled_again``."""
+        q = replace(_profile_one(p.model, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs, 1,
+                                 overhead_s, after=gate.after), speedup=r.speedup, probe_s=r.default_s,
+                    control_s=p.control_s)
+        return profiled_again(p, q, r.default_s)
+
     for label, g in graphs:
         try:
             data, inputs = exported(g)
@@ -463,11 +470,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                 # at once: on a slow machine the first pass can take nearly the whole budget (K66
                 # and K67 of runs.md: 7 of 88 models got a later block), and no later pass would
                 # come to take it again
-                r = gate.read(wait=False)
-                q = replace(_profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs,
-                                         max_runs, 1, overhead_s, after=gate.after),
-                            speedup=r.speedup, probe_s=r.default_s, control_s=p.control_s)
-                p = profiled_again(p, q, r.default_s)
+                p = retaken(p, g, data, inputs, gate.read(wait=False))
         except Exception as e:  # noqa: BLE001 - a model onnxruntime cannot run is reported, not fatal
             failed.append((label, _why(e)))
             continue
@@ -497,10 +500,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             # slower than its blocks: profile again
             if p.speedup < PHASE_GAP * sp or (not gate.is_fast(p.probe_s) and gate.is_fast(r.default_s)) \
                     or profile_slowed(p):
-                q = replace(_profile_one(p.model, graph_of[p.model], data, inputs, rounds, warmup, seed,
-                                         min_time_s, min_runs, max_runs, 1, overhead_s, after=gate.after), speedup=sp,
-                            probe_s=r.default_s, control_s=p.control_s)
-                out[i] = profiled_again(p, q, r.default_s)
+                out[i] = retaken(p, graph_of[p.model], data, inputs, r)
                 return
             wall = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, 1)[0]
             after = gate.after()
