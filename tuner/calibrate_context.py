@@ -136,6 +136,9 @@ class Profiled:
     # no block timed in the fast phase, its latency an earlier calibration's of the same bytes on
     # this machine (``phase_corrected``)
     from_reference: bool = False
+    # each block's median run over its fastest, paired with ``block_s``: over ``BLOCK_SPREAD`` the
+    # block's slower runs were left out of its latency (``block_latency``)
+    block_spread: tuple[float, ...] = ()
 
     @property
     def block_read_s(self) -> tuple[float, ...]:
@@ -509,10 +512,11 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         finally:
             gc.collect()
             tick(p.model)
-        out[i] = replace(p, whole_s=min(p.whole_s, float(np.median(wall))), best_s=min(p.best_s, float(np.min(wall))),
+        b = block_latency(wall)
+        out[i] = replace(p, whole_s=min(p.whole_s, b), best_s=min(p.best_s, float(np.min(wall))),
                          runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,),
-                         block_probe_s=p.block_probe_s + (r.default_s,), block_s=p.block_s + (float(np.median(wall)),),
-                         block_after_s=p.block_after_s + (after,))
+                         block_probe_s=p.block_probe_s + (r.default_s,), block_s=p.block_s + (b,),
+                         block_after_s=p.block_after_s + (after,), block_spread=p.block_spread + (spread_of(wall),))
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
@@ -563,6 +567,33 @@ def exported(g: Any) -> tuple[bytes, list]:
 
 def _why(e: Exception) -> str:
     return str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
+
+
+# A block whose median run is over this many times its fastest was not timed in one phase of the
+# machine: the phase turned within it. Calm, a block's median is at most 1.23x its fastest (K65 of
+# runs.md, 88 models, 90 % within 1.07x); K69, timed beside bursts of memory traffic
+# (experiments/contention.py), ran bert_tiny's one block at a median of 6.76 ms, its fastest run
+# 2.57 and its calm median 2.54, with the phase probe read calm just before and just after it.
+BLOCK_SPREAD = 1.3
+
+
+def spread_of(wall: Sequence[float]) -> float:
+    """A block's median run over its fastest (nan for no run)."""
+    return float(np.median(wall) / np.min(wall)) if len(wall) and np.min(wall) > 0 else float("nan")
+
+
+def block_latency(wall: Sequence[float]) -> float:
+    """A block's latency: its median run or, when that is over ``BLOCK_SPREAD`` times its fastest
+    (``spread_of``), the median of its runs within ``BLOCK_SPREAD`` of the fastest: a burst from
+    another process that comes and goes within a block slows some of its runs, and what is left is
+    the phase the readings around the block saw. A calm block is its plain median."""
+    w = np.asarray(wall, dtype=float)
+    if not w.size:
+        return float("nan")
+    fastest = float(w.min())
+    if not spread_of(w) > BLOCK_SPREAD:
+        return float(np.median(w))
+    return float(np.median(w[w <= BLOCK_SPREAD * fastest]))
 
 
 def _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n,
@@ -798,7 +829,7 @@ def profiled_again(p: "Profiled", q: "Profiled", probe_s: float) -> "Profiled":
     both = dict(whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s), runs=p.runs + q.runs,
                 reprofiled=p.reprofiled + 1, block_speedups=p.block_speedups + (q.speedup,),
                 block_probe_s=p.block_probe_s + (probe_s,), block_s=p.block_s + (q.whole_s,),
-                block_after_s=p.block_after_s + q.block_after_s)
+                block_after_s=p.block_after_s + q.block_after_s, block_spread=p.block_spread + q.block_spread)
     slowed_again = profile_slowed(replace(q, whole_s=both["whole_s"])) and \
         sum(q.kernel_s.values()) > sum(p.kernel_s.values())
     return replace(p if slowed_again else q, **both)
@@ -975,7 +1006,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     runs_of = {n: runs_of[n] for n in names}
     ker = {n: float(np.median([r["__kernel__" + n] for r in fast])) if fast else 0.0 for n in names}
     unn = {n: float(np.median([r["__unnamed__" + n] for r in fast])) if fast else 0.0 for n in names}
-    whole = min(float(np.median(w)) for w in blocks)
+    whole = min(block_latency(w) for w in blocks)
     wall = [t for w in blocks for t in w]
     # a name shared by several nodes keeps one row (its first node); a row is per execution: the
     # kernel events of a loop body's node add up over the trips, and costing counts it per trip.
@@ -984,7 +1015,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
                  for n in {n.name: n for n in nodes}.values() if n.name in runs_of)
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
                  len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of,
-                 sha256=hashlib.sha256(data).hexdigest(), block_after_s=(after_s,))
+                 sha256=hashlib.sha256(data).hexdigest(), block_after_s=(after_s,),
+                 block_spread=tuple(spread_of(w) for w in blocks))
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in
 
 
@@ -993,4 +1025,4 @@ __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models
            "phase_reading", "PhaseReading", "default_latency", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S",
            "PHASE_GAP", "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
            "phase_corrected", "in_fast_phase", "PROFILE_GAP", "profile_slowed",
-           "profiled_again"]
+           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of"]

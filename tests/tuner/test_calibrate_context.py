@@ -523,12 +523,14 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     import tuner.calibrate_context as cc
     from tuner.cli import main
     from tuner.cli.cmd_calibrate import phases_of
-    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0, from_reference=False)
+    ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0, from_reference=False,
+                          block_spread=())
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
                   "speedup_reference": pytest.approx(1.825), "reprofiled": ["b"], "slow": ["c"],
-                  "no_fast_block": [], "suspects": ["c"], "profile_slowed": [], "slow_as_a_whole": False,
+                  "no_fast_block": [], "suspects": ["c"], "profile_slowed": [], "block_spread": [],
+                  "slow_as_a_whole": False,
                   "phase_corrected": [],
                   "from_reference": [], "phase_factor_min": 1.0}
     assert phases_of(ps[:2])["slow"] == []
@@ -578,7 +580,8 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     from types import SimpleNamespace
     from tuner.cli.cmd_calibrate import phase_warning, phases_of
     speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
-    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False)
+    ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False,
+                          block_spread=())
           for i, s in enumerate(speedups)]
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
@@ -610,7 +613,7 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     factors = {"m0": 1.0, "m1": 0.88, "m2": 0.91, "m3": 0.88}
     ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, block_read_s=b, probe_s=b[-1],
                           phase_factor=factors[m], from_reference=False, kernel_s={"k": 1e-3}, whole_s=1e-3,
-                          overhead_s=1e-6)
+                          overhead_s=1e-6, block_spread=())
           for m, b in blocks.items()]
     ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
@@ -929,6 +932,9 @@ def test_a_profile_slower_than_its_blocks_is_taken_again_and_the_faster_kept(mon
             return q
         return one
     _gate_readings(monkeypatch, [0.2e-3] * 60)
+    # blocks of equal runs: a real block slowed by the suite's load can fall under the others by more
+    # than the kernels' margin (0.9x) and make a kept profile slowed
+    monkeypatch.setattr(cc, "_plain_blocks", lambda *a, **k: [[2e-3] * 3 for _ in range(a[7])])
     g = models.get("mobilenet_v3_small")
 
     def run(factors, blocks, budget_s=None):
@@ -1167,3 +1173,39 @@ def test_contention_bursts_are_seeded_and_the_script_stops_and_refuses_bad_input
         assert mod.main(bad) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "must be > 0" in err
+
+
+def test_a_block_whose_runs_spread_keeps_the_runs_near_its_fastest(monkeypatch, capsys):
+    """K69 of runs.md: beside bursts of memory traffic bert_tiny's one block ran at a median of
+    6.76 ms, its fastest run 2.57 and its calm median 2.54, after and before phase readings in the
+    fast phase. A block whose median is over ``BLOCK_SPREAD`` times its fastest run is the median of
+    its runs within that of the fastest (``block_latency``); a calm one is its plain median. Through
+    profile_models (faked blocks): the latency, each block's spread in the file, and the warning."""
+    pytest.importorskip("onnxruntime")
+    from dataclasses import replace
+    import tuner.calibrate_context as cc
+    from partition import models
+    from tuner.cli.cmd_calibrate import phase_warning, phases_of
+    calm = [2.5e-3, 2.6e-3, 2.55e-3, 3.0e-3, 2.52e-3]             # median 2.55, 1.19x its fastest: kept whole
+    assert cc.spread_of(calm) == pytest.approx(2.55 / 2.5)
+    assert cc.block_latency(calm) == pytest.approx(2.55e-3)
+    burst = [2.57e-3, 2.6e-3, 2.7e-3] + [6.8e-3] * 5 + [3.4e-3]    # median 6.8: the runs within 1.3x of 2.57
+    assert cc.spread_of(burst) == pytest.approx(6.8 / 2.57)
+    assert cc.block_latency(burst) == pytest.approx(2.6e-3)
+    assert cc.block_latency([1e-3]) == 1e-3 and np.isnan(cc.block_latency([]))
+    walls = iter([burst, calm])
+
+    def blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n, **kw):
+        return [list(next(walls)) for _ in range(blocks_n)]
+    monkeypatch.setattr(cc, "_plain_blocks", blocks)
+    _gate_readings(monkeypatch, [0.2e-3] * 10)
+    gate = cc.PhaseGate(b"", max_wait_s=0.0)
+    (p,), _ = cc.profile_models([("m", models.get("byoc_demo"))], rounds=1, min_time_s=0.0, min_runs=2,
+                                overhead_s=0.0, blocks=2, gate=gate)
+    assert p.block_s == pytest.approx((2.6e-3, 2.55e-3)) and p.whole_s == pytest.approx(2.55e-3)
+    assert p.best_s == pytest.approx(2.5e-3) and p.runs == len(burst) + len(calm)
+    assert p.block_spread == pytest.approx((6.8 / 2.57, 2.55 / 2.5))
+    ph = phases_of([p, replace(p, model="n", block_spread=(1.1,))], gate)
+    assert ph["block_spread"] == ["m"]
+    assert "; 1 had a block whose median run was over 1.3x its fastest, its slower runs left out" in phase_warning(
+        {**ph, "left_out": []})

@@ -98,7 +98,8 @@ def run(args) -> int:
         summary = _device(args)
     ph = summary.get("phases")
     # on stderr with --json too (JSON: "phases")
-    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")):
+    if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")
+               or ph.get("block_spread")):
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -241,6 +242,7 @@ def _host(args) -> dict:
                                         "block_probe_s": [_finite(v) for v in p.block_probe_s],
                                         "block_after_s": [_finite(v) for v in p.block_after_s],
                                         "block_s": [_finite(v) for v in p.block_s],
+                                        "block_spread": [_finite(v) for v in p.block_spread],
                                         "phase_factor": p.phase_factor, "sha256": p.sha256,
                                         "timed_fast": gate.timed_fast(p), "from_reference": p.from_reference}
                               for p in profiled}}
@@ -332,7 +334,7 @@ def phase_warning(ph: dict) -> str:
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
     are counted with the largest cut: the correction centres a slow period's blocks, which still
     spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
-    from tuner.calibrate_context import FAST_GAP, PROFILE_GAP, in_fast_phase
+    from tuner.calibrate_context import BLOCK_SPREAD, FAST_GAP, PROFILE_GAP, in_fast_phase
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
     never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
@@ -349,6 +351,9 @@ def phase_warning(ph: dict) -> str:
     prof = ph.get("profile_slowed", [])
     prof = (f"; {len(prof)} kept a profile whose kernels ran over {PROFILE_GAP:.1f}x their model's plain latency"
             if prof else "")
+    spread = ph.get("block_spread", [])
+    spread = (f"; {len(spread)} had a block whose median run was over {BLOCK_SPREAD:.1f}x its fastest, its slower "
+              "runs left out" if spread else "")
     took = ph.get("from_reference", [])
     took = (f"; {len(took)} took the latency the reference timed them at in the fast phase" if took else "")
     carry = (", and most models were timed in a slower phase" if ph.get("slow_as_a_whole")
@@ -360,7 +365,7 @@ def phase_warning(ph: dict) -> str:
     advice = ("rerun calibrate when the machine is steady" if ref else
               "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{prof}{moved}{took}{reached}: {advice}")
+            f"{carry}{prof}{spread}{moved}{took}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -372,7 +377,7 @@ def phases_of(profiled, gate: Any = None) -> dict:
     (``calibrate_context.PhaseGate``: its rule on the probe's latency), the models with no block in
     the fast phase; whether most models were in either list; and the models whose times were
     brought to the fast phase (``calibrate_context.phase_corrected``), with the lowest factor."""
-    from tuner.calibrate_context import phase_reference, profile_slowed, slower_than_most
+    from tuner.calibrate_context import BLOCK_SPREAD, phase_reference, profile_slowed, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     slow = slower_than_most(sp)
@@ -390,6 +395,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "suspects": suspects,
             # profiles slower than their models' blocks (``calibrate_context.profile_slowed``)
             "profile_slowed": sorted(p.model for p in profiled if profile_slowed(p)) if gate is not None else [],
+            # a block's slower runs left out (``calibrate_context.block_latency``)
+            "block_spread": sorted(p.model for p in profiled if any(v > BLOCK_SPREAD for v in p.block_spread)),
             # most models read slow (``phase_warning``)
             "slow_as_a_whole": 2 * max(len(slow), len(never)) > len(profiled),
             # brought to the fast phase (``calibrate_context.phase_corrected``)
