@@ -150,6 +150,12 @@ class Profiled:
         return tuple(max(b, a) if np.isfinite(a) else b for b, a in zip(self.block_probe_s, after)) if after \
             else self.block_probe_s
 
+    @property
+    def block_slowed(self) -> tuple[bool, ...]:
+        """Per block (``block_s``): whether it ran over ``BLOCK_GAP`` times the kept profile's median
+        run, whatever the readings around it said (``block_slowed``)."""
+        return tuple(block_slowed(b, self.profiled_run_s) for b in self.block_s)
+
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
     """event name -> the IR node whose name (or alias) is its longest prefix at a separator, or None."""
@@ -822,6 +828,23 @@ PHASE_EXPONENT = 0.71
 PROFILE_GAP = 1.3
 
 
+# A block of plain runs slower than the profiled runs of the same model: its median over this many
+# times the kept profile's median run. The profiler only adds time (its own cost per kernel), so
+# calm a block is at most 1.39x its model's profiled run (K64 and K65 of runs.md, 176 models; 1.27x
+# at the 99th percentile, 0.92x the median). K70, timed beside bursts of memory traffic
+# (experiments/contention.py), ran resnet18's one block at 99.1 ms, 2.0x its profiled run and its
+# calm latency (48.8), with the phase probe read calm just before and just after it: a burst that
+# began after the one reading and ended before the other.
+BLOCK_GAP = 1.5
+
+
+def block_slowed(block_s: float, profiled_run_s: float) -> bool:
+    """Whether a block's median ``block_s`` ran over ``BLOCK_GAP`` times its model's profiled run
+    (False when either is no number): a block that does is not timed in the fast phase, and the
+    model's latency is never above its profiled run (``phase_corrected``)."""
+    return bool(block_s > BLOCK_GAP * profiled_run_s)
+
+
 def profiled_again(p: "Profiled", q: "Profiled", probe_s: float) -> "Profiled":
     """``p`` with ``q``, the same model profiled again after a phase reading of ``probe_s``, in it:
     ``q``'s block added to ``p``'s, and ``q``'s profile kept unless it too ran slower than the
@@ -880,18 +903,22 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     Each model slows by its own exponent, 0.85-1.16x of its fast median at the slow level
     (experiments/results/phase_levels/); K57 of runs.md, timed against bursts of memory traffic:
     16 / 14 / 20 models within 20 % with the exponent, 17 / 15 / 20 with K55's latencies.
+    A block that ran slower than its model's profile (``block_slowed``) is not in the fast phase
+    whatever its readings, and with no reference the model is then never above its profiled run.
     A model with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
-    read = [(v, b) for v, b in zip(p.block_read_s, p.block_s) if np.isfinite(v)]
-    if not read or any(in_fast_phase(v, floor_s) for v, _ in read):
+    read = [(v, b, s) for v, b, s in zip(p.block_read_s, p.block_s, p.block_slowed) if np.isfinite(v)]
+    if not read or any(in_fast_phase(v, floor_s) and not s for v, _, s in read):
         return p
     taken = reference_s is not None and bool(np.isfinite(reference_s)) and reference_s > 0
+    # a block slower than its model's profiled runs (``block_slowed``): never above them
+    lowest = min(p.whole_s, p.profiled_run_s) if any(s for _, _, s in read) else p.whole_s
     if taken:
         whole = min(reference_s, p.whole_s)
     else:
-        v, b = min(read)
-        whole = min(b * phase_factor(v, floor_s, exponent), p.whole_s)
+        v, b, _ = min(read)
+        whole = min(b * phase_factor(v, floor_s, exponent), lowest)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
     # the kernels by the same factor as the latency it measured, or by their own reading's
     k = f if taken else phase_factor(p.probe_s, floor_s, exponent)
@@ -923,8 +950,9 @@ class PhaseGate:
         return in_fast_phase(default_s, self.floor_s)
 
     def timed_fast(self, p: "Profiled") -> bool:
-        """Whether any block of ``p`` was timed in the fast phase (``Profiled.block_read_s``)."""
-        return any(self.is_fast(v) for v in p.block_read_s)
+        """Whether any block of ``p`` was timed in the fast phase (``Profiled.block_read_s``), and
+        ran no slower than its profile (``Profiled.block_slowed``)."""
+        return any(self.is_fast(v) and not s for v, s in zip(p.block_read_s, p.block_slowed))
 
     def in_phase(self, p: "Profiled") -> bool:
         """Whether ``p`` has a block timed in the fast phase and its profile taken in it (read so,
@@ -1025,4 +1053,4 @@ __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models
            "phase_reading", "PhaseReading", "default_latency", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S",
            "PHASE_GAP", "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
            "phase_corrected", "in_fast_phase", "PROFILE_GAP", "profile_slowed",
-           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of"]
+           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of", "BLOCK_GAP", "block_slowed"]

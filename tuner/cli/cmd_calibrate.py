@@ -99,7 +99,7 @@ def run(args) -> int:
     ph = summary.get("phases")
     # on stderr with --json too (JSON: "phases")
     if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")
-               or ph.get("block_spread")):
+               or ph.get("block_spread") or ph.get("block_slowed")):
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -334,7 +334,7 @@ def phase_warning(ph: dict) -> str:
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
     are counted with the largest cut: the correction centres a slow period's blocks, which still
     spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
-    from tuner.calibrate_context import BLOCK_SPREAD, FAST_GAP, PROFILE_GAP, in_fast_phase
+    from tuner.calibrate_context import BLOCK_GAP, BLOCK_SPREAD, FAST_GAP, PROFILE_GAP, in_fast_phase
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
     never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
@@ -351,6 +351,9 @@ def phase_warning(ph: dict) -> str:
     prof = ph.get("profile_slowed", [])
     prof = (f"; {len(prof)} kept a profile whose kernels ran over {PROFILE_GAP:.1f}x their model's plain latency"
             if prof else "")
+    slowed = ph.get("block_slowed", [])
+    slowed = (f"; {len(slowed)} ran a block over {BLOCK_GAP:.1f}x their profiled runs, not counted as timed in the "
+              "fast phase" if slowed else "")
     spread = ph.get("block_spread", [])
     spread = (f"; {len(spread)} had a block whose median run was over {BLOCK_SPREAD:.1f}x its fastest, its slower "
               "runs left out" if spread else "")
@@ -365,7 +368,7 @@ def phase_warning(ph: dict) -> str:
     advice = ("rerun calibrate when the machine is steady" if ref else
               "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{prof}{spread}{moved}{took}{reached}: {advice}")
+            f"{carry}{prof}{slowed}{spread}{moved}{took}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -395,6 +398,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "suspects": suspects,
             # profiles slower than their models' blocks (``calibrate_context.profile_slowed``)
             "profile_slowed": sorted(p.model for p in profiled if profile_slowed(p)) if gate is not None else [],
+            # a block slower than its model's profile (``calibrate_context.block_slowed``)
+            "block_slowed": sorted(p.model for p in profiled if any(p.block_slowed)),
             # a block's slower runs left out (``calibrate_context.block_latency``)
             "block_spread": sorted(p.model for p in profiled if any(v > BLOCK_SPREAD for v in p.block_spread)),
             # most models read slow (``phase_warning``)
