@@ -905,13 +905,21 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     16 / 14 / 20 models within 20 % with the exponent, 17 / 15 / 20 with K55's latencies.
     A block that ran slower than its model's profile (``block_slowed``) is not in the fast phase
     whatever its readings, and with no reference the model is then never above its profiled run.
+    A block with no reading (the models timed once the budget is spent) takes the reference's
+    latency too: on a slow host the first pass can spend the whole budget, and K71's last 26
+    models (grouped, depthwise and classifier probes) kept blocks of three runs at up to 3.7x
+    their calm latency, and 16 of them left the fit by the excess rule.
     A model with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
     read = [(v, b, s) for v, b, s in zip(p.block_read_s, p.block_s, p.block_slowed) if np.isfinite(v)]
-    if not read or any(in_fast_phase(v, floor_s) and not s for v, _, s in read):
+    if any(in_fast_phase(v, floor_s) and not s for v, _, s in read):
         return p
     taken = reference_s is not None and bool(np.isfinite(reference_s)) and reference_s > 0
+    # a block with no reading (timed once the budget was spent, ``profile_models``) is not known
+    # to be fast: the reference's latency, when there is one, or the block as it is
+    if not read and not taken:
+        return p
     # a block slower than its model's profiled runs (``block_slowed``): never above them
     lowest = min(p.whole_s, p.profiled_run_s) if any(s for _, _, s in read) else p.whole_s
     if taken:

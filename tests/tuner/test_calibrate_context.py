@@ -981,6 +981,12 @@ def test_a_model_with_no_fast_block_takes_an_earlier_calibrations_latency_of_it(
         assert cc.phase_corrected(p, fl, exponent=1.0, reference_s=bad) == without
     one_fast = replace(p, block_probe_s=(4 * fl, fl))
     assert cc.phase_corrected(one_fast, fl, reference_s=1e-3) is one_fast
+    # a block with no reading (timed once the budget was spent, K71): the reference's latency,
+    # and without one the block as measured
+    unread = replace(p, block_probe_s=(float("nan"),), block_s=(10e-3,), probe_s=float("nan"))
+    u = cc.phase_corrected(unread, fl, reference_s=6e-3)
+    assert u.from_reference and u.whole_s == pytest.approx(6e-3) and u.kernel_s == pytest.approx({"a": 2.4e-3, "b": 1.2e-3})
+    assert cc.phase_corrected(unread, fl) is unread
 
 
 def test_profile_models_brings_a_model_timed_only_out_of_the_fast_phase_to_it(monkeypatch):
