@@ -859,18 +859,18 @@ PROFILE_GAP = 1.3
 BLOCK_GAP = 1.5
 
 
-# A model timed in the fast phase but slower than the reference's latency of the same bytes by
-# more than this: calm, a model's latency is at most 1.13x K65's in K73 (77 models timed fast on
-# both sides, 1.10x at the 99th percentile); K72 and K74, beside bursts of memory traffic, timed
-# models at 1.8x and 2.6x between readings the bursts did not move.
-REFERENCE_GAP = 1.25
-
-
 def block_slowed(block_s: float, profiled_run_s: float) -> bool:
     """Whether a block's median ``block_s`` ran over ``BLOCK_GAP`` times its model's profiled run
     (False when either is no number): a block that does is not timed in the fast phase, and the
     model's latency is never above its profiled run (``phase_corrected``)."""
     return bool(block_s > BLOCK_GAP * profiled_run_s)
+
+
+# A model timed in the fast phase but slower than the reference's latency of the same bytes by
+# more than this: calm, a model's latency is at most 1.13x K65's in K73 (77 models timed fast on
+# both sides, 1.10x at the 99th percentile); K72 and K74, beside bursts of memory traffic, timed
+# models at 1.8x and 2.6x between readings the bursts did not move.
+REFERENCE_GAP = 1.25
 
 
 def profiled_again(p: "Profiled", q: "Profiled", probe_s: float) -> "Profiled":
