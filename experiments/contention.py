@@ -10,8 +10,10 @@ Bursts and the gaps between them last an exponentially distributed time (means `
 ``--off`` seconds); during a burst one process copies a 128 MB array over and over (a core and
 the memory bus taken). On a 2-core EPYC guest (2026-12-01) the phase probe of ``calibrate --host``
 (``tuner.calibrate_context.PHASE_PROBE``) read 0.224-0.228 ms between bursts and 0.37-0.42 ms in
-them, as it reads in the machine's own fast and slow phases. ``--log``: one line per burst (start
-time, length). Stops after ``--seconds`` (default: never) or when killed.
+them, as it reads in the machine's own fast and slow phases. On a 2-core Zen 1 guest it read
+0.65-0.75 ms in a burst as out of it, while resnet50 ran 2.6x slower: there only the models' own
+runs and ``--reference`` tell a burst (runs.md, twenty-second session). ``--log``: one line per
+burst (start time, length). Stops after ``--seconds`` (default: never) or when killed.
 """
 from __future__ import annotations
 
