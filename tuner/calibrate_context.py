@@ -539,11 +539,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         finally:
             gc.collect()
             tick(p.model)
-        b = block_latency(wall)
-        out[i] = replace(p, whole_s=min(p.whole_s, b), best_s=min(p.best_s, float(np.min(wall))),
-                         runs=p.runs + len(wall), block_speedups=p.block_speedups + (sp,),
-                         block_probe_s=p.block_probe_s + (r.default_s,), block_s=p.block_s + (b,),
-                         block_after_s=p.block_after_s + (after,), block_spread=p.block_spread + (spread_of(wall),))
+        out[i] = replace(p, **_with_block(p, block_latency(wall), float(np.min(wall)), len(wall), sp, r.default_s,
+                                          (after,), (spread_of(wall),)))
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
@@ -873,14 +870,22 @@ def block_slowed(block_s: float, profiled_run_s: float) -> bool:
 REFERENCE_GAP = 1.25
 
 
+def _with_block(p: "Profiled", block_s: float, best_s: float, runs: int, speedup: float, probe_s: float,
+                after_s: tuple[float, ...], spread: tuple[float, ...]) -> dict:
+    """The fields of ``p`` with one more block of plain runs (its latency, fastest run, runs, and
+    the readings before and after it): a later pass's block and a retaken profile's alike."""
+    return dict(whole_s=min(p.whole_s, block_s), best_s=min(p.best_s, best_s), runs=p.runs + runs,
+                block_speedups=p.block_speedups + (speedup,), block_probe_s=p.block_probe_s + (probe_s,),
+                block_s=p.block_s + (block_s,), block_after_s=p.block_after_s + after_s,
+                block_spread=p.block_spread + spread)
+
+
 def profiled_again(p: "Profiled", q: "Profiled", probe_s: float) -> "Profiled":
     """``p`` with ``q``, the same model profiled again after a phase reading of ``probe_s``, in it:
     ``q``'s block added to ``p``'s, and ``q``'s profile kept unless it too ran slower than the
     blocks (``profile_slowed``) with more kernel time than ``p``'s."""
-    both = dict(whole_s=min(p.whole_s, q.whole_s), best_s=min(p.best_s, q.best_s), runs=p.runs + q.runs,
-                reprofiled=p.reprofiled + 1, block_speedups=p.block_speedups + (q.speedup,),
-                block_probe_s=p.block_probe_s + (probe_s,), block_s=p.block_s + (q.whole_s,),
-                block_after_s=p.block_after_s + q.block_after_s, block_spread=p.block_spread + q.block_spread)
+    both = dict(_with_block(p, q.whole_s, q.best_s, q.runs, q.speedup, probe_s, q.block_after_s, q.block_spread),
+                reprofiled=p.reprofiled + 1)
     slowed_again = profile_slowed(replace(q, whole_s=both["whole_s"])) and \
         sum(q.kernel_s.values()) > sum(p.kernel_s.values())
     return replace(p if slowed_again else q, **both)
