@@ -1278,3 +1278,99 @@ def test_profile_models_runs_with_the_heap_frozen_and_thaws_it_after():
     with pytest.raises(ValueError):
         wrapped(True)
     assert seen[-1] > 0 and gc.get_freeze_count() == 0
+
+
+def test_the_memory_probe_streams_a_matrix_four_times_the_last_level_cache(tmp_path):
+    """last_level_cache_bytes reads the largest sysfs cache size (K, M suffixes), and the default
+    where there is none or it is unreadable; memory_probe's matrix is 4x that cache within 16-128 MB,
+    and onnxruntime runs it to numpy's product."""
+    import tuner.calibrate_context as cc
+    for i, size in enumerate(["32K", "512K", "8192K"]):
+        (tmp_path / f"index{i}").mkdir()
+        (tmp_path / f"index{i}" / "size").write_text(size + "\n")
+    (tmp_path / "index3").mkdir()   # a cache with no size file
+    assert cc.last_level_cache_bytes(root=str(tmp_path)) == 8 << 20
+    (tmp_path / "index2" / "size").write_text("2M\n")
+    assert cc.last_level_cache_bytes(root=str(tmp_path)) == 2 << 20
+    assert cc.last_level_cache_bytes(default=5, root=str(tmp_path / "absent")) == 5
+    import onnx
+    from onnx import numpy_helper
+    for cache, matrix in [(8 << 20, 32 << 20), (1 << 20, 16 << 20), (64 << 20, 128 << 20)]:
+        m = onnx.load_from_string(cc.memory_probe(cache))
+        (w,) = m.graph.initializer
+        assert w.dims[0] * w.dims[1] * 4 == matrix and [n.op_type for n in m.graph.node] == ["MatMul"]
+    ort = pytest.importorskip("onnxruntime")
+    data = cc.memory_probe(1 << 20)
+    w = numpy_helper.to_array(onnx.load_from_string(data).graph.initializer[0])
+    x = np.random.default_rng(1).random((1, 1024), dtype=np.float32)
+    (y,) = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.testing.assert_allclose(y, x @ w, rtol=1e-4)
+    assert cc.memory_latency(None) != cc.memory_latency(None)   # nan: no probe, no reading
+    session = cc.MemorySession(data)   # opened once, read many times
+    assert 0 < cc.memory_latency(session) < 1.0 and 0 < session.latency(runs=2, warmup=0) < 1.0
+
+
+def test_a_block_read_beside_memory_traffic_is_not_in_the_fast_phase(monkeypatch):
+    """The phase probe runs in the caches; on a Zen 1 guest it read the same in and out of another
+    tenant's memory traffic. A gate with a memory probe waits for a reading whose memory latency is
+    within MEMORY_GAP of its lowest as well; a block whose memory reading (the higher of before and
+    after) is over it is not timed fast (PhaseGate.timed_fast), and phase_corrected treats it so:
+    the reference's latency when there is one. No memory reading (nan) leaves the phase probe's rule."""
+    from dataclasses import replace
+    import tuner.calibrate_context as cc
+    fl, mf, nan = 0.65e-3, 2.0e-3, float("nan")
+    assert cc.memory_calm(nan, mf) and cc.memory_calm(cc.MEMORY_GAP * mf, mf)
+    assert not cc.memory_calm(1.01 * cc.MEMORY_GAP * mf, mf)
+    seq = iter([(fl, mf), (fl, 4 * mf), (fl, 4 * mf), (1.5 * fl, mf), (fl, 1.1 * mf)])
+    taken = []
+
+    def reading(**kw):
+        assert kw["memory"] == b"m"
+        d, m = next(seq)
+        taken.append((d, m))
+        return cc.PhaseReading(1.5 * d, d, m)
+    monkeypatch.setattr(cc, "phase_reading", reading)
+    gate = cc.PhaseGate(b"", max_wait_s=60.0, memory=b"m")
+    assert gate.read().memory_s == mf and gate.memory_floor_s == mf
+    # memory traffic, memory traffic, the phase probe slow, then both calm
+    r = gate.read()
+    assert r.memory_s == 1.1 * mf and len(taken) == 5 and gate.calm(r) and gate.memory_floor_s == mf
+    assert not gate.calm(cc.PhaseReading(1.0, fl, 4 * mf)) and gate.calm(cc.PhaseReading(1.0, fl, nan))
+    p = cc.Profiled("m", (), whole_s=10e-3, best_s=9e-3, profiled_run_s=10e-3, runs=30, block_probe_s=(fl, fl),
+                    probe_s=fl, block_s=(10e-3, 12e-3), block_memory_s=(mf, 4 * mf), block_memory_after_s=(3 * mf, mf))
+    assert p.block_memory_read_s == (3 * mf, 4 * mf)
+    gate = cc.PhaseGate(b"", floor_s=fl, memory_floor_s=mf)
+    assert not gate.timed_fast(p)
+    assert gate.timed_fast(replace(p, block_memory_after_s=(mf, nan)))   # the first block calm on both sides
+    assert gate.timed_fast(replace(p, block_memory_s=(), block_memory_after_s=()))   # read without a memory probe
+    # with a reference: its latency; without one: the lowest block as measured (its phase probe fast)
+    q = cc.phase_corrected(p, fl, reference_s=9e-3, memory_floor_s=mf)
+    assert q.whole_s == 9e-3 and q.from_reference and q.phase_factor == pytest.approx(0.9)
+    assert cc.phase_corrected(p, fl, reference_s=9e-3) is p   # no memory floor: the phase probe's rule alone
+    assert cc.phase_corrected(p, fl, memory_floor_s=mf).whole_s == 10e-3
+
+
+def test_profile_models_keeps_each_blocks_memory_readings_and_times_again_the_models_beside_traffic(monkeypatch):
+    """profile_models keeps the memory probe's reading before each block (block_memory_s) and after
+    it (block_memory_after_s); a model whose blocks all read memory traffic gets the slow passes
+    and is timed again until a block reads calm."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    fl, mf = 0.65e-3, 2.0e-3
+    # every phase reading fast; memory: before a's and b's first blocks calm / traffic, after them
+    # calm / traffic; then b's second block beside traffic, its third calm on both sides
+    before = iter([mf, 4 * mf, mf, 4 * mf, mf] + [mf] * 20)
+    after = iter([mf, 4 * mf, mf, 4 * mf, mf] + [mf] * 20)
+    monkeypatch.setattr(cc, "phase_reading", lambda **kw: cc.PhaseReading(1.5 * fl, fl, next(before)))
+    monkeypatch.setattr(cc, "default_latency", lambda model, runs=30, threads=None, warmup=20: fl)
+    monkeypatch.setattr(cc, "memory_latency", lambda memory: next(after))
+    monkeypatch.setattr(cc, "phase_probe", lambda: b"")
+    g = models.get("byoc_demo")
+    gate = cc.PhaseGate(b"", max_wait_s=0.0, read_after=True, memory=b"m")
+    out, _ = cc.profile_models([("a", g), ("b", g)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0,
+                               blocks=2, slow_passes=2, gate=gate)
+    a, b = out
+    assert a.block_memory_s == (mf, mf) and a.block_memory_after_s == (mf, mf) and gate.timed_fast(a)
+    assert b.block_memory_read_s == (4 * mf, 4 * mf, mf) and len(b.block_s) == 3 and gate.timed_fast(b)
+    assert gate.memory_floor_s == mf
