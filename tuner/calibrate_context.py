@@ -67,7 +67,6 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
@@ -140,10 +139,6 @@ class Profiled:
     # each block's median run over its fastest, paired with ``block_s``: over ``BLOCK_SPREAD`` the
     # block's slower runs were left out of its latency (``block_latency``)
     block_spread: tuple[float, ...] = ()
-    # the memory probe's latency read just before and just after each block, paired with
-    # ``block_probe_s`` (nan when not read: a gate without a memory probe, ``PhaseGate``)
-    block_memory_s: tuple[float, ...] = ()
-    block_memory_after_s: tuple[float, ...] = ()
 
     @property
     def block_read_s(self) -> tuple[float, ...]:
@@ -151,29 +146,15 @@ class Profiled:
         before and just after it, the one before when there is none after. The machine's phase can
         turn during a block: K59 of runs.md, timed against bursts of memory traffic, ran bert_small
         at 14.5 ms (6.1 calm) and tiny_detector_topk at 6.2 (1.9) after readings at 1.04x the floor."""
-        return _higher(self.block_probe_s, self.block_after_s)
-
-    @property
-    def block_memory_read_s(self) -> tuple[float, ...]:
-        """The memory probe's latency that tells whether each block ran beside memory traffic, by
-        the same rule (``block_read_s``); nan for a block with no memory reading."""
-        before = self.block_memory_s if len(self.block_memory_s) == len(self.block_probe_s) \
-            else (float("nan"),) * len(self.block_probe_s)
-        return _higher(before, self.block_memory_after_s)
+        after = self.block_after_s if len(self.block_after_s) == len(self.block_probe_s) else ()
+        return tuple(max(b, a) if np.isfinite(a) else b for b, a in zip(self.block_probe_s, after)) if after \
+            else self.block_probe_s
 
     @property
     def block_slowed(self) -> tuple[bool, ...]:
         """Per block (``block_s``): whether it ran over ``BLOCK_GAP`` times the kept profile's median
         run, whatever the readings around it said (``block_slowed``)."""
         return tuple(block_slowed(b, self.profiled_run_s) for b in self.block_s)
-
-
-def _higher(before: Sequence[float], after: Sequence[float]) -> tuple[float, ...]:
-    """Per block, the higher of the readings just before and just after it (the one before where
-    there is none after, or when ``after`` does not pair with ``before``)."""
-    if len(after) != len(before):
-        return tuple(before)
-    return tuple(max(b, a) if np.isfinite(a) else b for b, a in zip(before, after))
 
 
 def _owner(names: Sequence[str], aliases: Mapping[str, str]):
@@ -495,7 +476,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         q = replace(_profile_one(p.model, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs, 1,
                                  overhead_s, after=gate.after), speedup=r.speedup, probe_s=r.default_s,
                     control_s=p.control_s)
-        return profiled_again(p, q, r)
+        return profiled_again(p, q, r.default_s)
 
     for label, g in graphs:
         try:
@@ -513,8 +494,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                                      overhead_s=overhead_s, sessions=1 if spent else PROFILED_SESSIONS,
                                      after=None if spent else gate.after),
                         speedup=r.speedup, block_speedups=(r.speedup,), block_probe_s=(r.default_s,),
-                        block_memory_s=(r.memory_s,), probe_s=r.default_s,
-                        control_s=control.of_graph(g) if control is not None else 0.0)
+                        probe_s=r.default_s, control_s=control.of_graph(g) if control is not None else 0.0)
             p = replace(p, block_s=(p.whole_s,))
             if not spent and profile_slowed(p):
                 # at once: on a slow machine the first pass can take nearly the whole budget (K66
@@ -545,9 +525,10 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             with open(path, "rb") as f:
                 data = f.read()
             r = gate.read(wait=not gate.timed_fast(p))
+            sp = r.speedup
             # profiled in a slower phase than now, by the speed-up or out of the fast phase, or
             # slower than its blocks: profile again
-            if p.speedup < PHASE_GAP * r.speedup or (not gate.is_fast(p.probe_s) and gate.is_fast(r.default_s)) \
+            if p.speedup < PHASE_GAP * sp or (not gate.is_fast(p.probe_s) and gate.is_fast(r.default_s)) \
                     or profile_slowed(p):
                 out[i] = retaken(p, graph_of[p.model], data, inputs, r)
                 return
@@ -558,8 +539,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
         finally:
             gc.collect()
             tick(p.model)
-        out[i] = replace(p, **_with_block(p, block_latency(wall), float(np.min(wall)), len(wall), r, after,
-                                          spread_of(wall)))
+        out[i] = replace(p, **_with_block(p, block_latency(wall), float(np.min(wall)), len(wall), sp, r.default_s,
+                                          (after,), (spread_of(wall),)))
 
     for _ in range(max(0, blocks - 1)):
         for i in range(len(out)):
@@ -584,8 +565,7 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
             again(i)
     tmp.cleanup()
     ref = reference or {}
-    out = [phase_corrected(p, gate.floor_s, reference_s=ref.get(p.sha256), memory_floor_s=gate.memory_floor_s)
-           for p in out]
+    out = [phase_corrected(p, gate.floor_s, reference_s=ref.get(p.sha256)) for p in out]
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
     return out, failed
@@ -780,108 +760,34 @@ def _speedup_model() -> bytes:
     return graph_to_onnx(b.finish([x])).SerializeToString()
 
 
-# The memory probe: a matrix-vector product whose matrix is several times the last-level cache, so
-# each run streams it from memory. On a 2-core Zen 1 guest (8 MB L3, 2026-12-01) the phase probe,
-# its data in the caches, read 0.65-0.78 ms in bursts of memory traffic (experiments/contention.py)
-# as out of them, while resnet50 ran 2.6x slower in them; a 32 MB matrix-vector product read a
-# median 2.00 ms out of the bursts (90th percentile 2.20) and 4.03 ms in them.
-MEMORY_PROBE = "MatMul [1, 1024] x [1024, N] float32, N from 4x the last-level cache (16-128 MB)"
-MEMORY_PROBE_RUNS = 10
-MEMORY_PROBE_WARMUP = 3
-
-
-def last_level_cache_bytes(default: int = 32 << 20, root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The largest cache of CPU 0 as Linux's sysfs (``root``) states it, ``default`` where it
-    states none."""
-    sizes = []
-    for d in Path(root).glob("index*"):
-        try:
-            text = (d / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
-        digits = text.rstrip("KMG")
-        if digits.isdigit():
-            sizes.append(int(digits) * unit)
-    return max(sizes, default=default)
-
-
-def memory_probe(cache_bytes: int | None = None) -> bytes:
-    """The model a gate's memory reading times (``MEMORY_PROBE``): its matrix 4x ``cache_bytes``
-    (the last-level cache's, ``last_level_cache_bytes``), kept within 16-128 MB."""
-    from onnx import TensorProto, helper, numpy_helper
-    size = min(max(4 * (cache_bytes or last_level_cache_bytes()), 16 << 20), 128 << 20)
-    k = 1024
-    n = size // (4 * k)
-    w = numpy_helper.from_array(np.random.default_rng(0).random((k, n), dtype=np.float32), "w")
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "memory_probe",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, n])], [w])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-
-
 @dataclass(frozen=True)
 class PhaseReading:
     """One measurement of the phase probe (``phase_reading``): its median latency on one intra-op
-    thread and with the default session options (seconds); and the memory probe's
-    (``memory_probe``), nan when not read."""
+    thread and with the default session options (seconds)."""
     one_s: float
     default_s: float
-    memory_s: float = float("nan")
 
     @property
     def speedup(self) -> float:
         return self.one_s / self.default_s
 
 
-def phase_reading(runs: int = 30, model: bytes | None = None, memory: "MemorySession | None" = None) -> PhaseReading:
+def phase_reading(runs: int = 30, model: bytes | None = None) -> PhaseReading:
     """onnxruntime's latency of a small model (``_speedup_model``) on one intra-op thread and with
     the default session options (medians of ``runs`` runs after 20 warm-ups, one session open at a
     time; with 5 the first pairs after other work came out near 1.0 in the fast phase, and the
-    first of a process still can: ``phase_probe``); with ``memory`` (``memory_probe``), its
-    latency too (``memory_latency``)."""
+    first of a process still can: ``phase_probe``)."""
     data = model if model is not None else _speedup_model()
-    return PhaseReading(default_latency(data, runs, threads=1), default_latency(data, runs), memory_latency(memory))
+    return PhaseReading(default_latency(data, runs, threads=1), default_latency(data, runs))
 
 
-class MemorySession:
-    """The memory probe's onnxruntime session, opened once and kept for every reading: opening one
-    on its 32 MB matrix took 150 ms of a 180 ms reading. Its threads do not spin once a run ends
-    (``session.intra_op.allow_spinning`` 0), so the session kept open takes no core from the
-    models timed beside it (two sessions spinning at once slowed each other 1.2-7x)."""
-
-    def __init__(self, model: bytes):
-        import onnx
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-        self.feed = random_feed(onnx.load_from_string(model).graph.input, np.random.default_rng(0))
-
-    def latency(self, runs: int = MEMORY_PROBE_RUNS, warmup: int = MEMORY_PROBE_WARMUP) -> float:
-        """The median of ``runs`` runs after ``warmup`` (seconds)."""
-        for _ in range(warmup):
-            self.session.run(None, self.feed)
-        wall = []
-        for _ in range(max(1, runs)):
-            t = time.perf_counter()
-            self.session.run(None, self.feed)
-            wall.append(time.perf_counter() - t)
-        return float(np.median(wall))
-
-
-def memory_latency(memory: "MemorySession | None") -> float:
-    """The memory probe's median latency (``MemorySession.latency``), nan without one."""
-    return float("nan") if memory is None else memory.latency()
-
-
-def default_latency(model: bytes, runs: int = 30, threads: int | None = None, warmup: int = 20) -> float:
+def default_latency(model: bytes, runs: int = 30, threads: int | None = None) -> float:
     """``phase_reading``'s default-options half alone (or with ``threads`` intra-op threads): the
-    model's median latency over ``runs`` runs after ``warmup`` warm-ups (seconds)."""
+    model's median latency over ``runs`` runs after 20 warm-ups (seconds)."""
     import onnx
     inputs = onnx.load_from_string(model).graph.input
     n = max(1, runs)
-    return float(np.median(_plain_blocks(model, inputs, warmup, 0, 0.0, n, n, 1, threads=threads)[0]))
+    return float(np.median(_plain_blocks(model, inputs, 20, 0, 0.0, n, n, 1, threads=threads)[0]))
 
 
 def parallel_speedup(runs: int = 30, model: bytes | None = None) -> float:
@@ -964,28 +870,22 @@ def block_slowed(block_s: float, profiled_run_s: float) -> bool:
 REFERENCE_GAP = 1.25
 
 
-def _with_block(p: "Profiled", block_s: float, best_s: float, runs: int, before: PhaseReading,
-                after: PhaseReading, spread: float) -> dict:
+def _with_block(p: "Profiled", block_s: float, best_s: float, runs: int, speedup: float, probe_s: float,
+                after_s: tuple[float, ...], spread: tuple[float, ...]) -> dict:
     """The fields of ``p`` with one more block of plain runs (its latency, fastest run, runs, and
     the readings before and after it): a later pass's block and a retaken profile's alike."""
-    # a Profiled read before the memory probe was: its blocks' memory readings unknown
-    memory = p.block_memory_s if len(p.block_memory_s) == len(p.block_s) else (float("nan"),) * len(p.block_s)
-    memory_after = p.block_memory_after_s if len(p.block_memory_after_s) == len(p.block_s) else memory
     return dict(whole_s=min(p.whole_s, block_s), best_s=min(p.best_s, best_s), runs=p.runs + runs,
-                block_speedups=p.block_speedups + (before.speedup,), block_probe_s=p.block_probe_s + (before.default_s,),
-                block_s=p.block_s + (block_s,), block_after_s=p.block_after_s + (after.default_s,),
-                block_spread=p.block_spread + (spread,), block_memory_s=memory + (before.memory_s,),
-                block_memory_after_s=memory_after + (after.memory_s,))
+                block_speedups=p.block_speedups + (speedup,), block_probe_s=p.block_probe_s + (probe_s,),
+                block_s=p.block_s + (block_s,), block_after_s=p.block_after_s + after_s,
+                block_spread=p.block_spread + spread)
 
 
-def profiled_again(p: "Profiled", q: "Profiled", r: PhaseReading) -> "Profiled":
-    """``p`` with ``q``, the same model profiled again after the phase reading ``r``, in it:
+def profiled_again(p: "Profiled", q: "Profiled", probe_s: float) -> "Profiled":
+    """``p`` with ``q``, the same model profiled again after a phase reading of ``probe_s``, in it:
     ``q``'s block added to ``p``'s, and ``q``'s profile kept unless it too ran slower than the
     blocks (``profile_slowed``) with more kernel time than ``p``'s."""
-    after = PhaseReading(float("nan"), q.block_after_s[-1] if q.block_after_s else float("nan"),
-                         q.block_memory_after_s[-1] if q.block_memory_after_s else float("nan"))
-    both = dict(_with_block(p, q.whole_s, q.best_s, q.runs, r, after, q.block_spread[-1] if q.block_spread
-                            else float("nan")), reprofiled=p.reprofiled + 1)
+    both = dict(_with_block(p, q.whole_s, q.best_s, q.runs, q.speedup, probe_s, q.block_after_s, q.block_spread),
+                reprofiled=p.reprofiled + 1)
     slowed_again = profile_slowed(replace(q, whole_s=both["whole_s"])) and \
         sum(q.kernel_s.values()) > sum(p.kernel_s.values())
     return replace(p if slowed_again else q, **both)
@@ -1001,17 +901,6 @@ def profile_slowed(p: "Profiled") -> bool:
     measured = p.whole_s / p.phase_factor if p.phase_factor > 0 else p.whole_s
     kernels = float(sum(p.kernel_s.values()))
     return bool(np.isfinite(measured) and measured > 0 and kernels > PROFILE_GAP * measured)
-
-
-# A memory reading beside memory traffic: over this many times the gate's lowest memory reading.
-# MEMORY_GAP_NOTE
-MEMORY_GAP = 1.6
-
-
-def memory_calm(memory_s: float, floor_s: float) -> bool:
-    """Whether a memory reading (``PhaseReading.memory_s``) ran within ``MEMORY_GAP`` of the lowest
-    one; a reading that is no number is (no memory probe read: the phase probe's rule alone)."""
-    return not np.isfinite(memory_s) or bool(memory_s <= MEMORY_GAP * floor_s)
 
 
 def in_fast_phase(probe_s: float, floor_s: float) -> bool:
@@ -1030,7 +919,7 @@ def phase_factor(probe_s: float, floor_s: float, exponent: float = PHASE_EXPONEN
 
 
 def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPONENT,
-                    reference_s: float | None = None, memory_floor_s: float = float("inf")) -> "Profiled":
+                    reference_s: float | None = None) -> "Profiled":
     """``p`` brought to the fast phase when none of its blocks was timed in it: its latency is the
     block read nearest the fast phase (the lowest reading) times that reading's ``phase_factor``
     against ``floor_s``, or its lowest block as measured when that is lower (``best_s`` by the same
@@ -1058,17 +947,14 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     bursts of memory traffic at all (0.65 ms in and out of them), and K74 timed resnet50's shapes
     file at 288 ms (111 calm) between calm readings; that one model's rows put every unseen
     convolutional network 22-187 % high.
-    A block read beside memory traffic (its memory reading over ``MEMORY_GAP`` times
-    ``memory_floor_s``, ``memory_calm``) is not in the fast phase either.
     A model with a block timed in the fast phase, or without ``block_s``, is ``p`` itself."""
     if not p.block_s or len(p.block_s) != len(p.block_probe_s):
         return p
-    read = [(v, b, s, memory_calm(m, memory_floor_s))
-            for v, b, s, m in zip(p.block_read_s, p.block_s, p.block_slowed, p.block_memory_read_s) if np.isfinite(v)]
+    read = [(v, b, s) for v, b, s in zip(p.block_read_s, p.block_s, p.block_slowed) if np.isfinite(v)]
     taken = reference_s is not None and bool(np.isfinite(reference_s)) and reference_s > 0
     # timed fast by the readings but slower than the reference by more than a calm run varies
     # (``REFERENCE_GAP``): the readings missed what slowed it
-    if any(in_fast_phase(v, floor_s) and not s and calm for v, _, s, calm in read) and \
+    if any(in_fast_phase(v, floor_s) and not s for v, _, s in read) and \
             not (taken and p.whole_s > REFERENCE_GAP * reference_s):
         return p
     # a block with no reading (timed once the budget was spent, ``profile_models``) is not known
@@ -1076,11 +962,11 @@ def phase_corrected(p: "Profiled", floor_s: float, exponent: float = PHASE_EXPON
     if not read and not taken:
         return p
     # a block slower than its model's profiled runs (``block_slowed``): never above them
-    lowest = min(p.whole_s, p.profiled_run_s) if any(s for _, _, s, _ in read) else p.whole_s
+    lowest = min(p.whole_s, p.profiled_run_s) if any(s for _, _, s in read) else p.whole_s
     if taken:
         whole = min(reference_s, p.whole_s)
     else:
-        v, b = min((v, b) for v, b, _, _ in read)
+        v, b, _ = min(read)
         whole = min(b * phase_factor(v, floor_s, exponent), lowest)
     f = whole / p.whole_s if p.whole_s > 0 else 1.0
     # the kernels by the same factor as the latency it measured, or by their own reading's
@@ -1098,16 +984,11 @@ class PhaseGate:
     so does ``read()`` after ``GATE_MISSES`` waits in a row that ended slow, until a fast reading.
     ``floor_s`` is the lowest default latency read so far (start it at a calibration's to hold a
     later timing to the same machine speed, or at an earlier calibration's: ``--reference``);
-    ``lowest_s`` the lowest it read itself; ``waited_s`` the time spent waiting in all.
-    With ``memory`` (``memory_probe``) every reading times it too, and a reading is fast only when
-    that latency is also within ``MEMORY_GAP`` of its lowest so far (``memory_floor_s``): the
-    phase probe runs in the caches and can miss another tenant's memory traffic."""
+    ``lowest_s`` the lowest it read itself; ``waited_s`` the time spent waiting in all."""
 
     def __init__(self, probe: bytes, floor_s: float = float("inf"), max_wait_s: float | None = None,
-                 total_wait_s: float = float("inf"), read_after: bool = False, memory: "MemorySession | None" = None,
-                 memory_floor_s: float = float("inf")):
+                 total_wait_s: float = float("inf"), read_after: bool = False):
         self.probe, self.floor_s, self.total_wait_s = probe, floor_s, total_wait_s
-        self.memory, self.memory_floor_s = memory, memory_floor_s
         self.read_after = read_after
         self.max_wait_s = GATE_WAIT_S if max_wait_s is None else max_wait_s
         self.waited_s = 0.0
@@ -1117,17 +998,10 @@ class PhaseGate:
     def is_fast(self, default_s: float) -> bool:
         return in_fast_phase(default_s, self.floor_s)
 
-    def calm(self, r: PhaseReading) -> bool:
-        """Whether the reading ``r`` is in the fast phase: its phase probe (``is_fast``) and its
-        memory probe (``memory_calm``)."""
-        return self.is_fast(r.default_s) and memory_calm(r.memory_s, self.memory_floor_s)
-
     def timed_fast(self, p: "Profiled") -> bool:
-        """Whether any block of ``p`` was timed in the fast phase (``Profiled.block_read_s``, and
-        ``block_memory_read_s`` when read), and ran no slower than its profile
-        (``Profiled.block_slowed``)."""
-        return any(self.is_fast(v) and not s and memory_calm(m, self.memory_floor_s)
-                   for v, s, m in zip(p.block_read_s, p.block_slowed, p.block_memory_read_s))
+        """Whether any block of ``p`` was timed in the fast phase (``Profiled.block_read_s``), and
+        ran no slower than its profile (``Profiled.block_slowed``)."""
+        return any(self.is_fast(v) and not s for v, s in zip(p.block_read_s, p.block_slowed))
 
     def in_phase(self, p: "Profiled") -> bool:
         """Whether ``p`` has a block timed in the fast phase and its profile taken in it (read so,
@@ -1135,31 +1009,28 @@ class PhaseGate:
         candidate for the fit's leave-out (``cmd_calibrate``)."""
         return self.timed_fast(p) and self.is_fast(p.probe_s) and not profile_slowed(p)
 
-    def _seen(self, r: PhaseReading) -> PhaseReading:
-        self.floor_s = min(self.floor_s, r.default_s)
-        self.lowest_s = min(self.lowest_s, r.default_s)
-        if np.isfinite(r.memory_s):
-            self.memory_floor_s = min(self.memory_floor_s, r.memory_s)
-        return r
-
-    def after(self) -> PhaseReading:
-        """With ``read_after``, the probe's default latency (and the memory probe's) read once right
-        after a block (nan without): a block is in the fast phase only when the readings before and
-        after it are (``Profiled.block_read_s``). One default-thread median (``default_latency``),
-        about 20 ms, and the memory probe's (``memory_latency``)."""
+    def after(self) -> float:
+        """With ``read_after``, the probe's default latency read once right after a block (nan
+        without): a block is in the fast phase only when the readings before and after it are
+        (``Profiled.block_read_s``). One default-thread median (``default_latency``), about 20 ms."""
         if not self.read_after:
-            return PhaseReading(float("nan"), float("nan"))
-        return self._seen(PhaseReading(float("nan"), default_latency(self.probe), memory_latency(self.memory)))
+            return float("nan")
+        v = default_latency(self.probe)
+        self.floor_s = min(self.floor_s, v)
+        self.lowest_s = min(self.lowest_s, v)
+        return v
 
     def read(self, wait: bool = True) -> PhaseReading:
         wait = wait and self.misses < GATE_MISSES
         t0: float | None = None   # the end of the first reading: what comes after it is waiting
         while True:
-            r = self._seen(phase_reading(model=self.probe, memory=self.memory))
+            r = phase_reading(model=self.probe)
+            self.floor_s = min(self.floor_s, r.default_s)
+            self.lowest_s = min(self.lowest_s, r.default_s)
             now = time.perf_counter()
             t0 = now if t0 is None else t0
             spent = now - t0
-            fast = self.calm(r)
+            fast = self.is_fast(r.default_s)
             if not wait or fast or spent >= self.max_wait_s or self.waited_s + spent >= self.total_wait_s:
                 self.waited_s += spent
                 self.misses = 0 if fast else self.misses + int(wait)
@@ -1168,7 +1039,7 @@ class PhaseGate:
 
 def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_runs, max_runs,
                  blocks_n, overhead_s: float = 0.0, sessions: int = PROFILED_SESSIONS,
-                 after: Callable[[], PhaseReading] | None = None) -> Profiled:
+                 after: Callable[[], float] | None = None) -> Profiled:
     from types import SimpleNamespace
     from sim.graph.subgraph import host_op_work
     from sim.graph.transfer import host_pass_seconds
@@ -1179,7 +1050,7 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
     # 1. the plain session alone: the model's latency
     blocks = _plain_blocks(data, inputs, warmup, seed, min_time_s, min_runs, max_runs, blocks_n)
     # the phase right after the block, before the profile (``PhaseGate.after``)
-    after_r = after() if after is not None else PhaseReading(float("nan"), float("nan"))
+    after_s = after() if after is not None else float("nan")
     # 2. the profiled sessions, each alone: the kernels of the faster one
     events = _fastest_profile(data, feed, warmup + rounds, warmup, sessions)
     # a node whose loop never runs (a trip bound of 0) has no kernel time and no row; an if
@@ -1221,8 +1092,8 @@ def _profile_one(label, g, data, inputs, rounds, warmup, seed, min_time_s, min_r
                  for n in {n.name: n for n in nodes}.values() if n.name in runs_of)
     p = Profiled(label, rows, whole, float(np.min(wall)), float(np.median(run_s)) if run_s else float("nan"),
                  len(wall), ker, (load, os.getloadavg()[0]), unn, overhead_s, runs_of,
-                 sha256=hashlib.sha256(data).hexdigest(), block_after_s=(after_r.default_s,),
-                 block_spread=tuple(spread_of(w) for w in blocks), block_memory_after_s=(after_r.memory_s,))
+                 sha256=hashlib.sha256(data).hexdigest(), block_after_s=(after_s,),
+                 block_spread=tuple(spread_of(w) for w in blocks))
     return with_rest(p, "equal")  # shared out again by profile_models' ``rest`` once every pass is in
 
 
@@ -1231,5 +1102,4 @@ __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models
            "phase_reading", "PhaseReading", "default_latency", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S",
            "PHASE_GAP", "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
            "phase_corrected", "in_fast_phase", "PROFILE_GAP", "profile_slowed",
-           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of", "BLOCK_GAP", "block_slowed", "REFERENCE_GAP",
-           "MEMORY_PROBE", "MEMORY_GAP", "memory_probe", "memory_latency", "memory_calm", "last_level_cache_bytes"]
+           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of", "BLOCK_GAP", "block_slowed", "REFERENCE_GAP"]

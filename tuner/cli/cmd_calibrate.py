@@ -99,7 +99,7 @@ def run(args) -> int:
     ph = summary.get("phases")
     # on stderr with --json too (JSON: "phases")
     if ph and (ph["slow"] or ph["slow_as_a_whole"] or ph["left_out"] or ph.get("profile_slowed")
-               or ph.get("block_spread") or ph.get("block_slowed") or ph.get("memory_traffic")):
+               or ph.get("block_spread") or ph.get("block_slowed")):
         print(phase_warning(ph), file=sys.stderr)
     if args.json:
         print_json(summary)
@@ -169,8 +169,8 @@ def _host(args) -> dict:
     graphs = host_graphs(args.models)
     # in context first: whole models with onnxruntime's profiler (tuner.calibrate_context); one-node
     # timing only for the ops of models onnxruntime could not run whole
-    from tuner.calibrate_context import (DEFAULT_REST, GATE_SHARE, MEMORY_PROBE, PHASE_EXPONENT, PHASE_PROBE,
-                                         MemorySession, PhaseGate, memory_probe, phase_probe, profile_models, row_samples)
+    from tuner.calibrate_context import (DEFAULT_REST, GATE_SHARE, PHASE_EXPONENT, PHASE_PROBE, PhaseGate,
+                                         phase_probe, profile_models, row_samples)
     from tuner.calibrate_control import measure_control, probe_cases
     load_before = os.getloadavg()
     from tqdm import tqdm
@@ -184,11 +184,9 @@ def _host(args) -> dict:
     # (calibrate_context.PhaseGate), and the lowest probe latency read is kept in the file: how fast
     # this machine runs in that phase. A reference's starts it: a run that never reaches that speed
     # has every model brought to it (calibrate_context.phase_corrected). It reads the probe again
-    # right after each block too: a block is in the fast phase when the readings on both sides are.
-    # Each reading times a memory-bound probe as well: the phase probe runs in the caches, and on a
-    # Zen 1 guest it did not see another tenant's memory traffic at all (calibrate_context.MEMORY_PROBE)
+    # right after each block too: a block is in the fast phase when the readings on both sides are
     gate = PhaseGate(phase_probe(), floor_s=reference_floor, total_wait_s=GATE_SHARE * LATER_PASSES * budget,
-                     read_after=True, memory=MemorySession(memory_probe()))
+                     read_after=True)
     with tqdm(total=passes * len(graphs), desc="calibrate --host (models in context)", unit="model",
               file=sys.stderr, leave=False, disable=not progress_enabled(args), dynamic_ncols=True) as ctx_bar:
         def tick(label: str) -> None:
@@ -243,8 +241,6 @@ def _host(args) -> dict:
                                         "block_speedups": [_finite(v) for v in p.block_speedups],
                                         "block_probe_s": [_finite(v) for v in p.block_probe_s],
                                         "block_after_s": [_finite(v) for v in p.block_after_s],
-                                        # the memory probe's, the higher of before and after each block
-                                        "block_memory_s": [_finite(v) for v in p.block_memory_read_s],
                                         "block_s": [_finite(v) for v in p.block_s],
                                         "block_spread": [_finite(v) for v in p.block_spread],
                                         "phase_factor": p.phase_factor, "sha256": p.sha256,
@@ -278,7 +274,6 @@ def _host(args) -> dict:
                                 "slow_phase_excess": excess, "left_out": left_out,
                                 "profiler_overhead_s": profiled[0].overhead_s if profiled else None,
                                 "phase_probe": PHASE_PROBE, "phase_probe_floor_s": _finite(gate.floor_s),
-                                "memory_probe": MEMORY_PROBE, "memory_probe_floor_s": _finite(gate.memory_floor_s),
                                 "phase_reference": reference,
                                 "phase_exponent": PHASE_EXPONENT,
                                 "timing": "each model alone: plain session (latency), then profiled session; "
@@ -297,7 +292,6 @@ def _host(args) -> dict:
             "in_context_rows": len(ctx), "fit": _fit_summary(cal, samples, seconds), "wall_s": time.perf_counter() - t0,
             "control_flow": control.to_json(),
             "phases": {**phases, "left_out": left_out, "probe_floor_s": _finite(gate.floor_s),
-                       "memory_floor_s": _finite(gate.memory_floor_s),
                        "waited_s": gate.waited_s, "reference": reference}}
 
 
@@ -340,7 +334,7 @@ def phase_warning(ph: dict) -> str:
     models brought to the fast phase by the probe's latency (``calibrate_context.phase_corrected``)
     are counted with the largest cut: the correction centres a slow period's blocks, which still
     spread over 0.72-1.36x of their fast latency (experiments/results/phase_levels/)."""
-    from tuner.calibrate_context import BLOCK_GAP, BLOCK_SPREAD, FAST_GAP, MEMORY_GAP, PROFILE_GAP, in_fast_phase
+    from tuner.calibrate_context import BLOCK_GAP, BLOCK_SPREAD, FAST_GAP, PROFILE_GAP, in_fast_phase
     out = ph.get("left_out", [])
     never = ph.get("no_fast_block", [])
     never = (f"; {len(never)} had no block timed with the phase probe within {FAST_GAP:.2f}x its lowest latency "
@@ -360,9 +354,6 @@ def phase_warning(ph: dict) -> str:
     slowed = ph.get("block_slowed", [])
     slowed = (f"; {len(slowed)} ran a block over {BLOCK_GAP:.1f}x their profiled runs, not counted as timed in the "
               "fast phase" if slowed else "")
-    memory = ph.get("memory_traffic", [])
-    memory = (f"; {len(memory)} had a block read beside memory traffic (the memory probe over {MEMORY_GAP:.1f}x its "
-              "lowest latency)" if memory else "")
     spread = ph.get("block_spread", [])
     spread = (f"; {len(spread)} had a block whose median run was over {BLOCK_SPREAD:.1f}x its fastest, its slower "
               "runs left out" if spread else "")
@@ -377,7 +368,7 @@ def phase_warning(ph: dict) -> str:
     advice = ("rerun calibrate when the machine is steady" if ref else
               "rerun calibrate when the machine is steady, or with --reference an earlier calibration made then")
     return (f"warning: {len(ph['slow'])} model(s) profiled in a slower phase of the machine{slowest}{left}{never}"
-            f"{carry}{prof}{slowed}{memory}{spread}{moved}{took}{reached}: {advice}")
+            f"{carry}{prof}{slowed}{spread}{moved}{took}{reached}: {advice}")
 
 
 def phases_of(profiled, gate: Any = None) -> dict:
@@ -389,7 +380,7 @@ def phases_of(profiled, gate: Any = None) -> dict:
     (``calibrate_context.PhaseGate``: its rule on the probe's latency), the models with no block in
     the fast phase; whether most models were in either list; and the models whose times were
     brought to the fast phase (``calibrate_context.phase_corrected``), with the lowest factor."""
-    from tuner.calibrate_context import BLOCK_SPREAD, memory_calm, phase_reference, profile_slowed, slower_than_most
+    from tuner.calibrate_context import BLOCK_SPREAD, phase_reference, profile_slowed, slower_than_most
     sp = {p.model: p.speedup for p in profiled if math.isfinite(p.speedup)}
     mid = float(np.median(list(sp.values()))) if sp else float("nan")
     slow = slower_than_most(sp)
@@ -409,9 +400,6 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "profile_slowed": sorted(p.model for p in profiled if profile_slowed(p)) if gate is not None else [],
             # a block slower than its model's profile (``calibrate_context.block_slowed``)
             "block_slowed": sorted(p.model for p in profiled if any(p.block_slowed)),
-            # a block read beside memory traffic (``calibrate_context.memory_calm``)
-            "memory_traffic": sorted(p.model for p in profiled if gate is not None and any(
-                not memory_calm(m, gate.memory_floor_s) for m in p.block_memory_read_s)),
             # a block's slower runs left out (``calibrate_context.block_latency``)
             "block_spread": sorted(p.model for p in profiled if any(v > BLOCK_SPREAD for v in p.block_spread)),
             # most models read slow (``phase_warning``)
