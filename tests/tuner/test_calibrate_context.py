@@ -1278,3 +1278,59 @@ def test_profile_models_runs_with_the_heap_frozen_and_thaws_it_after():
     with pytest.raises(ValueError):
         wrapped(True)
     assert seen[-1] > 0 and gc.get_freeze_count() == 0
+
+
+def test_memory_probe_experiment_labels_readings_by_the_bursts_and_counts_them_over_each_gap(capsys):
+    """experiments/memory_probe.py: a reading is in a burst when one covers it, between bursts when
+    none touches it, and neither when one starts or ends during it; the summary is over the lowest
+    calm reading, with the share of readings over each gap, checked against hand counts."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "experiments" / "memory_probe.py"
+    spec = importlib.util.spec_from_file_location("memory_probe", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    bursts = [(10.0, 5.0), (20.0, 1.0)]
+    r = lambda t0, t1, p=1.0, m=1.0: {"t0": t0, "t1": t1, "phase_s": p, "memory_s": m}   # noqa: E731
+    assert mod.in_burst(r(11, 12), bursts) == "in" and mod.in_burst(r(16, 17), bursts) == "out"
+    assert mod.in_burst(r(14, 16), bursts) is None and mod.in_burst(r(19.5, 20.5), bursts) is None
+    calm = [r(0, 1, 1.0, 2.0), r(1, 2, 1.1, 2.2), r(2, 3, 1.0, 3.1)]
+    contended = [r(11, 12, 1.0, 8.0), r(12, 13, 1.0, 2.0), r(16, 17, 1.0, 2.0), r(14, 16, 9.0, 9.0)]
+    s = mod.summary(calm, contended, bursts)
+    assert s["memory_s"]["floor_s"] == 2.0 and s["phase_s"]["floor_s"] == 1.0
+    assert s["memory_s"]["calm"]["over"]["1.5"] == pytest.approx(1 / 3)      # 3.1 / 2.0 = 1.55
+    assert s["memory_s"]["calm"]["over"]["1.6"] == 0.0
+    assert s["memory_s"]["in_burst"]["readings"] == 2 and s["memory_s"]["in_burst"]["over"]["1.7"] == 0.5
+    assert s["memory_s"]["between"]["readings"] == 1 and s["memory_s"]["between"]["percentiles"][0] == 1.0
+    assert s["phase_s"]["in_burst"]["over"]["1.3"] == 0.0
+    assert mod.main(["--seconds", "0"]) == 2 and "must be > 0" in capsys.readouterr().err
+
+
+def test_memory_probe_experiment_streams_a_matrix_four_times_the_last_level_cache(tmp_path):
+    """experiments/memory_probe.py: last_level_cache_bytes reads the largest sysfs cache size (K, M
+    suffixes), the default where there is none; memory_probe's matrix is 4x that cache within
+    16-128 MB, and onnxruntime runs it to numpy's product in the session kept open."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "experiments" / "memory_probe.py"
+    spec = importlib.util.spec_from_file_location("memory_probe", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for i, size in enumerate(["32K", "512K", "8192K"]):
+        (tmp_path / f"index{i}").mkdir()
+        (tmp_path / f"index{i}" / "size").write_text(size + "\n")
+    (tmp_path / "index3").mkdir()   # a cache with no size file
+    assert mod.last_level_cache_bytes(root=str(tmp_path)) == 8 << 20
+    (tmp_path / "index2" / "size").write_text("2M\n")
+    assert mod.last_level_cache_bytes(root=str(tmp_path)) == 2 << 20
+    assert mod.last_level_cache_bytes(default=5, root=str(tmp_path / "absent")) == 5
+    import onnx
+    from onnx import numpy_helper
+    for cache, matrix in [(8 << 20, 32 << 20), (1 << 20, 16 << 20), (64 << 20, 128 << 20)]:
+        (w,) = onnx.load_from_string(mod.memory_probe(cache)).graph.initializer
+        assert w.dims[0] * w.dims[1] * 4 == matrix
+    pytest.importorskip("onnxruntime")
+    data = mod.memory_probe(1 << 20)
+    w = numpy_helper.to_array(onnx.load_from_string(data).graph.initializer[0])
+    s = mod.MemorySession(data)
+    (y,) = s.session.run(None, s.feed)
+    np.testing.assert_allclose(y, s.feed["x"] @ w, rtol=1e-4)
+    assert 0 < s.latency() < 1.0 and 0 < s.latency(runs=2, warmup=0) < 1.0
