@@ -1039,12 +1039,8 @@ def test_phase_levels_splits_readings_by_the_gates_rule_and_rates_each_model_per
     FAST_GAP, middle within 1.2x), how long each lasts, and each model's median per level over its
     fast one, and the exponent by which a block follows the probe, from a file of readings (a
     synthetic one: a fast, a middle and a slow stretch)."""
-    import importlib.util
     import json
-    path = Path(__file__).resolve().parents[2] / "experiments" / "phase_levels.py"
-    spec = importlib.util.spec_from_file_location("phase_levels", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _experiment("phase_levels")
     levels = [0.23e-3] * 4 + [0.26e-3] * 2 + [0.36e-3] * 4      # 4 fast, 2 middle, 4 slow, 1 s apart
     rows = [{"t": float(i), "model": "m", "one_s": 0.36e-3, "default_s": d,
              "model_s": {0.23e-3: 1.0, 0.26e-3: 1.1, 0.36e-3: 1.8}[d] * 1e-3} for i, d in enumerate(levels)]
@@ -1161,12 +1157,8 @@ def test_contention_bursts_are_seeded_and_the_script_stops_and_refuses_bad_input
     """experiments/contention.py: the (gap, burst) lengths are exponential with the given means and
     the same for the same seed; --seconds ends it, with one log line per burst started; a length
     that is not positive is refused in one line."""
-    import importlib.util
     import itertools
-    path = Path(__file__).resolve().parents[2] / "experiments" / "contention.py"
-    spec = importlib.util.spec_from_file_location("contention", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _experiment("contention")
     pairs = list(itertools.islice(mod.bursts(0.5, 2.0, 3), 4000))
     assert pairs[:5] == list(itertools.islice(mod.bursts(0.5, 2.0, 3), 5))
     assert pairs[:5] != list(itertools.islice(mod.bursts(0.5, 2.0, 4), 5))
@@ -1284,11 +1276,7 @@ def test_memory_probe_experiment_labels_readings_by_the_bursts_and_counts_them_o
     """experiments/memory_probe.py: a reading is in a burst when one covers it, between bursts when
     none touches it, and neither when one starts or ends during it; the summary is over the lowest
     calm reading, with the share of readings over each gap, checked against hand counts."""
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "experiments" / "memory_probe.py"
-    spec = importlib.util.spec_from_file_location("memory_probe", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _experiment("memory_probe")
     bursts = [(10.0, 5.0), (20.0, 1.0)]
     r = lambda t0, t1, p=1.0, m=1.0: {"t0": t0, "t1": t1, "phase_s": p, "memory_s": m}   # noqa: E731
     assert mod.in_burst(r(11, 12), bursts) == "in" and mod.in_burst(r(16, 17), bursts) == "out"
@@ -1309,11 +1297,7 @@ def test_memory_probe_experiment_streams_a_matrix_four_times_the_last_level_cach
     """experiments/memory_probe.py: last_level_cache_bytes reads the largest sysfs cache size (K, M
     suffixes), the default where there is none; memory_probe's matrix is 4x that cache within
     16-128 MB, and onnxruntime runs it to numpy's product in the session kept open."""
-    import importlib.util
-    path = Path(__file__).resolve().parents[2] / "experiments" / "memory_probe.py"
-    spec = importlib.util.spec_from_file_location("memory_probe", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _experiment("memory_probe")
     for i, size in enumerate(["32K", "512K", "8192K"]):
         (tmp_path / f"index{i}").mkdir()
         (tmp_path / f"index{i}" / "size").write_text(size + "\n")
@@ -1334,3 +1318,13 @@ def test_memory_probe_experiment_streams_a_matrix_four_times_the_last_level_cach
     (y,) = s.session.run(None, s.feed)
     np.testing.assert_allclose(y, s.feed["x"] @ w, rtol=1e-4)
     assert 0 < s.latency() < 1.0 and 0 < s.latency(runs=2, warmup=0) < 1.0
+
+
+def _experiment(name: str):
+    """The module of ``experiments/<name>.py`` (the folder is no package)."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "experiments" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
