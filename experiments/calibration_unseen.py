@@ -162,6 +162,25 @@ def calibration_floor(cal) -> float:
     return float(v) if cal.meta.get("phase_probe") == PHASE_PROBE and isinstance(v, (int, float)) else float("inf")
 
 
+def earlier_times(path: str, models: list[tuple[str, str]]) -> tuple[dict[str, tuple], dict[str, str]]:
+    """``measured_s``'s answer for ``models`` ((label, path) pairs) read from an earlier ``--json``
+    check at ``path`` (its rows matched by model label): the measurements it made, with its phase
+    (its bus reading was against its own calibration's, so none here); a model it did not measure
+    is named in the failures."""
+    with open(path) as f:
+        rows = {r["model"]: r for r in json.load(f)["rows"] if "measured_s" in r}
+    times, failed = {}, {}
+    for label, p in models:
+        r = rows.get(label)
+        if r is None:
+            failed[p] = f"not measured in {path}"
+            continue
+        # its bus reading was against another calibration's: not compared with this one's (nan)
+        times[p] = (float(r["measured_s"]), float(r["best_run_s"]), float(r["parallel_speedup"]), float("nan"),
+                    float(r["probe_s"]), not r["slower_phase"])
+    return times, failed
+
+
 def sources(names: list[str], seen: bool, tmp: str) -> tuple[list[tuple[str, str, object]], dict[str, str]]:
     """(label, the path onnxruntime times, the graph costed) of each model; label -> why it could not
     be read. An existing file is timed as it is. A built-in model's name, and with ``seen`` every
@@ -201,6 +220,10 @@ def main(argv=None) -> int:
                                                         "built-ins and ../shared/models): the issue's 'on the zoo and "
                                                         "built-in models'")
     ap.add_argument("--hw", default="edge-npu", help="the preset tune runs with (the host file's costs do not depend on it)")
+    ap.add_argument("--measured", metavar="CHECK.json",
+                    help="take each model's measurement from an earlier --json check of the same files (matched "
+                         "by model) instead of timing them: this calibration's predictions against that check's "
+                         "measurements, e.g. one made on a calm machine")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_intermixed_args(argv)  # files and names before or after --seen
     if not a.onnx and not a.seen:
@@ -230,8 +253,15 @@ def main(argv=None) -> int:
         models = [(label, path) for label, path, _ in models if path in costed]
         g = None
         reference, bus_ref, floor = calibration_phase(cal), calibration_bus(cal), calibration_floor(cal)
-        times, failed = measured_s([p for _, p in models], bus=bus_probe() if np.isfinite(bus_ref) else None,
-                                   floor_s=floor, bus_ref=bus_ref)
+        if a.measured:
+            try:
+                times, failed = earlier_times(a.measured, models)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                print(f"calibration_unseen: error: --measured {a.measured}: {e}", file=sys.stderr)
+                return 2
+        else:
+            times, failed = measured_s([p for _, p in models], bus=bus_probe() if np.isfinite(bus_ref) else None,
+                                       floor_s=floor, bus_ref=bus_ref)
     rows = []
     for label, path in models:  # in the order given, then the models that could not be read
         if path in failed:

@@ -546,6 +546,41 @@ def test_calibration_unseen_reports_tunes_all_host_against_onnxruntime(tmp_path,
     assert np.isnan(mod.calibration_phase(other))
 
 
+def test_calibration_unseen_takes_an_earlier_checks_measurements_with_measured(tmp_path, capsys, monkeypatch):
+    """experiments/calibration_unseen.py --measured CHECK.json: no timing; each file's measurement,
+    phase and speed-up come from the earlier --json check's row of the same model, the calibrated
+    figure is this calibration's, and its error is against that measurement. A model the earlier
+    check did not measure is a row with its error; an unreadable file is refused in one line."""
+    pytest.importorskip("onnxruntime")
+    from partition import load_onnx
+    from tuner.tune import tune
+    root = Path(__file__).resolve().parents[2]
+    mod = _calibration_unseen()
+    monkeypatch.setattr(mod, "measured_s", lambda *a, **k: pytest.fail("timed with --measured"))
+    cal, path = host_cal(tmp_path)
+    mlp = root / "tests" / "data" / "zoo" / "activations_mlp.ts.onnx"
+    other = root / "tests" / "data" / "zoo" / "gru_tagger.dynamo.onnx"
+    earlier = tmp_path / "check.json"
+    earlier.write_text(json.dumps({"rows": [
+        {"model": mlp.name, "measured_s": 2e-3, "best_run_s": 1.9e-3, "parallel_speedup": 1.7, "probe_s": 0.65e-3,
+         "slower_phase": True, "bus_ratio": 1.4},
+        {"model": "elsewhere.onnx", "error": "boom"}]}))
+    assert mod.main([str(path), str(mlp), str(other), "--measured", str(earlier), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    good, missing = out["rows"]
+    want = tune(load_onnx(mlp), "edge-npu", trials=0, progress=False, calibration=cal).baselines["all_host"].latency_s
+    assert good["measured_s"] == 2e-3 and good["best_run_s"] == 1.9e-3 and good["parallel_speedup"] == 1.7
+    assert good["calibrated_s"] == pytest.approx(want, rel=1e-12)
+    assert good["calibrated_error"] == pytest.approx(want / 2e-3 - 1)
+    # the earlier phase is kept; its bus reading was against another calibration: not carried
+    assert good["slower_phase"] is True and good["bus_ratio"] is None and good["bus_moved"] is False
+    assert missing["model"] == other.name and "not measured" in missing["error"] and out["of"] == 1
+    (tmp_path / "broken.json").write_text("{")
+    assert mod.main([str(path), str(mlp), "--measured", str(tmp_path / "broken.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--measured" in err
+
+
 def test_calibration_unseen_checks_built_in_models_as_calibrate_times_them(tmp_path, capsys, monkeypatch):
     """experiments/calibration_unseen.py on the models a calibration saw: a built-in model's name
     (and, with --seen, every default source of calibrate --host) is exported as calibrate --host
