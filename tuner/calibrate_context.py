@@ -139,6 +139,8 @@ class Profiled:
     # each block's median run over its fastest, paired with ``block_s``: over ``BLOCK_SPREAD`` the
     # block's slower runs were left out of its latency (``block_latency``)
     block_spread: tuple[float, ...] = ()
+    # its rows' split between nodes the reference's (``with_split``), with its latency
+    split_from_reference: bool = False
 
     @property
     def block_read_s(self) -> tuple[float, ...]:
@@ -385,6 +387,26 @@ def with_rest(p: "Profiled", mode: str, per_node_s: float = 0.0, unnamed: bool =
                                  for r in p.rows))
 
 
+def with_split(p: "Profiled", node_s: Mapping[str, float] | None) -> "Profiled":
+    """``p``, which took a reference's latency (``from_reference``), with that reference's split
+    between its nodes too: each row's seconds the reference's for the same node (``node_s``, per
+    execution), all scaled so the rows add up to what ``p``'s did. Its own split comes from a
+    profile taken out of the fast phase, and beside bursts of memory traffic a model's kernels
+    added up to 0.22-5.35x their calm share of its latency (K79 of runs.md against K65: the
+    depthwise 64x56x56 probe 2.67x, grouped stride-2 32x112x112 0.29x); the fit then costed
+    RegNetY-400MF, ShuffleNetV2 x1.0 and SqueezeNet 1.1 34-52 % high. ``p`` itself when it did not
+    take the latency, or ``node_s`` misses one of its nodes (other bytes)."""
+    if not p.from_reference or not node_s or not p.rows or any(r.node.name not in node_s for r in p.rows):
+        return p
+    own = sum(r.seconds * r.executions for r in p.rows)
+    theirs = sum(node_s[r.node.name] * r.executions for r in p.rows)
+    if not (own > 0 and theirs > 0):
+        return p
+    f = own / theirs
+    return replace(p, rows=tuple(replace(r, seconds=max(FLOOR_S, node_s[r.node.name] * f)) for r in p.rows),
+                   split_from_reference=True)
+
+
 def _with_frozen_heap(fn: Callable) -> Callable:
     """``fn`` with the objects alive at its call moved out of the collector's reach (``gc.freeze``)
     until it returns: the timing collects garbage before each block and profile so that no
@@ -411,7 +433,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
                    max_runs: int = 200, blocks: int = 3, rest: str = DEFAULT_REST,
                    overhead_s: float | None = None, on_step: Callable[[str], None] | None = None,
                    slow_passes: int = 0, slow_budget_s: float | None = None, control: Any = None,
-                   gate: PhaseGate | None = None, reference: Mapping[str, float] | None = None
+                   gate: PhaseGate | None = None, reference: Mapping[str, float] | None = None,
+                   reference_split: Mapping[str, Mapping[str, float]] | None = None
                    ) -> tuple[list[Profiled], list[tuple[str, str]]]:
     """Time every (label, graph) **alone**, one onnxruntime session open at a time; (the models'
     in-context rows and latencies, (label, reason) of the models onnxruntime could not run).
@@ -453,7 +476,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     block in the fast phase after every pass is brought to it by the probe's latency
     (``phase_corrected``, against the gate's lowest reading), or takes ``reference``'s latency of
     the same bytes (sha256 of the ONNX bytes -> seconds: an earlier calibration of this machine
-    that timed it in the fast phase, ``calibrate --host --reference``)."""
+    that timed it in the fast phase, ``calibrate --host --reference``), and with it
+    ``reference_split``'s split between its nodes (sha256 -> node -> seconds, ``with_split``)."""
     import gc
     t0 = time.perf_counter()
     if overhead_s is None:
@@ -568,6 +592,8 @@ def profile_models(graphs: Sequence[tuple[str, Any]], rounds: int = 5, warmup: i
     out = [phase_corrected(p, gate.floor_s, reference_s=ref.get(p.sha256)) for p in out]
     c = per_node_rest(out) if rest == "learned" else 0.0
     out = [with_rest(p, rest, c) for p in out]
+    split = reference_split or {}
+    out = [with_split(p, split.get(p.sha256)) for p in out]
     return out, failed
 
 
@@ -1102,4 +1128,5 @@ __all__ = ["InContext", "Profiled", "attribute", "fused_groups", "profile_models
            "phase_reading", "PhaseReading", "default_latency", "PhaseGate", "REST_MODES", "DEFAULT_REST", "FLOOR_S",
            "PHASE_GAP", "PHASE_PROBE", "FAST_GAP", "GATE_WAIT_S", "GATE_MISSES", "PHASE_EXPONENT", "phase_factor",
            "phase_corrected", "in_fast_phase", "PROFILE_GAP", "profile_slowed",
-           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of", "BLOCK_GAP", "block_slowed", "REFERENCE_GAP"]
+           "profiled_again", "BLOCK_SPREAD", "block_latency", "spread_of", "BLOCK_GAP", "block_slowed", "REFERENCE_GAP",
+           "with_split"]

@@ -524,7 +524,7 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
     from tuner.cli import main
     from tuner.cli.cmd_calibrate import phases_of
     ps = [SimpleNamespace(model=m, speedup=s, reprofiled=r, phase_factor=1.0, from_reference=False,
-                          block_spread=(), block_slowed=())
+                          split_from_reference=False, block_spread=(), block_slowed=())
           for m, s, r in (("a", 1.8, 0), ("b", 1.85, 1), ("c", 1.5, 0), ("d", float("nan"), 0))]
     ph = phases_of(ps)
     assert ph == {"speedup_min": 1.5, "slowest": "c", "speedup_median": 1.8, "speedup_max": 1.85,
@@ -532,7 +532,7 @@ def test_calibrate_names_the_models_profiled_in_a_slower_phase(tmp_path, capsys,
                   "no_fast_block": [], "suspects": ["c"], "profile_slowed": [], "block_slowed": [], "block_spread": [],
                   "slow_as_a_whole": False,
                   "phase_corrected": [],
-                  "from_reference": [], "phase_factor_min": 1.0}
+                  "from_reference": [], "split_from_reference": [], "phase_factor_min": 1.0}
     assert phases_of(ps[:2])["slow"] == []
     from dataclasses import replace
     real = cc.profile_models
@@ -577,7 +577,7 @@ def test_a_calibration_with_most_models_read_slow_is_said_to_be_slow_as_a_whole(
     from tuner.cli.cmd_calibrate import phase_warning, phases_of
     speedups = (1.57, 1.55, 1.40, 1.41, 1.42, 1.39, 1.60)   # K38's phases: a median of 1.41 against 1.52-1.57
     ps = [SimpleNamespace(model=f"m{i}", speedup=s, reprofiled=0, phase_factor=1.0, from_reference=False,
-                          block_spread=(), block_slowed=())
+                          split_from_reference=False, block_spread=(), block_slowed=())
           for i, s in enumerate(speedups)]
     ph = phases_of(ps)
     assert len(ph["slow"]) == 4 and ph["slow_as_a_whole"] is True
@@ -608,8 +608,8 @@ def test_a_calibration_timed_out_of_the_fast_phase_is_said_to_be_slow_though_its
     blocks = {"m0": (0.23e-3, 0.30e-3), "m1": (0.29e-3,), "m2": (0.36e-3, 0.27e-3), "m3": (0.30e-3, 0.29e-3)}
     factors = {"m0": 1.0, "m1": 0.88, "m2": 0.91, "m3": 0.88}
     ps = [SimpleNamespace(model=m, speedup=1.55, reprofiled=0, block_probe_s=b, block_read_s=b, probe_s=b[-1],
-                          phase_factor=factors[m], from_reference=False, kernel_s={"k": 1e-3}, whole_s=1e-3,
-                          overhead_s=1e-6, block_spread=(), block_slowed=(False,) * len(b))
+                          phase_factor=factors[m], from_reference=False, split_from_reference=False,
+                          kernel_s={"k": 1e-3}, whole_s=1e-3, overhead_s=1e-6, block_spread=(), block_slowed=(False,) * len(b))
           for m, b in blocks.items()]
     ph = phases_of(ps, gate)
     assert ph["slow"] == [] and ph["no_fast_block"] == ["m1", "m2", "m3"] and ph["slow_as_a_whole"] is True
@@ -995,6 +995,56 @@ def test_a_model_with_no_fast_block_takes_an_earlier_calibrations_latency_of_it(
     assert cc.phase_corrected(unread, fl) is unread
 
 
+def test_a_model_that_takes_the_references_latency_takes_its_split_between_nodes():
+    """with_split: a model that took the reference's latency (K79 of runs.md: its own profile, taken
+    beside bursts, split it 0.22-5.35x off its calm shares) takes the reference's seconds per node,
+    scaled to add up to its own rows' total (executions counted); a model that kept its own
+    latency, or a split that misses one of its nodes, is unchanged."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    import tuner.calibrate_context as cc
+    rows = (cc.InContext("m", SimpleNamespace(name="conv"), 6e-3, 5e-3, 1.0),
+            cc.InContext("m", SimpleNamespace(name="relu"), 1e-3, 1e-3, 2.0))   # 8 ms a run in all
+    p = cc.Profiled("m", rows, whole_s=8e-3, best_s=7e-3, profiled_run_s=9e-3, runs=10, from_reference=True)
+    q = cc.with_split(p, {"conv": 3e-3, "relu": 0.5e-3, "other": 9.0})   # 4 ms a run: scaled 2x
+    assert q.split_from_reference and [r.seconds for r in q.rows] == pytest.approx([6e-3, 1e-3])
+    q = cc.with_split(p, {"conv": 1e-3, "relu": 1.5e-3})                # 4 ms a run, the relu's share 3x
+    assert [r.seconds for r in q.rows] == pytest.approx([2e-3, 3e-3])
+    assert sum(r.seconds * r.executions for r in q.rows) == pytest.approx(8e-3)
+    assert q.whole_s == p.whole_s and q.kernel_s == p.kernel_s
+    for other in (replace(p, from_reference=False),):
+        assert cc.with_split(other, {"conv": 1e-3, "relu": 1.5e-3}) is other
+    for split in (None, {}, {"conv": 1e-3}):
+        assert cc.with_split(p, split) is p
+
+
+def test_profile_models_lends_the_references_split_to_the_models_that_take_its_latency(monkeypatch):
+    """Through profile_models: a model with no fast block that takes the reference's latency takes
+    its split too (``reference_split`` by sha256), the rows adding up to the latency; a model
+    timed fast keeps its own."""
+    pytest.importorskip("onnxruntime")
+    import tuner.calibrate_context as cc
+    from partition import models
+    fast, slow = 0.23e-3, 0.46e-3
+    _gate_readings(monkeypatch, [fast, slow, fast, slow] + [slow] * 20)
+    monkeypatch.setattr(cc, "phase_probe", lambda: b"")
+    g = models.get("byoc_demo")
+    sha = __import__("hashlib").sha256(cc.exported(g)[0]).hexdigest()
+    from tuner.calibrate_host import walk_counted
+    names = [n.name for n, _, _ in walk_counted(g)]     # the if branches' nodes too
+    split = {sha: {n: (i + 1) * 1e-6 for i, n in enumerate(names)}}
+    # a reference slower than either: a takes nothing, b its own lowest block and the split
+    out, _ = cc.profile_models([("a", g), ("b", g)], rounds=1, min_time_s=0.0, min_runs=2, overhead_s=0.0, blocks=2,
+                               reference={sha: 1.0}, reference_split=split)
+    a, b = out
+    assert not a.from_reference and not a.split_from_reference
+    assert b.from_reference and b.split_from_reference and b.whole_s == min(b.block_s)
+    got = {r.node.name: r.seconds for r in b.rows}
+    ratio = [got[n] / split[sha][n] for n in got]
+    assert max(ratio) == pytest.approx(min(ratio)) and len(got) > 1    # the reference's shares
+    assert sum(r.seconds * b.executions[r.node.name] for r in b.rows) == pytest.approx(b.whole_s - b.control_s)
+
+
 def test_profile_models_brings_a_model_timed_only_out_of_the_fast_phase_to_it(monkeypatch):
     """A model read at twice the floor before each of its blocks: its latency is a block of it
     corrected (``phase_corrected``), its rows add up to that; a model read fast keeps its lowest
@@ -1085,6 +1135,7 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     import onnxruntime as ort
     import tuner.calibrate_context as cc
     from partition import models
+    from tuner.calibrate_host import walk_counted
     from tuner.calibration import fit_calibration, machine_fingerprint, roofline_sample
     from tuner.cli import main
     ref = {"peak_flops": 50e9, "mem_bytes_per_s": 20e9, "op_overhead_s": 2e-6}
@@ -1093,7 +1144,10 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     floor = 1e-6   # far under any reading of the probe (0.2 ms or more)
     # it timed bert_tiny's very bytes in the fast phase (sha256), byoc_demo's other bytes
     bert = hashlib.sha256(cc.exported(models.get("bert_tiny"))[0]).hexdigest()
-    whole = {"bert_tiny": {"median_s": 2e-6, "timed_fast": True, "sha256": bert},
+    # and its split between bert_tiny's nodes
+    # (two shares, 1 and 2: the rows add up to 2 us, and a share under FLOOR_S would be raised to it)
+    split = {n.name: 1e-7 * (1 + i % 2) for i, n in enumerate(n for n, _, _ in walk_counted(models.get("bert_tiny")))}
+    whole = {"bert_tiny": {"median_s": 2e-6, "timed_fast": True, "sha256": bert, "node_s": split},
              "byoc_demo": {"median_s": 2e-6, "timed_fast": True, "sha256": "0" * 64}}
     fit_calibration(s, [x.analytical_s for x in s], kind="host", hardware="t", rows=[], reference_host=ref,
                     fingerprint=machine_fingerprint()["fingerprint"], rounds=5,
@@ -1110,12 +1164,18 @@ def test_calibrate_with_a_reference_holds_the_run_to_its_floor(tmp_path, capsys)
     own = ph["reference"]["own_floor_s"]
     assert floor < own <= min(t for v in meta["whole_models"].values() for t in v["block_probe_s"] if t)
     assert meta["phase_reference"] == ph["reference"] == {"file": str(tmp_path / "ref.json"), "probe_floor_s": floor,
-                                                          "own_floor_s": own, "latencies": 2, "taken": ["bert_tiny"]}
+                                                          "own_floor_s": own, "latencies": 2, "splits": 1,
+                                                          "taken": ["bert_tiny"]}
     assert ph["no_fast_block"] == ["bert_tiny", "byoc_demo"] and ph["suspects"] == ["byoc_demo"]
     assert ph["phase_corrected"] == ["byoc_demo"] and ph["from_reference"] == ["bert_tiny"]
     b = meta["whole_models"].pop("bert_tiny")
     assert b["median_s"] == 2e-6 and b["from_reference"] and not b["timed_fast"] and b["sha256"] == bert
     assert b["phase_factor"] == pytest.approx(2e-6 / min(b["block_s"]))
+    # the reference's split, scaled: every node in the same proportion
+    assert b["split_from_reference"] and ph["split_from_reference"] == ["bert_tiny"] and len(b["node_s"]) > 1
+    ratio = [v / split[n] for n, v in b["node_s"].items()]
+    assert max(ratio) == pytest.approx(min(ratio))
+    assert not meta["whole_models"]["byoc_demo"]["split_from_reference"] and meta["whole_models"]["byoc_demo"]["node_s"]
     for v in meta["whole_models"].values():
         # the block read nearest the floor, by its factor against the reference's floor, never above the lowest
         read = [max(x, y) if y else x for x, y in zip(v["block_probe_s"], v["block_after_s"])]   # both sides

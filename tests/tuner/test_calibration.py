@@ -994,15 +994,18 @@ def test_a_reference_calibration_lends_its_phase_floor_or_says_why_not(tmp_path)
         floor_of(str(path), here)
     good = replace(cal, meta={**cal.meta, "phase_probe": PHASE_PROBE, "phase_probe_floor_s": 2.25e-4}, _state={})
     good.save(tmp_path / "ref.json")
-    assert read_reference(str(tmp_path / "ref.json"), here, "1.0") == (2.25e-4, {})   # no model timed
-    fast = {"median_s": 3e-3, "timed_fast": True, "sha256": "aa"}
+    assert read_reference(str(tmp_path / "ref.json"), here, "1.0") == (2.25e-4, {}, {})   # no model timed
+    fast = {"median_s": 3e-3, "timed_fast": True, "sha256": "aa", "node_s": {"x": 1e-3, "y": 2e-3}}
     whole = {"m1": fast, "m2": {**fast, "timed_fast": False, "sha256": "bb"}, "m3": {**fast, "sha256": ""},
              "m4": {**fast, "sha256": "dd", "median_s": -1.0}, "m5": {"median_s": 1e-3},
-             "m6": {**fast, "sha256": "ff", "median_s": 2e-3}}
+             "m6": {**fast, "sha256": "ff", "median_s": 2e-3, "node_s": {"x": -1.0}},
+             "m7": {**fast, "sha256": "gg", "node_s": None}}
     lend = replace(good, meta={**good.meta, "onnxruntime": "1.0", "whole_models": whole}, _state={})
     lend.save(tmp_path / "lend.json")
-    assert read_reference(str(tmp_path / "lend.json"), here, "1.0") == (2.25e-4, {"aa": 3e-3, "ff": 2e-3})
-    assert read_reference(str(tmp_path / "lend.json"), here, "1.1") == (2.25e-4, {})
+    # the split between nodes of the models it lends a latency of, where it is whole and positive
+    assert read_reference(str(tmp_path / "lend.json"), here, "1.0") == (
+        2.25e-4, {"aa": 3e-3, "ff": 2e-3, "gg": 3e-3}, {"aa": {"x": 1e-3, "y": 2e-3}})
+    assert read_reference(str(tmp_path / "lend.json"), here, "1.1") == (2.25e-4, {}, {})
     for floor in (0.0, -1.0, "fast", None):
         bad = replace(good, meta={**good.meta, "phase_probe_floor_s": floor}, _state={})
         bad.save(tmp_path / "bad.json")

@@ -160,8 +160,9 @@ def _host(args) -> dict:
     if not (args.min_time >= 0 and math.isfinite(args.min_time)):
         raise CLIError(f"--min-time must be >= 0 seconds, got {args.min_time}")
     import onnxruntime as ort
-    reference_floor, reference_s = (read_reference(args.reference, machine_fingerprint()["fingerprint"],
-                                                   ort.__version__) if args.reference else (float("inf"), {}))
+    reference_floor, reference_s, reference_split = (
+        read_reference(args.reference, machine_fingerprint()["fingerprint"], ort.__version__) if args.reference
+        else (float("inf"), {}, {}))
     ort.set_default_logger_severity(3)  # its "unused initializer" notes are not the user's business
     t0 = time.perf_counter()
     host = sim.load_hw(args.hw).host if args.hw else sim.hw.config.HostConfig()
@@ -201,7 +202,8 @@ def _host(args) -> dict:
         # one-node timing and the fit
         profiled, failed = profile_models(graphs, rounds=args.rounds, budget_s=LATER_PASSES * budget, blocks=passes,
                                           on_step=tick, slow_passes=SLOW_PASSES, slow_budget_s=SLOW_PASSES_END * budget,
-                                          control=control, gate=gate, reference=reference_s)
+                                          control=control, gate=gate, reference=reference_s,
+                                          reference_split=reference_split)
     load_after = os.getloadavg()
     ctx = [r for p in profiled for r in p.rows if not ops or r.node.op in ops]
     # each row with the bytes a run of its model touches; a one-node row below with its own (it ran alone)
@@ -244,7 +246,11 @@ def _host(args) -> dict:
                                         "block_s": [_finite(v) for v in p.block_s],
                                         "block_spread": [_finite(v) for v in p.block_spread],
                                         "phase_factor": p.phase_factor, "sha256": p.sha256,
-                                        "timed_fast": gate.timed_fast(p), "from_reference": p.from_reference}
+                                        "timed_fast": gate.timed_fast(p), "from_reference": p.from_reference,
+                                        "split_from_reference": p.split_from_reference,
+                                        # each node's seconds per execution: what a later
+                                        # calibration's --reference lends with the latency
+                                        "node_s": {r.node.name: r.seconds for r in p.rows}}
                               for p in profiled}}
     fp = machine_fingerprint()
     # every model weighs the same in the fit (tuner.calibration.model_weights); a one-node row
@@ -262,6 +268,7 @@ def _host(args) -> dict:
     # the reference's floor, and this run's own lowest reading: whether it reached the reference's speed
     reference = {"file": os.path.abspath(args.reference), "probe_floor_s": reference_floor,
                  "own_floor_s": _finite(gate.lowest_s), "latencies": len(reference_s),
+                 "splits": len(reference_split),
                  "taken": phases["from_reference"]} if args.reference else None
     excess = slow_phase_excess(samples, seconds, row_models, phases["suspects"], weights, **fit_kw)
     left_out = left_out_by_excess(excess)
@@ -295,12 +302,15 @@ def _host(args) -> dict:
                        "waited_s": gate.waited_s, "reference": reference}}
 
 
-def read_reference(path: str, fingerprint: str, onnxruntime: str) -> tuple[float, dict[str, float]]:
+def read_reference(path: str, fingerprint: str, onnxruntime: str
+                   ) -> tuple[float, dict[str, float], dict[str, dict[str, float]]]:
     """What the host calibration at ``path`` (``--reference``) lends this one: the phase probe's
     lowest latency, and the latency of each model it timed in the fast phase (sha256 of the ONNX
     bytes -> seconds, ``calibrate_context.phase_corrected``), the latter only when it was timed with
-    this ``onnxruntime`` version. One measured on this machine (``fingerprint``), with this
-    version's probe; one-line errors otherwise."""
+    this ``onnxruntime`` version; and of those models, the seconds of each node in context
+    (``whole_models[m].node_s``, node name -> seconds per execution) where the file keeps them: the
+    split of the latency between the model's ops (``calibrate_context.with_split``). One measured on
+    this machine (``fingerprint``), with this version's probe; one-line errors otherwise."""
     from tuner.calibrate_context import PHASE_PROBE
     from tuner.calibration import read_calibration
     cal = read_calibration(path)
@@ -321,7 +331,12 @@ def read_reference(path: str, fingerprint: str, onnxruntime: str) -> tuple[float
                  if isinstance(v, dict) and v.get("timed_fast") is True and isinstance(v.get("sha256"), str)
                  and v["sha256"] and isinstance(v.get("median_s"), (int, float)) and math.isfinite(v["median_s"])
                  and v["median_s"] > 0}
-    return float(floor), latencies
+    splits = {v["sha256"]: {n: float(x) for n, x in v["node_s"].items()}
+              for v in (whole if isinstance(whole, dict) else {}).values()
+              if isinstance(v, dict) and v.get("sha256") in latencies and isinstance(v.get("node_s"), dict)
+              and v["node_s"] and all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+                                      for x in v["node_s"].values())}
+    return float(floor), latencies, splits
 
 
 def phase_warning(ph: dict) -> str:
@@ -408,6 +423,8 @@ def phases_of(profiled, gate: Any = None) -> dict:
             "phase_corrected": sorted(p.model for p in profiled if p.phase_factor < 1.0 and not p.from_reference),
             # or to the latency an earlier calibration timed them at in the fast phase
             "from_reference": sorted(p.model for p in profiled if p.from_reference),
+            # and its split between the model's nodes (``calibrate_context.with_split``)
+            "split_from_reference": sorted(p.model for p in profiled if p.split_from_reference),
             "phase_factor_min": _finite(min((p.phase_factor for p in profiled if not p.from_reference),
                                             default=1.0))}
 
