@@ -1012,8 +1012,8 @@ def test_a_model_that_takes_the_references_latency_takes_its_split_between_nodes
     assert [r.seconds for r in q.rows] == pytest.approx([2e-3, 3e-3])
     assert sum(r.seconds * r.executions for r in q.rows) == pytest.approx(8e-3)
     assert q.whole_s == p.whole_s and q.kernel_s == p.kernel_s
-    for other in (replace(p, from_reference=False),):
-        assert cc.with_split(other, {"conv": 1e-3, "relu": 1.5e-3}) is other
+    own = replace(p, from_reference=False)   # kept its own latency: keeps its own split
+    assert cc.with_split(own, {"conv": 1e-3, "relu": 1.5e-3}) is own
     for split in (None, {}, {"conv": 1e-3}):
         assert cc.with_split(p, split) is p
 
@@ -1023,14 +1023,15 @@ def test_profile_models_lends_the_references_split_to_the_models_that_take_its_l
     its split too (``reference_split`` by sha256), the rows adding up to the latency; a model
     timed fast keeps its own."""
     pytest.importorskip("onnxruntime")
+    import hashlib
     import tuner.calibrate_context as cc
     from partition import models
+    from tuner.calibrate_host import walk_counted
     fast, slow = 0.23e-3, 0.46e-3
     _gate_readings(monkeypatch, [fast, slow, fast, slow] + [slow] * 20)
     monkeypatch.setattr(cc, "phase_probe", lambda: b"")
     g = models.get("byoc_demo")
-    sha = __import__("hashlib").sha256(cc.exported(g)[0]).hexdigest()
-    from tuner.calibrate_host import walk_counted
+    sha = hashlib.sha256(cc.exported(g)[0]).hexdigest()
     names = [n.name for n, _, _ in walk_counted(g)]     # the if branches' nodes too
     split = {sha: {n: (i + 1) * 1e-6 for i, n in enumerate(names)}}
     # a reference slower than either: a takes nothing, b its own lowest block and the split
