@@ -32,16 +32,16 @@ GAPS = (1.3, 1.5, 1.6, 1.7)
 PROBES = ("phase_s", "memory_s")
 
 
-def last_level_cache_bytes(default: int = 32 << 20, root: str = "/sys/devices/system/cpu/cpu0/cache") -> int:
-    """The largest cache of CPU 0 as Linux's sysfs (``root``) states it, ``default`` where it
-    states none."""
-    from pathlib import Path
+def last_level_cache_bytes(caches: list[str] | None = None, default: int = 32 << 20) -> int:
+    """The largest of ``caches`` (lines such as "L3 Unified 8192K"; default this machine's, as the
+    host calibration's fingerprint reads them from sysfs: ``tuner.calibration._caches``), or
+    ``default`` where none states a size."""
+    if caches is None:
+        from tuner.calibration import _caches
+        caches = _caches()
     sizes = []
-    for d in Path(root).glob("index*"):
-        try:
-            text = (d / "size").read_text().strip().upper()
-        except OSError:
-            continue
+    for line in caches:
+        text = line.split()[-1].upper() if line.split() else ""
         unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
         digits = text.rstrip("KMG")
         if digits.isdigit():
