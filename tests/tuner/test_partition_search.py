@@ -124,6 +124,36 @@ def test_evaluator_equals_cost_of_the_partitioned_graph(name):
         assert total.latency_s == pytest.approx(c.latency_s, rel=1e-12)
 
 
+class _SlowerKernels(KernelCoster):
+    """Every kernel 3x the cycles and 2x the joules of the default schedule's (another coster for
+    ``with_coster``)."""
+
+    def __call__(self, wl):
+        from dataclasses import replace
+        r = super().__call__(wl)
+        return replace(r, cycles=3 * r.cycles, compute_cycles=3 * r.compute_cycles, energy_j=2 * r.energy_j)
+
+
+@pytest.mark.parametrize("name", ["diamond", "multi_producer"])
+def test_the_memoised_evaluator_keeps_each_costers_functions_apart(name):
+    """The evaluator memoises each function's cost (and each set's functions): after every subset
+    was costed, ``with_coster`` costs them as a problem built on that coster does, and the first
+    problem's costs are unchanged."""
+    hw = _hw()
+    graph = GRAPHS[name]()
+    p = Problem(graph, hw, KernelCoster(hw, opts=OPTS), OPTS)
+    sets = list(_all_subsets(p))
+    before = [p.cost(s) for s in sets]
+    slow = _SlowerKernels(hw, opts=OPTS)
+    q = p.with_coster(slow)
+    fresh = Problem(graph, hw, _SlowerKernels(hw, opts=OPTS), OPTS)
+    assert any(q.cost(s).device_s > c.device_s > 0 for s, c in zip(sets, before))
+    for s, c in zip(sets, before):
+        assert q.cost(s) == fresh.cost(s)
+        assert p.cost(s) == c
+        assert q.groups(s) == p.groups(s) == fresh.groups(s)
+
+
 def test_cost_of_one_offloaded_dense_by_hand():
     b = GraphBuilder("one", 0)
     x = b.input("x", (32, 64))
