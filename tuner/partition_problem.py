@@ -37,8 +37,8 @@ from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_wo
                       objective_value)
 
 
-# Memoised function parts kept at most (``Problem._function_part``); a search of a large cluster
-# forms a few new functions per move, so this bounds the memory of a long search.
+# Entries each of a Problem's memos keeps at most (``_function_part``, ``_components``, ``_split``):
+# a search of a large cluster forms a few new functions per move, so this bounds a long search's memory.
 _MAX_PARTS = 200_000
 
 
@@ -101,7 +101,8 @@ class ValueEdge:
 class Problem:
     """Built once per (graph, hardware); device costs come from a ``KernelCoster`` and can be
     swapped (``with_coster``) after tuning without rebuilding the rest. Read-only after __init__
-    but for a memo of the functions' costs (``_function_part``)."""
+    but for memos: each function's cost (``_function_part``), each unit set's functions
+    (``_components``) and each non-convex component's pieces (``_split``)."""
 
     def __init__(self, graph: Graph, hw: sim.HardwareConfig, coster: KernelCoster | None = None,
                  opts: CostOptions = CostOptions(), merge_siblings: bool = True):
@@ -485,7 +486,9 @@ class Problem:
 
     def _function_part(self, grp: list[int]) -> tuple[float, float, float, float, float, float]:
         """What one function adds whatever else runs on the device: its kernels (weighted cycles,
-        joules), crediting the intermediates it keeps on chip, the bytes and the host's conversion
+        joules), crediting the intermediates it keeps on chip as ``sim.simulate_function`` does (an
+        intermediate stays on chip when every reader is in the function, the model does not return
+        it, and it fits ``sim.graph.subgraph.on_chip_capacity``), the bytes and the host's conversion
         of every value it reads from outside or sends out, and its calls. Each depends on the
         function's units alone (a value crosses a value once into each function that reads
         it and once out of the function that makes it), so a search that changes one function
