@@ -490,7 +490,7 @@ class Problem:
         intermediate stays on chip when every reader is in the function, the model does not return
         it, and it fits ``sim.graph.subgraph.on_chip_capacity``), the bytes and the host's conversion
         of every value it reads from outside or sends out, and its calls. Each depends on the
-        function's units alone (a value crosses a value once into each function that reads
+        function's units alone (a value crosses once into each function that reads
         it and once out of the function that makes it), so a search that changes one function
         costs only that one: the parts are memoised by unit set."""
         key = frozenset(grp)
