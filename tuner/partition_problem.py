@@ -40,6 +40,7 @@ from .costing import (Cost, CostOptions, KernelCoster, host_unit_cost, kernel_wo
 # Entries each of a Problem's memos keeps at most (``_function_part``, ``_components``, ``_split``):
 # a search of a large cluster forms a few new functions per move, so this bounds a long search's memory.
 _MAX_PARTS = 200_000
+_UNSET = object()   # a memo's miss, where None is a value (``_components``: the functions would form a cycle)
 
 
 class PartitionSearchError(ValueError):
@@ -335,11 +336,12 @@ class Problem:
         for i in idx:
             left |= 1 << self._pos[i]
         key = (path, left, siblings)
-        if key not in self._comps:
+        out = self._comps.get(key, _UNSET)
+        if out is _UNSET:
+            out = self._components_now(path, left, siblings)
             if len(self._comps) > _MAX_PARTS:
                 self._comps.clear()
-            self._comps[key] = self._components_now(path, left, siblings)
-        out = self._comps[key]
+            self._comps[key] = out
         return None if out is None else [list(c) for c in out]
 
     def _components_now(self, path: str, left: int, siblings: bool) -> tuple[tuple[int, ...], ...] | None:
@@ -412,9 +414,10 @@ class Problem:
         key = frozenset(members)
         out = self._pieces.get(key)
         if out is None:
-            out = self._pieces[key] = self._split_now(members)
+            out = self._split_now(members)
             if len(self._pieces) > _MAX_PARTS:
                 self._pieces.clear()
+            self._pieces[key] = out
         return out
 
     def _split_now(self, members: list[int]) -> tuple[tuple[list[int], int, int, int], ...]:
