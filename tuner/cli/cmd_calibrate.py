@@ -325,15 +325,15 @@ def read_reference(path: str, fingerprint: str, onnxruntime: str
         raise CLIError(f"calibrate: --reference {path} has no lowest latency of this version's phase probe "
                        "(meta.phase_probe_floor_s); use a calibration made by this version")
     whole = cal.meta.get("whole_models") if cal.meta.get("onnxruntime") == onnxruntime else None
+    models = [v for v in (whole.values() if isinstance(whole, dict) else ()) if isinstance(v, dict)]
     # a model it timed in the fast phase itself; one it brought there, or took from its own
     # reference, is an estimate or an older run's
-    latencies = {v["sha256"]: float(v["median_s"]) for v in (whole if isinstance(whole, dict) else {}).values()
-                 if isinstance(v, dict) and v.get("timed_fast") is True and isinstance(v.get("sha256"), str)
+    latencies = {v["sha256"]: float(v["median_s"]) for v in models
+                 if v.get("timed_fast") is True and isinstance(v.get("sha256"), str)
                  and v["sha256"] and isinstance(v.get("median_s"), (int, float)) and math.isfinite(v["median_s"])
                  and v["median_s"] > 0}
-    splits = {v["sha256"]: {n: float(x) for n, x in v["node_s"].items()}
-              for v in (whole if isinstance(whole, dict) else {}).values()
-              if isinstance(v, dict) and v.get("sha256") in latencies and isinstance(v.get("node_s"), dict)
+    splits = {v["sha256"]: {n: float(x) for n, x in v["node_s"].items()} for v in models
+              if v.get("sha256") in latencies and isinstance(v.get("node_s"), dict)
               and v["node_s"] and all(isinstance(x, (int, float)) and math.isfinite(x) and x > 0
                                       for x in v["node_s"].values())}
     return float(floor), latencies, splits
